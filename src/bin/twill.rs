@@ -1,0 +1,144 @@
+//! `twill`: command-line front end of the solver core.
+//!
+//! Exit codes: 0 success, 1 no schedule (timeout or solver failure),
+//! 2 invalid input (the message names file, line and field).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+use twill::graph::load;
+use twill::modulo::{self, SearchOptions};
+use twill::problem::{BuildOptions, Problem};
+use twill::report::Report;
+use twill::Machine;
+
+#[derive(Parser)]
+#[command(
+    name = "twill",
+    version,
+    about = "Optimal software pipelining and warp specialization for Tensor Core GPUs"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Find the minimum initiation interval and an optimal modulo schedule.
+    Solve {
+        /// Dependence graph in twill's TOML format (docs/graph-format.md).
+        graph: PathBuf,
+        /// Machine: a bundled name (see `twill machines`) or a path to a TOML file.
+        #[arg(long, default_value = "h100")]
+        machine: String,
+        /// Print machine-readable JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Upper bound U on the sum of normalized costs (paper section 5.2).
+        #[arg(long, default_value_t = 300)]
+        u: u64,
+        /// Time budget in seconds for the whole solve.
+        #[arg(long, default_value_t = 60.0)]
+        timeout: f64,
+    },
+    /// List the bundled machine descriptions.
+    Machines,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Machines => {
+            for name in Machine::bundled_names() {
+                match Machine::select(name) {
+                    Ok(m) => println!("{name:8} {} ({})", m.description, m.arch),
+                    Err(e) => println!("{name:8} invalid: {e}"),
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Solve {
+            graph,
+            machine,
+            json,
+            u,
+            timeout,
+        } => solve(&graph, &machine, json, u, timeout),
+    }
+}
+
+fn solve(path: &std::path::Path, machine: &str, json: bool, u: u64, timeout: f64) -> ExitCode {
+    if !(timeout.is_finite() && timeout > 0.0) {
+        eprintln!("error: --timeout must be a positive number of seconds");
+        return ExitCode::from(2);
+    }
+    if u == 0 {
+        eprintln!("error: --u must be at least 1");
+        return ExitCode::from(2);
+    }
+    let started = Instant::now();
+    let machine = match Machine::select(machine) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let graph = match load::load_file(path) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = BuildOptions {
+        u,
+        time_limit: timeout,
+    };
+    let (problem, norm) = match Problem::build(&graph, &machine, opts) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let left = (timeout - started.elapsed().as_secs_f64()).max(0.01);
+    let result = match modulo::schedule(&problem, SearchOptions { timeout: left }) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    };
+    let report = Report::new(
+        &graph.name,
+        &machine.name,
+        &problem,
+        &norm,
+        &result,
+        started.elapsed().as_secs_f64(),
+    );
+    if json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("error: cannot serialize report: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        print!("{}", report.to_text());
+    }
+    ExitCode::SUCCESS
+}

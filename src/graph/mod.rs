@@ -1,0 +1,86 @@
+//! Loop dependence graphs G = (V, E) as the solver core sees them.
+//!
+//! A [`Graph`] is what a front end produces (the TOML loader in [`load`], and
+//! later the MLIR front end): ops with their timing (an explicit resource
+//! reservation table, or a cost class priced by a machine description),
+//! registers, memory footprints and flags, and edges (u, v, d, delta). It
+//! knows nothing of MLIR or Triton. [`crate::problem`] resolves a graph against
+//! a [`crate::machine::Machine`] into the integer problem the solvers take.
+
+pub mod load;
+
+use std::collections::BTreeMap;
+
+/// A run of identical rows of a resource reservation table: for `len`
+/// consecutive cycles the op occupies `uses[unit]` instances of each unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    pub len: u64,
+    pub uses: BTreeMap<String, u32>,
+}
+
+/// How an op's cycles and reservation table are known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Timing {
+    /// Given explicitly, as run-length encoded RRT rows.
+    Table(Vec<Segment>),
+    /// Priced by the machine's cost rule for `class` on a tile.
+    Cost {
+        class: String,
+        shape: Vec<u64>,
+        dtype: String,
+    },
+}
+
+/// A tile-level operation of the loop body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Op {
+    pub name: String,
+    pub timing: Timing,
+    /// Registers per thread that the op's result occupies while live.
+    pub regs: u32,
+    /// Bytes (or the memory's own unit) of the result per memory kind while live.
+    pub memory: BTreeMap<String, u64>,
+    /// Latency unknown statically (TMA); scheduled on a designated warp.
+    pub variable_latency: bool,
+    /// Variable-latency op without incoming data dependences (section 5.3).
+    pub streaming: bool,
+    /// Must be issued by a whole warp group (wgmma on Hopper).
+    pub warp_group: bool,
+    /// Cycles to move this op's result to another warp through shared memory.
+    pub spill_cost: u64,
+    /// Where the op came from (an MLIR location, or `file:line`).
+    pub origin: String,
+}
+
+/// A dependence (u, v, d, delta): v of iteration i + delta issues at least d
+/// cycles after u of iteration i.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edge {
+    pub from: usize,
+    pub to: usize,
+    /// d in cycles; `None` means the cycles of `from`.
+    pub delay: Option<u64>,
+    /// delta, the iteration distance (0 inside an iteration, 1 loop-carried).
+    pub distance: u32,
+    /// v needs blocking synchronization before u's result is accessible.
+    pub blocking: bool,
+    /// Where the edge came from.
+    pub origin: String,
+}
+
+/// A loop dependence graph.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Graph {
+    pub name: String,
+    pub description: String,
+    pub ops: Vec<Op>,
+    pub edges: Vec<Edge>,
+}
+
+impl Graph {
+    /// Index of the op with this name.
+    pub fn op_index(&self, name: &str) -> Option<usize> {
+        self.ops.iter().position(|o| o.name == name)
+    }
+}

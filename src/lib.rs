@@ -1,0 +1,27 @@
+//! twill: optimal software pipelining and warp specialization for Tensor Core
+//! GPU kernels.
+//!
+//! The pipeline, front to back:
+//!
+//! * [`graph`]: loop dependence graphs G = (V, E) and their TOML format;
+//! * [`machine`]: machine descriptions (units, memories, warps, cost rules) as data;
+//! * [`problem`]: a graph resolved on a machine, durations normalized ([`normalize`]);
+//! * [`modulo`]: minimum initiation interval and optimal modulo schedule (ZLP);
+//! * [`checker`]: the independent validator every schedule passes through;
+//! * [`report`]: text and JSON output.
+//!
+//! The solver core (everything above) knows nothing about MLIR or Triton.
+
+pub mod checker;
+pub mod error;
+pub mod graph;
+pub mod machine;
+pub mod modulo;
+pub mod normalize;
+pub mod problem;
+pub mod report;
+
+pub use error::LoadError;
+pub use graph::Graph;
+pub use machine::Machine;
+pub use problem::{Problem, Schedule};

@@ -1,0 +1,445 @@
+//! Machine descriptions: functional units, memories, warp rules and cost rules.
+//!
+//! A machine is data, never code: a TOML file under `machines/` (bundled into
+//! the binary at build time, see `build.rs`) or any file given by path. The
+//! schema is documented in `machines/README.md`. The solver core only sees the
+//! resolved numbers; MLIR and Triton front ends use the cost rules to turn an
+//! op's tile shape and element type into cycles and a reservation table.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::error::{LoadError, SourceMap};
+
+include!(concat!(env!("OUT_DIR"), "/bundled_machines.rs"));
+
+/// One kind of functional unit and how many instances an SM has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    pub name: String,
+    pub capacity: u32,
+    pub description: String,
+}
+
+/// One kind of on-chip memory and its capacity per SM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Memory {
+    pub name: String,
+    pub capacity: u64,
+    /// What the capacity counts (bytes, 32-bit registers, TMEM columns...).
+    pub unit: String,
+}
+
+/// Warp and register-file rules used by warp specialization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warps {
+    pub threads_per_warp: u32,
+    /// Warps that must issue a warp-group operation together (4 on Hopper).
+    pub warp_group_size: u32,
+    pub max_warps_per_cta: u32,
+    /// Architectural per-thread register limit (255 on NVIDIA).
+    pub max_regs_per_thread: u32,
+    /// 32-bit registers per SM.
+    pub register_file: u32,
+}
+
+/// How a rule measures an op's work from its tile shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Work {
+    /// 2*M*N*K floating point operations of a matrix multiply-accumulate.
+    MatmulFlops,
+    /// Number of tile elements.
+    Elements,
+    /// Number of bytes of the tile (elements times element size).
+    Bytes,
+}
+
+/// A per-op cost rule: cycles from tile shape and element type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostRule {
+    /// The op class this rule prices (`mma`, `exp`, `tma_load`, ...).
+    pub class: String,
+    /// Functional unit the op occupies while it streams its work.
+    pub unit: String,
+    pub work: Work,
+    /// Work units per cycle per SM, by element type.
+    pub per_cycle: BTreeMap<String, f64>,
+    /// Cycles after the unit is released until the result is usable.
+    pub latency: u64,
+}
+
+/// A resolved cost: the op occupies `unit` for `occupancy` cycles, then waits
+/// `latency` cycles for its result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cost {
+    pub unit: String,
+    pub occupancy: u64,
+    pub latency: u64,
+}
+
+/// A machine description.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Machine {
+    pub name: String,
+    pub vendor: String,
+    pub arch: String,
+    pub description: String,
+    pub clock_mhz: u32,
+    pub sms: u32,
+    pub units: Vec<Unit>,
+    pub memories: Vec<Memory>,
+    pub warps: Warps,
+    pub costs: Vec<CostRule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMachine {
+    name: Spanned<String>,
+    vendor: String,
+    arch: String,
+    description: String,
+    clock_mhz: Spanned<i64>,
+    sms: Spanned<i64>,
+    units: Spanned<BTreeMap<String, Spanned<RawUnit>>>,
+    #[serde(default)]
+    memory: BTreeMap<String, Spanned<RawMemory>>,
+    warps: Spanned<RawWarps>,
+    #[serde(default)]
+    cost: Vec<Spanned<RawCost>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUnit {
+    capacity: Spanned<i64>,
+    #[serde(default)]
+    description: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMemory {
+    capacity: Spanned<i64>,
+    unit: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWarps {
+    threads_per_warp: Spanned<i64>,
+    warp_group_size: Spanned<i64>,
+    max_warps_per_cta: Spanned<i64>,
+    max_regs_per_thread: Spanned<i64>,
+    register_file: Spanned<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCost {
+    class: Spanned<String>,
+    unit: Spanned<String>,
+    work: Spanned<String>,
+    per_cycle: Spanned<BTreeMap<String, f64>>,
+    #[serde(default)]
+    latency: Option<Spanned<i64>>,
+}
+
+fn positive(
+    map: &SourceMap,
+    v: &Spanned<i64>,
+    field: impl Into<String>,
+    allow_zero: bool,
+) -> Result<u64, LoadError> {
+    let x = *v.get_ref();
+    if x < 0 || (!allow_zero && x == 0) {
+        let bound = if allow_zero { ">= 0" } else { ">= 1" };
+        return Err(map.error(Some(v.span()), field, format!("must be {bound}, got {x}")));
+    }
+    Ok(x as u64)
+}
+
+fn small(
+    map: &SourceMap,
+    v: &Spanned<i64>,
+    field: impl Into<String> + Clone,
+) -> Result<u32, LoadError> {
+    let x = positive(map, v, field.clone(), false)?;
+    u32::try_from(x).map_err(|_| map.error(Some(v.span()), field, format!("{x} is too large")))
+}
+
+impl Machine {
+    /// Names of the machines bundled into this build.
+    pub fn bundled_names() -> Vec<&'static str> {
+        BUNDLED_MACHINES.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// Selects a machine by bundled name (`h100`) or by path to a TOML file.
+    pub fn select(name_or_path: &str) -> Result<Machine, LoadError> {
+        if let Some((name, text)) = BUNDLED_MACHINES.iter().find(|(n, _)| *n == name_or_path) {
+            return Machine::parse(&format!("machines/{name}.toml"), text);
+        }
+        let path = Path::new(name_or_path);
+        if path.exists() {
+            return Machine::load(path);
+        }
+        Err(LoadError {
+            file: name_or_path.to_string(),
+            line: 0,
+            column: 0,
+            field: String::new(),
+            message: format!(
+                "no bundled machine of that name and no such file (bundled: {})",
+                Machine::bundled_names().join(", ")
+            ),
+        })
+    }
+
+    /// Loads a machine description from a file.
+    pub fn load(path: &Path) -> Result<Machine, LoadError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+            file: file.clone(),
+            line: 0,
+            column: 0,
+            field: String::new(),
+            message: format!("cannot read: {e}"),
+        })?;
+        Machine::parse(&file, &text)
+    }
+
+    /// Parses a machine description; `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Machine, LoadError> {
+        let map = SourceMap::new(file, text);
+        let raw: RawMachine = toml::from_str(text).map_err(|e| map.toml_error(&e))?;
+        let name = raw.name.get_ref().trim().to_string();
+        if name.is_empty() {
+            return Err(map.error(Some(raw.name.span()), "name", "must not be empty"));
+        }
+        let mut units = Vec::new();
+        for (uname, unit) in raw.units.get_ref() {
+            let u = unit.get_ref();
+            units.push(Unit {
+                name: uname.clone(),
+                capacity: small(&map, &u.capacity, format!("units.{uname}.capacity"))?,
+                description: u.description.clone(),
+            });
+        }
+        if units.is_empty() {
+            return Err(map.error(
+                Some(raw.units.span()),
+                "units",
+                "at least one functional unit is required",
+            ));
+        }
+        let mut memories = Vec::new();
+        for (mname, mem) in &raw.memory {
+            let m = mem.get_ref();
+            memories.push(Memory {
+                name: mname.clone(),
+                capacity: positive(&map, &m.capacity, format!("memory.{mname}.capacity"), false)?,
+                unit: m.unit.clone(),
+            });
+        }
+        let w = raw.warps.get_ref();
+        let warps = Warps {
+            threads_per_warp: small(&map, &w.threads_per_warp, "warps.threads_per_warp")?,
+            warp_group_size: small(&map, &w.warp_group_size, "warps.warp_group_size")?,
+            max_warps_per_cta: small(&map, &w.max_warps_per_cta, "warps.max_warps_per_cta")?,
+            max_regs_per_thread: small(&map, &w.max_regs_per_thread, "warps.max_regs_per_thread")?,
+            register_file: small(&map, &w.register_file, "warps.register_file")?,
+        };
+        let mut costs: Vec<CostRule> = Vec::new();
+        for (i, c) in raw.cost.iter().enumerate() {
+            let c = c.get_ref();
+            let field = |f: &str| format!("cost[{i}].{f}");
+            let unit = c.unit.get_ref().clone();
+            if !units.iter().any(|u| u.name == unit) {
+                return Err(map.error(
+                    Some(c.unit.span()),
+                    field("unit"),
+                    format!("unknown unit `{unit}`"),
+                ));
+            }
+            let work = match c.work.get_ref().as_str() {
+                "2mnk" => Work::MatmulFlops,
+                "elements" => Work::Elements,
+                "bytes" => Work::Bytes,
+                other => {
+                    return Err(map.error(
+                        Some(c.work.span()),
+                        field("work"),
+                        format!(
+                            "unknown work measure `{other}` (expected 2mnk, elements or bytes)"
+                        ),
+                    ))
+                }
+            };
+            for (dtype, rate) in c.per_cycle.get_ref() {
+                if !(rate.is_finite() && *rate > 0.0) {
+                    return Err(map.error(
+                        Some(c.per_cycle.span()),
+                        field(&format!("per_cycle.{dtype}")),
+                        format!("must be a positive number, got {rate}"),
+                    ));
+                }
+                if work == Work::Bytes {
+                    dtype_bytes(dtype).ok_or_else(|| {
+                        map.error(
+                            Some(c.per_cycle.span()),
+                            field(&format!("per_cycle.{dtype}")),
+                            format!("unknown element type `{dtype}`"),
+                        )
+                    })?;
+                }
+            }
+            let class = c.class.get_ref().clone();
+            if costs.iter().any(|r| r.class == class) {
+                return Err(map.error(
+                    Some(c.class.span()),
+                    field("class"),
+                    format!("duplicate cost rule for class `{class}`"),
+                ));
+            }
+            let latency = match &c.latency {
+                Some(l) => positive(&map, l, field("latency"), true)?,
+                None => 0,
+            };
+            costs.push(CostRule {
+                class,
+                unit,
+                work,
+                per_cycle: c.per_cycle.get_ref().clone(),
+                latency,
+            });
+        }
+        Ok(Machine {
+            name,
+            vendor: raw.vendor,
+            arch: raw.arch,
+            description: raw.description,
+            clock_mhz: small(&map, &raw.clock_mhz, "clock_mhz")?,
+            sms: small(&map, &raw.sms, "sms")?,
+            units,
+            memories,
+            warps,
+            costs,
+        })
+    }
+
+    /// The unit of this name.
+    pub fn unit(&self, name: &str) -> Option<&Unit> {
+        self.units.iter().find(|u| u.name == name)
+    }
+
+    /// The memory of this name.
+    pub fn memory(&self, name: &str) -> Option<&Memory> {
+        self.memories.iter().find(|m| m.name == name)
+    }
+
+    /// The cost rule for an op class.
+    pub fn cost_rule(&self, class: &str) -> Option<&CostRule> {
+        self.costs.iter().find(|c| c.class == class)
+    }
+
+    /// Prices an op of `class` on a tile of `shape` and element type `dtype`.
+    pub fn cost(&self, class: &str, shape: &[u64], dtype: &str) -> Result<Cost, String> {
+        let rule = self.cost_rule(class).ok_or_else(|| {
+            let known: Vec<&str> = self.costs.iter().map(|c| c.class.as_str()).collect();
+            format!(
+                "machine `{}` has no cost rule for class `{class}` (known: {})",
+                self.name,
+                known.join(", ")
+            )
+        })?;
+        let rate = rule.per_cycle.get(dtype).ok_or_else(|| {
+            let known: Vec<&str> = rule.per_cycle.keys().map(String::as_str).collect();
+            format!(
+                "cost rule `{class}` of machine `{}` has no rate for element type `{dtype}` (known: {})",
+                self.name,
+                known.join(", ")
+            )
+        })?;
+        if shape.is_empty() || shape.contains(&0) {
+            return Err(format!("shape {shape:?} must have positive dimensions"));
+        }
+        let elements = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+        let elements = elements.ok_or_else(|| format!("shape {shape:?} is too large"))?;
+        let work = match rule.work {
+            Work::MatmulFlops => {
+                if shape.len() != 3 {
+                    return Err(format!(
+                        "class `{class}` measures 2*M*N*K and needs shape [M, N, K], got {shape:?}"
+                    ));
+                }
+                2.0 * elements as f64
+            }
+            Work::Elements => elements as f64,
+            Work::Bytes => elements as f64 * dtype_bytes(dtype).unwrap_or(4) as f64,
+        };
+        let occupancy = (work / rate).ceil().max(1.0) as u64;
+        Ok(Cost {
+            unit: rule.unit.clone(),
+            occupancy,
+            latency: rule.latency,
+        })
+    }
+}
+
+/// Size in bytes of an element type as Triton and MLIR spell it.
+pub fn dtype_bytes(dtype: &str) -> Option<u64> {
+    Some(match dtype {
+        "f64" | "i64" => 8,
+        "f32" | "i32" | "tf32" => 4,
+        "f16" | "bf16" | "i16" => 2,
+        "f8E4M3FN" | "f8E5M2" | "f8e4m3" | "f8e5m2" | "i8" | "fp8" => 1,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bundled_machine_loads() {
+        for name in Machine::bundled_names() {
+            let m = Machine::select(name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(m.name, name);
+            assert!(m.warps.max_regs_per_thread <= 255 || m.vendor != "nvidia");
+        }
+    }
+
+    #[test]
+    fn h100_prices_a_128_cube_gemm_near_1000_cycles() {
+        // The paper (section 5.2): a 128x128x128 GEMM on Hopper is roughly 1000 cycles.
+        let m = Machine::select("h100").unwrap();
+        let c = m.cost("mma", &[128, 128, 128], "f16").unwrap();
+        assert_eq!(c.unit, "TC");
+        assert!((900..=1100).contains(&c.occupancy), "{}", c.occupancy);
+        // Figure 1: GEMM and EXP on a tile cost roughly the same on Hopper.
+        let e = m.cost("exp", &[128, 128], "f32").unwrap();
+        assert_eq!(e.unit, "SFU");
+        let ratio = e.occupancy as f64 / c.occupancy as f64;
+        assert!((0.5..=2.0).contains(&ratio), "{ratio}");
+    }
+
+    #[test]
+    fn unknown_machine_lists_bundled() {
+        let e = Machine::select("nope-9000").unwrap_err();
+        assert!(e.message.contains("h100"), "{e}");
+    }
+
+    #[test]
+    fn bad_machine_is_located() {
+        let text = "name='x'\nvendor='v'\narch='a'\ndescription='d'\nclock_mhz=1\nsms=1\n\
+                    [units.TC]\ncapacity = -1\n[warps]\nthreads_per_warp=32\nwarp_group_size=4\n\
+                    max_warps_per_cta=32\nmax_regs_per_thread=255\nregister_file=65536\n";
+        let e = Machine::parse("m.toml", text).unwrap_err();
+        assert_eq!(e.line, 8);
+        assert_eq!(e.field, "units.TC.capacity");
+    }
+}

@@ -1,0 +1,245 @@
+//! Optimal modulo scheduling: the minimum initiation interval I, a modulo
+//! schedule M and its minimum length L at that I.
+//!
+//! I starts at MII = max(ResMII, RecMII) and goes up one at a time; at each I
+//! the time-indexed ZLP of [`zlp`] either proves that no schedule exists (the
+//! I joins the certificate) or returns one of minimum length. Every schedule
+//! is validated by the independent [`crate::checker`] before it is returned.
+
+pub mod mii;
+pub mod zlp;
+
+use std::time::Instant;
+
+use serde::Serialize;
+use tracing::{debug, info};
+
+use crate::checker;
+use crate::problem::{Problem, Schedule};
+use zlp::ZlpOutcome;
+
+/// Why an initiation interval is known to be infeasible.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "reason")]
+pub enum Infeasibility {
+    /// Below ResMII: some unit is oversubscribed whatever the schedule.
+    ResMii {
+        unit: String,
+        demand: u64,
+        capacity: u32,
+    },
+    /// Below RecMII: a dependence cycle needs more than I cycles per iteration.
+    RecMii,
+    /// The ZLP at this I is infeasible (solver proof).
+    Zlp,
+}
+
+impl std::fmt::Display for Infeasibility {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Infeasibility::ResMii {
+                unit,
+                demand,
+                capacity,
+            } => write!(
+                f,
+                "ResMII: {unit} is busy {demand} cycles per iteration with capacity {capacity}"
+            ),
+            Infeasibility::RecMii => write!(
+                f,
+                "RecMII: a dependence cycle has total delay above I times its iteration distance"
+            ),
+            Infeasibility::Zlp => write!(f, "the modulo-scheduling ZLP is infeasible"),
+        }
+    }
+}
+
+/// One entry of the optimality certificate: every I in [from, to] is
+/// infeasible for the stated reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refuted {
+    pub from: u32,
+    pub to: u32,
+    #[serde(flatten)]
+    pub why: Infeasibility,
+}
+
+impl std::fmt::Display for Refuted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.from == self.to {
+            write!(f, "I = {}: {}", self.from, self.why)
+        } else {
+            write!(f, "I in [{}, {}]: {}", self.from, self.to, self.why)
+        }
+    }
+}
+
+/// Result of the modulo-scheduling search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModuloResult {
+    pub schedule: Schedule,
+    pub res_mii: u32,
+    pub rec_mii: u32,
+    /// Every I below the answer, with the reason it is infeasible; when
+    /// `ii_proven`, this covers 1..I-1 completely.
+    pub certificate: Vec<Refuted>,
+    /// I is proven minimal.
+    pub ii_proven: bool,
+    /// L is proven minimal at this I.
+    pub length_proven: bool,
+    pub seconds: f64,
+}
+
+/// Options of the search.
+#[derive(Debug, Clone, Copy)]
+pub struct SearchOptions {
+    /// Total time budget in seconds.
+    pub timeout: f64,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions { timeout: 60.0 }
+    }
+}
+
+/// Why the search produced no schedule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SearchError {
+    /// A distance-0 dependence cycle with positive delay.
+    NoRecurrenceBound,
+    /// The time budget ran out before any schedule was found.
+    Timeout { last_ii: u32 },
+    /// The independent checker rejected a solver schedule (a bug, reported
+    /// instead of emitting a wrong schedule).
+    CheckerRejected(Vec<checker::Violation>),
+    /// No schedule up to the search cap (cannot happen for loaded graphs).
+    Exhausted { cap: u32 },
+}
+
+impl std::fmt::Display for SearchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SearchError::NoRecurrenceBound => {
+                write!(f, "a dependence cycle of distance 0 has positive delay")
+            }
+            SearchError::Timeout { last_ii } => {
+                write!(f, "timed out at I = {last_ii} before finding a schedule")
+            }
+            SearchError::CheckerRejected(v) => {
+                write!(
+                    f,
+                    "internal error: the checker rejected the solver's schedule:"
+                )?;
+                for x in v {
+                    write!(f, "\n  {x}")?;
+                }
+                Ok(())
+            }
+            SearchError::Exhausted { cap } => write!(f, "no modulo schedule with I <= {cap}"),
+        }
+    }
+}
+
+impl std::error::Error for SearchError {}
+
+/// Finds the minimum I and a minimum-length modulo schedule at it.
+pub fn schedule(p: &Problem, opts: SearchOptions) -> Result<ModuloResult, SearchError> {
+    let started = Instant::now();
+    let res = mii::res_mii(p);
+    let rec = mii::rec_mii(p).ok_or(SearchError::NoRecurrenceBound)?;
+    let mut certificate = Vec::new();
+    if res > 1 {
+        // The unit that defines ResMII refutes every smaller I.
+        let (f, demand) = p
+            .capacity
+            .iter()
+            .enumerate()
+            .map(|(f, &cap)| {
+                let d: u64 = p.ops.iter().flat_map(|o| &o.rrt).map(|r| r[f] as u64).sum();
+                (f, d, d.div_ceil(cap.max(1) as u64))
+            })
+            .max_by_key(|&(f, _, need)| (need, std::cmp::Reverse(f)))
+            .map(|(f, d, _)| (f, d))
+            .unwrap_or((0, 0));
+        certificate.push(Refuted {
+            from: 1,
+            to: res - 1,
+            why: Infeasibility::ResMii {
+                unit: p.units[f].clone(),
+                demand,
+                capacity: p.capacity[f],
+            },
+        });
+    }
+    if rec > res {
+        certificate.push(Refuted {
+            from: res,
+            to: rec - 1,
+            why: Infeasibility::RecMii,
+        });
+    }
+    // The distance-0 subgraph is acyclic (the loaders reject its cycles), so
+    // ops can run one after another in topological order, each starting after
+    // its predecessor ends and its distance-0 delays elapse: such a sequential
+    // iteration ends by L_seq <= sum cycles + sum delays. With I >= L_seq +
+    // max delay no two copies overlap and every loop-carried edge is met, so
+    // the search below ends by this cap.
+    let delays = p.edges.iter().map(|e| e.delay as u64).sum::<u64>();
+    let cap = p.ops.iter().map(|o| o.cycles as u64).sum::<u64>() + 2 * delays + 1;
+    let cap = u32::try_from(cap).unwrap_or(u32::MAX);
+    let mut ii_proven = true;
+    let mut ii = res.max(rec);
+    info!(
+        res_mii = res,
+        rec_mii = rec,
+        ops = p.ops.len(),
+        edges = p.edges.len(),
+        "modulo search"
+    );
+    while ii <= cap {
+        let left = opts.timeout - started.elapsed().as_secs_f64();
+        if left <= 0.0 {
+            return Err(SearchError::Timeout { last_ii: ii });
+        }
+        let t0 = Instant::now();
+        let outcome = zlp::solve_at(p, ii, left);
+        debug!(
+            ii,
+            horizon = zlp::horizon(p, ii),
+            seconds = t0.elapsed().as_secs_f64(),
+            ?outcome,
+            "zlp"
+        );
+        match outcome {
+            ZlpOutcome::Infeasible => {
+                certificate.push(Refuted {
+                    from: ii,
+                    to: ii,
+                    why: Infeasibility::Zlp,
+                });
+            }
+            ZlpOutcome::Unknown(why) => {
+                debug!(ii, why, "zlp gave up; I no longer proven minimal");
+                ii_proven = false;
+            }
+            ZlpOutcome::Feasible { schedule, optimal } => {
+                let violations = checker::check(p, &schedule);
+                if !violations.is_empty() {
+                    return Err(SearchError::CheckerRejected(violations));
+                }
+                return Ok(ModuloResult {
+                    schedule,
+                    res_mii: res,
+                    rec_mii: rec,
+                    certificate,
+                    ii_proven,
+                    length_proven: optimal,
+                    seconds: started.elapsed().as_secs_f64(),
+                });
+            }
+        }
+        ii += 1;
+    }
+    Err(SearchError::Exhausted { cap })
+}

@@ -1,0 +1,195 @@
+//! Optimal modulo scheduling at a fixed initiation interval, as a
+//! time-indexed 0-1 program in the structured style of Eichenberger and
+//! Davidson ("Efficient formulation for optimal modulo schedulers", PLDI 1997).
+//!
+//! Variables: x[v][t] = 1 iff op v issues at cycle t of its iteration, for
+//! t in [0, T - cycles(v)], with T a horizon that provably contains an optimal
+//! schedule if any schedule exists at this I (see [`horizon`]).
+//!
+//! * assignment:  sum_t x[v][t] = 1
+//! * modulo capacity: for each unit f and residue r in [0, I):
+//!   sum over v, t, c with (t + c) mod I = r of rrt[v][c][f] * x[v][t] <= cap(f)
+//! * structured dependences, for (u, v, d, delta) with lag = d - I*delta and
+//!   every t: sum_{tau >= t} x[u][tau] + sum_{tau < t + lag} x[v][tau] <= 1
+//!   (if u issues at or after t, v cannot issue before t + lag). These are
+//!   the facet-defining form; no big-M appears anywhere.
+//! * length: L >= sum_t (t + cycles(v)) x[v][t]
+//!
+//! Objective: minimize L, then the sum of issue cycles (lexicographically,
+//! by weighting L with one more than the largest possible sum).
+
+use good_lp::{
+    constraint, solvers::highs::highs, variable, Expression, ProblemVariables, ResolutionError,
+    Solution, SolutionStatus, SolverModel, Variable,
+};
+
+use crate::problem::{Problem, Schedule};
+
+/// Outcome of one ZLP at a fixed I.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZlpOutcome {
+    /// A schedule; `optimal` when its length is proven minimal at this I.
+    Feasible { schedule: Schedule, optimal: bool },
+    /// Proven: no modulo schedule with this I exists.
+    Infeasible,
+    /// The solver gave up (time limit) without a schedule.
+    Unknown(String),
+}
+
+/// A horizon T such that, if any modulo schedule with initiation interval
+/// `ii` exists, one of minimum length has every op complete by T.
+///
+/// Proof sketch: keep the residues r_v = M(v) mod I of any valid schedule and
+/// write M(v) = r_v + I*k_v. Resource use depends on residues only, and each
+/// edge becomes a difference constraint k_v - k_u >= w_e with
+/// w_e = ceil((d - I*delta - r_v + r_u) / I) <= ceil((d - I*delta + I - 1) / I).
+/// The system is feasible (the schedule solves it), so it has no positive
+/// cycle and its longest-path solution from a virtual source (k >= 0) is
+/// valid; a longest path is simple, so k_v <= K = the sum of the |V| - 1
+/// largest positive bounds on w_e. Hence M(v) <= I - 1 + I*K and every op
+/// completes by T = I - 1 + I*K + max cycles. A minimum-length schedule is no
+/// longer than this one, and can be shifted to start at 0.
+pub fn horizon(p: &Problem, ii: u32) -> u64 {
+    let ii = ii as i64;
+    let mut w: Vec<i64> = p
+        .edges
+        .iter()
+        .map(|e| {
+            let lag = e.delay as i64 - ii * e.distance as i64;
+            (lag + ii - 1).div_euclid(ii) + i64::from((lag + ii - 1).rem_euclid(ii) != 0)
+        })
+        .filter(|&x| x > 0)
+        .collect();
+    w.sort_unstable_by(|a, b| b.cmp(a));
+    let k: i64 = w.iter().take(p.ops.len().saturating_sub(1)).sum();
+    let max_cycles = p.ops.iter().map(|o| o.cycles as i64).max().unwrap_or(0);
+    (ii - 1 + ii * k + max_cycles).max(1) as u64
+}
+
+/// Solves the modulo-scheduling ZLP at initiation interval `ii`.
+pub fn solve_at(p: &Problem, ii: u32, time_limit: f64) -> ZlpOutcome {
+    assert!(ii >= 1);
+    // A self-dependence is satisfied by every schedule or by none.
+    for e in p.edges.iter().filter(|e| e.from == e.to) {
+        if e.delay as i64 > ii as i64 * e.distance as i64 {
+            return ZlpOutcome::Infeasible;
+        }
+    }
+    let horizon = horizon(p, ii);
+    let n = p.ops.len();
+    if n == 0 {
+        return ZlpOutcome::Feasible {
+            schedule: Schedule {
+                ii,
+                start: vec![],
+                length: 0,
+            },
+            optimal: true,
+        };
+    }
+    let mut vars = ProblemVariables::new();
+    // x[v][t] for t in 0..=last[v]
+    let mut x: Vec<Vec<Variable>> = Vec::with_capacity(n);
+    for op in &p.ops {
+        let last = horizon.saturating_sub(op.cycles as u64);
+        x.push((0..=last).map(|_| vars.add(variable().binary())).collect());
+    }
+    let length = vars.add(variable().integer().min(0).max(horizon as f64));
+    let starts: Vec<Expression> = x
+        .iter()
+        .map(|xs| {
+            xs.iter()
+                .enumerate()
+                .map(|(t, &v)| (t as f64) * v)
+                .sum::<Expression>()
+        })
+        .collect();
+    let weight = (n as f64) * (horizon as f64) + 1.0;
+    let objective: Expression = weight * length + starts.iter().cloned().sum::<Expression>();
+    let mut model = highs(vars.minimise(objective));
+    model.set_verbose(false);
+    let mut model = match model
+        .set_time_limit(time_limit.max(0.01))
+        .set_threads(1)
+        .set_mip_rel_gap(0.0)
+        .and_then(|m| m.set_mip_abs_gap(0.0))
+    {
+        Ok(m) => m,
+        Err(e) => return ZlpOutcome::Unknown(e.to_string()),
+    };
+
+    for xs in &x {
+        let one: Expression = xs.iter().copied().sum();
+        model.add_constraint(constraint!(one == 1.0));
+    }
+    // Modulo capacity.
+    for (f, &cap) in p.capacity.iter().enumerate() {
+        let mut rows: Vec<Expression> = vec![Expression::from(0.0); ii as usize];
+        let mut used = vec![false; ii as usize];
+        for (v, op) in p.ops.iter().enumerate() {
+            if op.rrt.iter().all(|row| row[f] == 0) {
+                continue;
+            }
+            for (t, &var) in x[v].iter().enumerate() {
+                let mut per_residue = vec![0u32; ii as usize];
+                for (c, row) in op.rrt.iter().enumerate() {
+                    per_residue[(t + c) % ii as usize] += row[f];
+                }
+                for (r, &k) in per_residue.iter().enumerate() {
+                    if k > 0 {
+                        rows[r] += (k as f64) * var;
+                        used[r] = true;
+                    }
+                }
+            }
+        }
+        for (r, row) in rows.into_iter().enumerate() {
+            if used[r] {
+                model.add_constraint(constraint!(row <= cap as f64));
+            }
+        }
+    }
+    // Structured dependences.
+    for e in p.edges.iter().filter(|e| e.from != e.to) {
+        let lag = e.delay as i64 - ii as i64 * e.distance as i64;
+        let (xu, xv) = (&x[e.from], &x[e.to]);
+        let first = 0.max(1 - lag);
+        for t in first..xu.len() as i64 {
+            let end_v = (t + lag).min(xv.len() as i64); // tau < t + lag
+            if end_v <= 0 {
+                continue;
+            }
+            let lhs: Expression = xu[t as usize..].iter().copied().sum::<Expression>()
+                + xv[..end_v as usize].iter().copied().sum::<Expression>();
+            model.add_constraint(constraint!(lhs <= 1.0));
+        }
+    }
+    // Length.
+    for (v, op) in p.ops.iter().enumerate() {
+        let end = starts[v].clone() + op.cycles as f64;
+        model.add_constraint(constraint!(length >= end));
+    }
+
+    match model.solve() {
+        Ok(sol) => {
+            let optimal = matches!(sol.status(), SolutionStatus::Optimal);
+            let start: Vec<u32> = x
+                .iter()
+                .map(|xs| xs.iter().position(|&v| sol.value(v) > 0.5).unwrap_or(0) as u32)
+                .collect();
+            let length = p
+                .ops
+                .iter()
+                .zip(&start)
+                .map(|(o, &s)| s + o.cycles)
+                .max()
+                .unwrap_or(0);
+            ZlpOutcome::Feasible {
+                schedule: Schedule { ii, start, length },
+                optimal,
+            }
+        }
+        Err(ResolutionError::Infeasible) => ZlpOutcome::Infeasible,
+        Err(e) => ZlpOutcome::Unknown(e.to_string()),
+    }
+}

@@ -1,0 +1,270 @@
+//! The integer scheduling problem the solvers take.
+//!
+//! [`Problem::build`] resolves a [`Graph`] against a [`Machine`]: it prices ops
+//! with cost rules, checks every unit and memory name, normalizes all
+//! durations with the cost-normalization ZLP, and lays out each op's
+//! reservation table as one row per (normalized) cycle. Errors name the op's
+//! origin (file and line) and field.
+
+use std::collections::BTreeMap;
+
+use crate::error::LoadError;
+use crate::graph::{Graph, Segment, Timing};
+use crate::machine::Machine;
+use crate::normalize::{normalize, Normalization};
+
+/// An op of the resolved problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProblemOp {
+    pub name: String,
+    /// cycles(v): rows of the reservation table.
+    pub cycles: u32,
+    /// rrt[c][f]: instances of unit f occupied at cycle c of the op.
+    pub rrt: Vec<Vec<u32>>,
+    pub regs: u32,
+    /// Footprint per memory kind, indexed like [`Problem::memories`].
+    pub memory: Vec<u64>,
+    pub variable_latency: bool,
+    pub streaming: bool,
+    pub warp_group: bool,
+    pub spill_cost: u32,
+}
+
+/// An edge (u, v, d, delta) of the resolved problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProblemEdge {
+    pub from: usize,
+    pub to: usize,
+    pub delay: u32,
+    pub distance: u32,
+    pub blocking: bool,
+}
+
+/// A modulo-scheduling problem: units with capacities, ops, edges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub units: Vec<String>,
+    pub capacity: Vec<u32>,
+    /// Memory kinds and capacities (from the machine).
+    pub memories: Vec<(String, u64)>,
+    pub ops: Vec<ProblemOp>,
+    pub edges: Vec<ProblemEdge>,
+}
+
+/// Options of problem construction.
+#[derive(Debug, Clone, Copy)]
+pub struct BuildOptions {
+    /// U of the cost normalization.
+    pub u: u64,
+    /// Time limit of the normalization ZLP, seconds.
+    pub time_limit: f64,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            u: 300,
+            time_limit: 30.0,
+        }
+    }
+}
+
+fn located(origin: &str, field: String, message: String) -> LoadError {
+    // Origins are `file:line` for TOML input, an MLIR location otherwise.
+    let (file, line) = match origin.rsplit_once(':') {
+        Some((f, l)) if l.parse::<usize>().is_ok() => (f.to_string(), l.parse().unwrap_or(0)),
+        _ => (origin.to_string(), 0),
+    };
+    LoadError {
+        file,
+        line,
+        column: if line > 0 { 1 } else { 0 },
+        field,
+        message,
+    }
+}
+
+impl Problem {
+    /// Resolves `graph` on `machine` and normalizes its durations.
+    pub fn build(
+        graph: &Graph,
+        machine: &Machine,
+        opts: BuildOptions,
+    ) -> Result<(Problem, Normalization), LoadError> {
+        let units: Vec<String> = machine.units.iter().map(|u| u.name.clone()).collect();
+        let capacity: Vec<u32> = machine.units.iter().map(|u| u.capacity).collect();
+        let memories: Vec<(String, u64)> = machine
+            .memories
+            .iter()
+            .map(|m| (m.name.clone(), m.capacity))
+            .collect();
+
+        // Timing of every op as segments, priced where needed.
+        let mut segments: Vec<Vec<Segment>> = Vec::with_capacity(graph.ops.len());
+        for (i, op) in graph.ops.iter().enumerate() {
+            let segs = match &op.timing {
+                Timing::Table(s) => s.clone(),
+                Timing::Cost {
+                    class,
+                    shape,
+                    dtype,
+                } => {
+                    let c = machine
+                        .cost(class, shape, dtype)
+                        .map_err(|m| located(&op.origin, format!("op[{i}].cost"), m))?;
+                    let mut s = vec![Segment {
+                        len: c.occupancy,
+                        uses: BTreeMap::from([(c.unit, 1)]),
+                    }];
+                    if c.latency > 0 {
+                        s.push(Segment {
+                            len: c.latency,
+                            uses: BTreeMap::new(),
+                        });
+                    }
+                    s
+                }
+            };
+            for (k, seg) in segs.iter().enumerate() {
+                for (unit, &n) in &seg.uses {
+                    let Some(f) = units.iter().position(|u| u == unit) else {
+                        return Err(located(
+                            &op.origin,
+                            format!("op[{i}].uses.{unit}"),
+                            format!(
+                                "unknown unit `{unit}` for op `{}`: machine `{}` has {}",
+                                op.name,
+                                machine.name,
+                                units.join(", ")
+                            ),
+                        ));
+                    };
+                    if n > capacity[f] {
+                        return Err(located(
+                            &op.origin,
+                            format!("op[{i}].uses.{unit}"),
+                            format!(
+                                "op `{}` occupies {n} {unit} in one cycle (segment {k}) but machine `{}` has {}",
+                                op.name, machine.name, capacity[f]
+                            ),
+                        ));
+                    }
+                }
+            }
+            for kind in op.memory.keys() {
+                if !memories.iter().any(|(m, _)| m == kind) {
+                    let known: Vec<&str> = memories.iter().map(|(m, _)| m.as_str()).collect();
+                    return Err(located(
+                        &op.origin,
+                        format!("op[{i}].memory.{kind}"),
+                        format!(
+                            "unknown memory `{kind}`: machine `{}` has {}",
+                            machine.name,
+                            known.join(", ")
+                        ),
+                    ));
+                }
+            }
+            segments.push(segs);
+        }
+
+        // Every positive duration takes part in one normalization.
+        let mut durations: Vec<u64> = Vec::new();
+        for (op, segs) in graph.ops.iter().zip(&segments) {
+            durations.extend(segs.iter().map(|s| s.len));
+            durations.push(op.spill_cost);
+        }
+        durations.extend(graph.edges.iter().filter_map(|e| e.delay));
+        let norm = normalize(&durations, opts.u, opts.time_limit).map_err(|m| LoadError {
+            file: graph.name.clone(),
+            line: 0,
+            column: 0,
+            field: "normalization".into(),
+            message: m,
+        })?;
+        let too_big = |v: u64, what: &str| LoadError {
+            file: graph.name.clone(),
+            line: 0,
+            column: 0,
+            field: what.into(),
+            message: format!("normalized duration {v} too large"),
+        };
+
+        let mut ops = Vec::with_capacity(graph.ops.len());
+        for (op, segs) in graph.ops.iter().zip(&segments) {
+            let mut rrt: Vec<Vec<u32>> = Vec::new();
+            for seg in segs {
+                let mut row = vec![0u32; units.len()];
+                for (unit, &n) in &seg.uses {
+                    let f = units.iter().position(|u| u == unit).unwrap_or(0);
+                    row[f] = n;
+                }
+                for _ in 0..norm.map(seg.len) {
+                    rrt.push(row.clone());
+                }
+            }
+            let cycles =
+                u32::try_from(rrt.len()).map_err(|_| too_big(rrt.len() as u64, "cycles"))?;
+            let spill = norm.map(op.spill_cost);
+            ops.push(ProblemOp {
+                name: op.name.clone(),
+                cycles,
+                rrt,
+                regs: op.regs,
+                memory: memories
+                    .iter()
+                    .map(|(m, _)| op.memory.get(m).copied().unwrap_or(0))
+                    .collect(),
+                variable_latency: op.variable_latency,
+                streaming: op.streaming,
+                warp_group: op.warp_group,
+                spill_cost: u32::try_from(spill).map_err(|_| too_big(spill, "spill_cost"))?,
+            });
+        }
+        let mut edges = Vec::with_capacity(graph.edges.len());
+        for e in &graph.edges {
+            let delay = match e.delay {
+                Some(d) => norm.map(d),
+                None => ops[e.from].cycles as u64,
+            };
+            edges.push(ProblemEdge {
+                from: e.from,
+                to: e.to,
+                delay: u32::try_from(delay).map_err(|_| too_big(delay, "delay"))?,
+                distance: e.distance,
+                blocking: e.blocking,
+            });
+        }
+        Ok((
+            Problem {
+                units,
+                capacity,
+                memories,
+                ops,
+                edges,
+            },
+            norm,
+        ))
+    }
+}
+
+/// A modulo schedule: initiation interval I, issue cycle M(v) of every op
+/// within its iteration, and schedule length L (all ops complete by L).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Schedule {
+    pub ii: u32,
+    pub start: Vec<u32>,
+    pub length: u32,
+}
+
+impl Schedule {
+    /// Stage of op `v`: floor(M(v) / I).
+    pub fn stage(&self, v: usize) -> u32 {
+        self.start[v] / self.ii
+    }
+
+    /// Number of overlapped copies ceil(L / I) in the straight-line program.
+    pub fn copies(&self) -> u32 {
+        self.length.div_ceil(self.ii).max(1)
+    }
+}

@@ -1,0 +1,145 @@
+//! End-to-end tests of the `twill` command line.
+
+use std::process::Command;
+
+fn twill(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_twill"))
+        .args(args)
+        .output()
+        .expect("run twill");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn write(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("twill-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn fa_simplified_json_is_optimal() {
+    let (code, out, err) = twill(&[
+        "solve",
+        "examples/graphs/fa_simplified.toml",
+        "--machine",
+        "h100",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["ii"], 2);
+    assert_eq!(v["length"], 4);
+    assert_eq!(v["proven"], true);
+    assert!(v["seconds"].as_f64().unwrap() >= 0.0);
+    let ops = v["ops"].as_array().unwrap();
+    let names: Vec<&str> = ops.iter().map(|o| o["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["S", "P", "O"]);
+    for o in ops {
+        assert_eq!(
+            o["stage"].as_u64().unwrap(),
+            o["cycle"].as_u64().unwrap() / 2
+        );
+    }
+    assert_eq!(v["certificate"][0]["from"], 1);
+    assert_eq!(v["certificate"][0]["reason"], "res_mii");
+    assert_eq!(v["straight_line"]["copies"], 2);
+}
+
+#[test]
+fn text_output_shows_everything() {
+    let (code, out, _) = twill(&["solve", "examples/graphs/fa_simplified.toml"]);
+    assert_eq!(code, 0);
+    for needle in [
+        "normalized costs",
+        "I = 2  L = 4",
+        "optimal: proven",
+        "modular reservation table",
+        "// prologue",
+        "// steady state",
+        "// epilogue",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in\n{out}");
+    }
+}
+
+#[test]
+fn gemm_mainloop_solves() {
+    let (code, out, err) = twill(&[
+        "solve",
+        "examples/graphs/gemm_mainloop.toml",
+        "--machine",
+        "h100",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["proven"], true);
+    // The tensor core is the bottleneck: I equals the normalized MMA cycles.
+    let mma = v["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "mma")
+        .unwrap();
+    assert_eq!(v["ii"], mma["cycles"]);
+    assert_eq!(v["ii"], v["res_mii"]);
+}
+
+#[test]
+fn malformed_graph_exits_2_with_location() {
+    let p = write(
+        "bad.toml",
+        "[[op]]\nname = \"S\"\ncycles = 1\nuses = { TC = 1 }\n\n[[edge]]\nfrom = \"S\"\nto = \"nowhere\"\n",
+    );
+    let (code, out, err) = twill(&["solve", p.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    assert!(err.contains("bad.toml:8:"), "{err}");
+    assert!(err.contains("edge[0].to"), "{err}");
+    assert!(err.contains("nowhere"), "{err}");
+}
+
+#[test]
+fn unknown_unit_names_the_op_line() {
+    let p = write(
+        "unit.toml",
+        "\n[[op]]\nname = \"S\"\ncycles = 1\nuses = { XPU = 1 }\n",
+    );
+    let (code, _, err) = twill(&["solve", p.to_str().unwrap(), "--machine", "h100"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unit.toml:2:"), "{err}");
+    assert!(err.contains("op[0].uses.XPU"), "{err}");
+    assert!(err.contains("unknown unit"), "{err}");
+}
+
+#[test]
+fn syntax_error_and_missing_file_exit_2() {
+    let p = write("syntax.toml", "[[op]]\nname = \"S\"\ncycles = = 1\n");
+    let (code, _, err) = twill(&["solve", p.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("syntax.toml:3:"), "{err}");
+    let (code, _, err) = twill(&["solve", "/nonexistent/graph.toml"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot read"), "{err}");
+    let (code, _, err) = twill(&[
+        "solve",
+        "examples/graphs/fa_simplified.toml",
+        "--machine",
+        "nope",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("bundled"), "{err}");
+}
+
+#[test]
+fn machines_lists_bundled() {
+    let (code, out, _) = twill(&["machines"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("h100"));
+}

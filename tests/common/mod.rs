@@ -1,0 +1,136 @@
+//! Test-only reference implementations, sharing no code with the solvers or
+//! the checker: a literal validity test of a modulo schedule and an
+//! exhaustive search over I and M for tiny problems.
+#![allow(dead_code)]
+
+use twill::problem::Problem;
+
+/// Validity of (I, M, L) written from the definitions, independently of
+/// `twill::checker`: every op completes by L, every edge holds across
+/// iterations, and the modular reservation table respects capacities.
+pub fn valid(p: &Problem, ii: u32, start: &[u32], length: u32) -> bool {
+    if ii == 0 || start.len() != p.ops.len() {
+        return false;
+    }
+    if p.ops.iter().zip(start).any(|(o, &s)| s + o.cycles > length) {
+        return false;
+    }
+    for e in &p.edges {
+        if (start[e.to] + ii * e.distance) < start[e.from] + e.delay {
+            return false;
+        }
+    }
+    let mut table = vec![vec![0u32; p.units.len()]; ii as usize];
+    for (o, &s) in p.ops.iter().zip(start) {
+        for (c, row) in o.rrt.iter().enumerate() {
+            for (f, &n) in row.iter().enumerate() {
+                table[((s as usize) + c) % ii as usize][f] += n;
+            }
+        }
+    }
+    table
+        .iter()
+        .all(|row| row.iter().zip(&p.capacity).all(|(n, cap)| n <= cap))
+}
+
+/// Exhaustive search: the smallest I that admits a modulo schedule, and the
+/// smallest L at that I. Start times range over [0, horizon) with a naive
+/// horizon (every op after every other, each delayed by every edge); the
+/// depth-first enumeration prunes partial assignments that already break a
+/// dependence or a capacity, or that cannot beat the best length found.
+pub fn min_ii_and_length(p: &Problem, max_ii: u32) -> Option<(u32, u32)> {
+    for ii in 1..=max_ii {
+        if let Some(l) = min_length(p, ii) {
+            return Some((ii, l));
+        }
+    }
+    None
+}
+
+/// Naive bound on start times: any op can be delayed by all cycles, all
+/// delays and one I per op without needing more.
+pub fn naive_horizon(p: &Problem, ii: u32) -> u32 {
+    let cycles: u32 = p.ops.iter().map(|o| o.cycles).sum();
+    let delays: u32 = p.edges.iter().map(|e| e.delay).sum();
+    cycles + delays + ii * (p.ops.len() as u32 + 1)
+}
+
+/// Smallest schedule length at `ii`, by exhaustive enumeration.
+pub fn min_length(p: &Problem, ii: u32) -> Option<u32> {
+    let n = p.ops.len();
+    if n == 0 {
+        return Some(0);
+    }
+    let horizon = naive_horizon(p, ii);
+    let mut start = vec![0u32; n];
+    let mut table = vec![vec![0u32; p.units.len()]; ii as usize];
+    let mut best: Option<u32> = None;
+    dfs(p, ii, horizon, 0, &mut start, &mut table, 0, &mut best);
+    best
+}
+
+#[allow(clippy::too_many_arguments)]
+fn dfs(
+    p: &Problem,
+    ii: u32,
+    horizon: u32,
+    v: usize,
+    start: &mut Vec<u32>,
+    table: &mut Vec<Vec<u32>>,
+    end: u32,
+    best: &mut Option<u32>,
+) {
+    if v == p.ops.len() {
+        if best.is_none_or(|b| end < b) {
+            *best = Some(end);
+        }
+        return;
+    }
+    let op = &p.ops[v];
+    for t in 0..horizon {
+        let new_end = end.max(t + op.cycles);
+        if best.is_some_and(|b| new_end >= b) {
+            break;
+        }
+        start[v] = t;
+        let deps_ok = p.edges.iter().all(|e| {
+            if e.from > v || e.to > v || (e.from != v && e.to != v) {
+                return true;
+            }
+            start[e.to] + ii * e.distance >= start[e.from] + e.delay
+        });
+        if !deps_ok {
+            continue;
+        }
+        let mut fits = true;
+        for (c, row) in op.rrt.iter().enumerate() {
+            for (f, &k) in row.iter().enumerate() {
+                let r = ((t as usize) + c) % ii as usize;
+                table[r][f] += k;
+                if table[r][f] > p.capacity[f] {
+                    fits = false;
+                }
+            }
+        }
+        if fits {
+            dfs(p, ii, horizon, v + 1, start, table, new_end, best);
+        }
+        for (c, row) in op.rrt.iter().enumerate() {
+            for (f, &k) in row.iter().enumerate() {
+                table[((t as usize) + c) % ii as usize][f] -= k;
+            }
+        }
+    }
+}
+
+/// A two-unit machine description for generated problems.
+pub fn machine_toml(tc: u32, sfu: u32) -> String {
+    format!(
+        "name = 'test'\nvendor = 'test'\narch = 'test'\ndescription = 'generated'\n\
+         clock_mhz = 1000\nsms = 1\n\
+         [units.TC]\ncapacity = {tc}\n[units.SFU]\ncapacity = {sfu}\n\
+         [memory.smem]\ncapacity = 1000\nunit = 'bytes'\n\
+         [warps]\nthreads_per_warp = 32\nwarp_group_size = 4\nmax_warps_per_cta = 32\n\
+         max_regs_per_thread = 255\nregister_file = 65536\n"
+    )
+}
