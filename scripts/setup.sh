@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what twill needs on a fresh Debian 12 machine (as root, or with sudo):
+# the C/C++ toolchain pieces HiGHS builds with (cmake, clang for bindgen).
+# Rust (cargo) must already be installed. Idempotent.
+set -euo pipefail
+
+packages=(cmake clang libclang-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+command -v cargo >/dev/null || { echo "setup: cargo not found; install Rust (rustup) first" >&2; exit 1; }
+echo "setup: system packages present: ${packages[*]}"

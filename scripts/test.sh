@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every test of the project: formatting, lints, unit, property and CLI
+# tests. Prints one `N passed, N failed` summary line per runner and exits
+# non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+status=0
+export PROPTEST_CASES="${PROPTEST_CASES:-500}"
+
+cargo fmt --check || { echo "fmt: 0 passed, 1 failed"; status=1; }
+cargo clippy --all-targets --locked -- -D warnings || { echo "clippy: 0 passed, 1 failed"; status=1; }
+
+log=$(mktemp)
+cargo test --locked --all-targets 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+passed=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^passed/) s += $i } END { print s + 0 }' "$log")
+failed=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^failed/) s += $i } END { print s + 0 }' "$log")
+echo "cargo: ${passed:-0} passed, ${failed:-0} failed"
+if [ "$rc" -ne 0 ] || [ "${passed:-0}" -eq 0 ]; then status=1; fi
+rm -f "$log"
+exit $status
