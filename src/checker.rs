@@ -15,6 +15,28 @@
 //!    r in [0, I) is occupied by at most cap(f) instances:
 //!    sum over v, c with (M(v) + c) mod I = r of RRT[v][c][f] <= cap(f).
 //!
+//! A *joint* schedule (I, M, L, A) of the warp-specialization problem (paper
+//! section 4) additionally assigns every op v a warp group A(v) and is valid
+//! iff, with [`WarpConfig`] giving the number G of compute groups and the
+//! per-thread register limit R:
+//!
+//! 5. **groups**: A(v) = 0 iff v has variable latency (group 0 is the
+//!    designated variable-latency warp); otherwise 1 <= A(v) <= G;
+//! 6. **cross-warp spill**: an edge (u, v, d, delta) with A(u) != A(v) needs
+//!    M(v) + I*delta >= M(u) + d + spill_cost(u) (rule 3 with the spill added);
+//! 7. **liveness**: the result of v, instance k, is live during
+//!    [M(v) + kI, E(v) + kI) where E(v) is the latest issue of a user,
+//!    max over edges (v, u, _, delta) of M(u) + delta*I (never live without
+//!    users). At every steady-state cycle, for every group w,
+//!    sum over live instances of values defined in w of regs <= R
+//!    (**register limit**), and for every memory kind m,
+//!    sum over live instances of footprint(m) <= capacity(m) (**memory**);
+//! 8. **concurrency**: an op v is *blocking* if an incoming edge is marked
+//!    blocking or comes from another group (cross-warp data is handed over
+//!    through shared memory behind a barrier wait). When a blocking v issues,
+//!    no other op o of the same group is executing: for every instance,
+//!    the issue cycle of v is not in [M(o) + kI, M(o) + kI + cycles(o)).
+//!
 //! This module shares no code with the encodings that produce schedules (the
 //! ZLP in `modulo::zlp`, the brute force in the tests): it only reads the
 //! problem's data, and it checks capacity by laying the steady state out
@@ -24,6 +46,24 @@
 use std::fmt;
 
 use crate::problem::{Problem, Schedule};
+
+/// Warp-specialization parameters of the joint problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct WarpConfig {
+    /// Number of compute warp groups (group 0 is reserved for
+    /// variable-latency ops and comes on top).
+    pub groups: u32,
+    /// Registers per thread available to each group.
+    pub reg_limit: u32,
+}
+
+/// A joint modulo schedule with a warp-group assignment.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct JointSchedule {
+    pub schedule: Schedule,
+    /// A(v): warp group of every op; 0 is the variable-latency group.
+    pub group: Vec<u32>,
+}
 
 /// A broken rule, naming its operands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +90,47 @@ pub enum Violation {
         earliest: i64,
         /// M(to) + I*delta
         actual: i64,
+    },
+    /// Rule 5: a group out of range, or variable latency not matching group 0.
+    Group {
+        op: String,
+        group: u32,
+        variable_latency: bool,
+        groups: u32,
+    },
+    /// Rule 6: edge `edge` crosses groups and needs M(to) + I*delta >= M(from) + d + spill.
+    Spill {
+        edge: usize,
+        from: String,
+        to: String,
+        spill: u32,
+        earliest: i64,
+        actual: i64,
+    },
+    /// Rule 7: group `group` holds `used` > `limit` registers per thread at `residue`.
+    Registers {
+        group: u32,
+        residue: u32,
+        used: u64,
+        limit: u32,
+        /// Live values with their number of live instances.
+        values: Vec<(String, u32)>,
+    },
+    /// Rule 7: memory `kind` holds `used` > `capacity` at `residue`.
+    Memory {
+        kind: String,
+        residue: u32,
+        used: u64,
+        capacity: u64,
+        values: Vec<(String, u32)>,
+    },
+    /// Rule 8: `blocked` issues with blocking synchronization at `residue`
+    /// while `other` of the same group executes.
+    Concurrency {
+        blocked: String,
+        other: String,
+        group: u32,
+        residue: u32,
     },
     /// Rule 4: `unit` at steady-state cycle `residue` holds `used` > `capacity`.
     Capacity {
@@ -89,6 +170,63 @@ impl fmt::Display for Violation {
             } => write!(
                 f,
                 "dependence: edge {edge} `{from}` -> `{to}` (d = {delay}, delta = {distance}) needs M({to}) + I*delta >= {earliest}, got {actual}"
+            ),
+            Violation::Group {
+                op,
+                group,
+                variable_latency,
+                groups,
+            } => write!(
+                f,
+                "groups: `{op}` (variable latency: {variable_latency}) is on group {group}; group 0 is exactly the variable-latency ops, compute groups are 1..={groups}"
+            ),
+            Violation::Spill {
+                edge,
+                from,
+                to,
+                spill,
+                earliest,
+                actual,
+            } => write!(
+                f,
+                "cross-warp spill: edge {edge} `{from}` -> `{to}` crosses groups and needs M({to}) + I*delta >= {earliest} (spill {spill}), got {actual}"
+            ),
+            Violation::Registers {
+                group,
+                residue,
+                used,
+                limit,
+                values,
+            } => {
+                let who: Vec<String> = values.iter().map(|(v, n)| format!("{v}x{n}")).collect();
+                write!(
+                    f,
+                    "register limit: group {group} at steady-state cycle {residue} holds {used} > {limit} registers per thread ({})",
+                    who.join(", ")
+                )
+            }
+            Violation::Memory {
+                kind,
+                residue,
+                used,
+                capacity,
+                values,
+            } => {
+                let who: Vec<String> = values.iter().map(|(v, n)| format!("{v}x{n}")).collect();
+                write!(
+                    f,
+                    "memory: {kind} at steady-state cycle {residue} holds {used} > {capacity} ({})",
+                    who.join(", ")
+                )
+            }
+            Violation::Concurrency {
+                blocked,
+                other,
+                group,
+                residue,
+            } => write!(
+                f,
+                "concurrency: `{blocked}` blocks at steady-state cycle {residue} while `{other}` executes on the same group {group}"
             ),
             Violation::Capacity {
                 unit,
@@ -204,4 +342,178 @@ pub fn check(p: &Problem, s: &Schedule) -> Vec<Violation> {
 /// Whether `s` is a valid schedule of `p`.
 pub fn is_valid(p: &Problem, s: &Schedule) -> bool {
     check(p, s).is_empty()
+}
+
+/// Validates a joint schedule: rules 1-4 of [`check`] with the cross-warp
+/// spill delays of rule 6, and rules 5-8. Returns every violation.
+pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Violation> {
+    let s = &js.schedule;
+    let mut out = check(p, s);
+    if js.group.len() != p.ops.len() {
+        out.push(Violation::WrongOpCount {
+            expected: p.ops.len(),
+            got: js.group.len(),
+        });
+    }
+    if out.iter().any(|v| {
+        matches!(
+            v,
+            Violation::WrongOpCount { .. } | Violation::ZeroInitiationInterval
+        )
+    }) {
+        return out;
+    }
+    let g = &js.group;
+    for (op, &grp) in p.ops.iter().zip(g) {
+        let ok = if op.variable_latency {
+            grp == 0
+        } else {
+            (1..=cfg.groups).contains(&grp)
+        };
+        if !ok {
+            out.push(Violation::Group {
+                op: op.name.clone(),
+                group: grp,
+                variable_latency: op.variable_latency,
+                groups: cfg.groups,
+            });
+        }
+    }
+    for (k, e) in p.edges.iter().enumerate() {
+        if g[e.from] == g[e.to] {
+            continue;
+        }
+        let spill = p.ops[e.from].spill_cost;
+        let earliest = s.start[e.from] as i64 + e.delay as i64 + spill as i64;
+        let actual = s.start[e.to] as i64 + s.ii as i64 * e.distance as i64;
+        // Plain dependence violations are reported by `check` already.
+        if actual < earliest && actual >= earliest - spill as i64 {
+            out.push(Violation::Spill {
+                edge: k,
+                from: p.ops[e.from].name.clone(),
+                to: p.ops[e.to].name.clone(),
+                spill,
+                earliest,
+                actual,
+            });
+        }
+    }
+
+    // Lay out the steady state as `check` does: a window of I cycles far
+    // enough from the start that every instance overlapping it exists.
+    let ii = s.ii as i64;
+    let start: Vec<i64> = s.start.iter().map(|&m| m as i64).collect();
+    // End of each value's lifetime (latest issue of a user), if it has users.
+    let last_use: Vec<Option<i64>> = (0..p.ops.len())
+        .map(|v| {
+            p.edges
+                .iter()
+                .filter(|e| e.from == v)
+                .map(|e| start[e.to] + ii * e.distance as i64)
+                .max()
+        })
+        .collect();
+    let longest = p
+        .ops
+        .iter()
+        .enumerate()
+        .map(|(v, o)| {
+            let life = last_use[v].map_or(0, |e| e - start[v]);
+            life.max(o.cycles as i64)
+        })
+        .max()
+        .unwrap_or(0);
+    let window = (longest + start.iter().copied().max().unwrap_or(0) + ii) / ii * ii;
+    let instances = |v: usize, t: i64| -> u32 {
+        // k with start + kI <= t < end + kI, over every iteration k >= 0.
+        let Some(end) = last_use[v] else { return 0 };
+        (0..=t / ii + 1)
+            .filter(|k| start[v] + k * ii <= t && t < end + k * ii)
+            .count() as u32
+    };
+    let executing = |o: usize, t: i64| -> bool {
+        (0..=t / ii + 1).any(|k| {
+            let issue = start[o] + k * ii;
+            issue <= t && t < issue + p.ops[o].cycles as i64
+        })
+    };
+    for t in window..window + ii {
+        let residue = (t - window) as u32;
+        let live: Vec<(usize, u32)> = (0..p.ops.len())
+            .map(|v| (v, instances(v, t)))
+            .filter(|&(_, n)| n > 0)
+            .collect();
+        let mut groups: Vec<u32> = g.clone();
+        groups.sort_unstable();
+        groups.dedup();
+        for &w in &groups {
+            let mine: Vec<&(usize, u32)> = live
+                .iter()
+                .filter(|(v, _)| g[*v] == w && p.ops[*v].regs > 0)
+                .collect();
+            let used: u64 = mine
+                .iter()
+                .map(|(v, n)| p.ops[*v].regs as u64 * *n as u64)
+                .sum();
+            if used > cfg.reg_limit as u64 {
+                out.push(Violation::Registers {
+                    group: w,
+                    residue,
+                    used,
+                    limit: cfg.reg_limit,
+                    values: mine
+                        .iter()
+                        .map(|(v, n)| (p.ops[*v].name.clone(), *n))
+                        .collect(),
+                });
+            }
+        }
+        for (m, (kind, cap)) in p.memories.iter().enumerate() {
+            let mine: Vec<&(usize, u32)> = live
+                .iter()
+                .filter(|(v, _)| p.ops[*v].memory[m] > 0)
+                .collect();
+            let used: u64 = mine
+                .iter()
+                .map(|(v, n)| p.ops[*v].memory[m] * *n as u64)
+                .sum();
+            if used > *cap {
+                out.push(Violation::Memory {
+                    kind: kind.clone(),
+                    residue,
+                    used,
+                    capacity: *cap,
+                    values: mine
+                        .iter()
+                        .map(|(v, n)| (p.ops[*v].name.clone(), *n))
+                        .collect(),
+                });
+            }
+        }
+        // Concurrency: blocking ops issuing at t.
+        for v in 0..p.ops.len() {
+            let issues_now = (t - start[v]).rem_euclid(ii) == 0 && t >= start[v];
+            if !issues_now {
+                continue;
+            }
+            let blocking = p
+                .edges
+                .iter()
+                .any(|e| e.to == v && (e.blocking || g[e.from] != g[v]));
+            if !blocking {
+                continue;
+            }
+            for o in 0..p.ops.len() {
+                if o != v && g[o] == g[v] && executing(o, t) {
+                    out.push(Violation::Concurrency {
+                        blocked: p.ops[v].name.clone(),
+                        other: p.ops[o].name.clone(),
+                        group: g[v],
+                        residue,
+                    });
+                }
+            }
+        }
+    }
+    out
 }

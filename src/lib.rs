@@ -7,6 +7,7 @@
 //! * [`machine`]: machine descriptions (units, memories, warps, cost rules) as data;
 //! * [`problem`]: a graph resolved on a machine, durations normalized ([`normalize`]);
 //! * [`modulo`]: minimum initiation interval and optimal modulo schedule (ZLP);
+//! * [`joint`]: the joint SWP + WS problem in SMT (z3) and Algorithm 1;
 //! * [`checker`]: the independent validator every schedule passes through;
 //! * [`report`]: text and JSON output.
 //!
@@ -15,6 +16,7 @@
 pub mod checker;
 pub mod error;
 pub mod graph;
+pub mod joint;
 pub mod machine;
 pub mod modulo;
 pub mod normalize;

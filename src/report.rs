@@ -10,9 +10,11 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::modulo::{ModuloResult, Refuted};
+use crate::checker::WarpConfig;
+use crate::joint::{Encoding, JointRefuted, JointResult, Streaming};
+use crate::modulo::ModuloResult;
 use crate::normalize::Normalization;
-use crate::problem::Problem;
+use crate::problem::{Problem, Schedule};
 
 /// Which part of the straight-line program a cycle belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -34,6 +36,24 @@ pub struct OpReport {
     pub cycles: u32,
     /// Units the op occupies (unit name -> instances at its busiest cycle).
     pub units: std::collections::BTreeMap<String, u32>,
+    /// Warp group A(v) (0 = variable-latency group); absent without WS.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warp_group: Option<u32>,
+}
+
+/// The warp-specialization part of a report.
+#[derive(Debug, Clone, Serialize)]
+pub struct WarpReport {
+    pub encoding: Encoding,
+    #[serde(flatten)]
+    pub config: WarpConfig,
+    /// Len(M) of the optimal modulo schedule at this I (Algorithm 1's start).
+    pub modulo_length: u32,
+    /// Ops per group, group 0 first.
+    pub groups: Vec<Vec<String>>,
+    /// Streaming ops and the prefetch depth they need (section 5.3).
+    pub streaming: Vec<Streaming>,
+    pub queries: u32,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -99,8 +119,11 @@ pub struct Report {
     pub seconds: f64,
     pub res_mii: u32,
     pub rec_mii: u32,
-    /// Every smaller I with the reason it is infeasible.
-    pub certificate: Vec<Refuted>,
+    /// Everything refuted before the answer: smaller I with the reason, and
+    /// (I, L) ranges without a warp-specialized schedule.
+    pub certificate: Vec<JointRefuted>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warp_specialization: Option<WarpReport>,
     pub normalization: NormalizationReport,
     pub ops: Vec<OpReport>,
     pub modular_rrt: Vec<ModularRow>,
@@ -108,8 +131,8 @@ pub struct Report {
 }
 
 impl Report {
-    /// Assembles the report of a solved problem.
-    pub fn new(
+    /// The report of a modulo schedule without warp specialization.
+    pub fn from_modulo(
         graph: &str,
         machine: &str,
         p: &Problem,
@@ -117,7 +140,83 @@ impl Report {
         result: &ModuloResult,
         seconds: f64,
     ) -> Report {
-        let s = &result.schedule;
+        let certificate = result
+            .certificate
+            .iter()
+            .cloned()
+            .map(JointRefuted::Modulo)
+            .collect();
+        let mut r = Report::new(
+            graph,
+            machine,
+            p,
+            norm,
+            &result.schedule,
+            None,
+            certificate,
+            seconds,
+        );
+        r.ii_proven = result.ii_proven;
+        r.length_proven = result.length_proven;
+        r.proven = r.ii_proven && r.length_proven;
+        r.res_mii = result.res_mii;
+        r.rec_mii = result.rec_mii;
+        r
+    }
+
+    /// The report of a joint (SWP + WS) schedule. `p` is the problem the
+    /// joint search solved (its streaming view).
+    pub fn from_joint(
+        graph: &str,
+        machine: &str,
+        p: &Problem,
+        norm: &Normalization,
+        result: &JointResult,
+        seconds: f64,
+    ) -> Report {
+        let js = &result.schedule;
+        let mut r = Report::new(
+            graph,
+            machine,
+            p,
+            norm,
+            &js.schedule,
+            Some(&js.group),
+            result.certificate.clone(),
+            seconds,
+        );
+        r.ii_proven = result.ii_proven;
+        r.length_proven = result.length_proven;
+        r.proven = r.ii_proven && r.length_proven;
+        r.res_mii = result.res_mii;
+        r.rec_mii = result.rec_mii;
+        let ngroups = js.group.iter().copied().max().unwrap_or(0) as usize + 1;
+        let mut groups = vec![Vec::new(); ngroups];
+        for (v, &g) in js.group.iter().enumerate() {
+            groups[g as usize].push(p.ops[v].name.clone());
+        }
+        r.warp_specialization = Some(WarpReport {
+            encoding: result.encoding,
+            config: result.warps,
+            modulo_length: result.modulo_length,
+            groups,
+            streaming: result.streaming.clone(),
+            queries: result.queries,
+        });
+        r
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        graph: &str,
+        machine: &str,
+        p: &Problem,
+        norm: &Normalization,
+        s: &Schedule,
+        groups: Option<&[u32]>,
+        certificate: Vec<JointRefuted>,
+        seconds: f64,
+    ) -> Report {
         let ops = p
             .ops
             .iter()
@@ -138,6 +237,7 @@ impl Report {
                     stage: s.stage(v),
                     cycles: op.cycles,
                     units,
+                    warp_group: groups.map(|g| g[v]),
                 }
             })
             .collect();
@@ -195,13 +295,14 @@ impl Report {
             ii: s.ii,
             length: s.length,
             stages: copies,
-            proven: result.ii_proven && result.length_proven,
-            ii_proven: result.ii_proven,
-            length_proven: result.length_proven,
+            proven: false,
+            ii_proven: false,
+            length_proven: false,
             seconds,
-            res_mii: result.res_mii,
-            rec_mii: result.rec_mii,
-            certificate: result.certificate.clone(),
+            res_mii: 0,
+            rec_mii: 0,
+            certificate,
+            warp_specialization: None,
             normalization: NormalizationReport {
                 u: norm.u,
                 f: norm.f,
@@ -287,18 +388,58 @@ impl Report {
             .unwrap_or(2)
             .max(2);
         let _ = writeln!(o, "\nschedule:");
-        let _ = writeln!(o, "  {:w$}  cycle  stage  cycles  units", "op");
+        let ws = self.warp_specialization.is_some();
+        let _ = writeln!(
+            o,
+            "  {:w$}  cycle  stage  cycles  {}units",
+            "op",
+            if ws { "group  " } else { "" }
+        );
         for op in &self.ops {
             let units: Vec<String> = op.units.iter().map(|(u, n)| format!("{u}x{n}")).collect();
+            let group = op
+                .warp_group
+                .map(|g| format!("{g:>5}  "))
+                .unwrap_or_default();
             let _ = writeln!(
                 o,
-                "  {:w$}  {:>5}  {:>5}  {:>6}  {}",
+                "  {:w$}  {:>5}  {:>5}  {:>6}  {group}{}",
                 op.name,
                 op.cycle,
                 op.stage,
                 op.cycles,
                 units.join(" ")
             );
+        }
+        if let Some(wr) = &self.warp_specialization {
+            let _ = writeln!(
+                o,
+                "\nwarp specialization ({} encoding, {} compute groups, {} registers/thread each, {} SMT queries; Len(M) = {}):",
+                match wr.encoding {
+                    Encoding::Default => "default",
+                    Encoding::Paper => "paper",
+                },
+                wr.config.groups,
+                wr.config.reg_limit,
+                wr.queries,
+                wr.modulo_length
+            );
+            for (g, ops) in wr.groups.iter().enumerate() {
+                let role = if g == 0 { " (variable latency)" } else { "" };
+                let list = if ops.is_empty() {
+                    "-".to_string()
+                } else {
+                    ops.join(" ")
+                };
+                let _ = writeln!(o, "  group {g}{role}: {list}");
+            }
+            for st in &wr.streaming {
+                let _ = writeln!(
+                    o,
+                    "  streaming `{}`: latency modeled as 0; needs {} iteration(s) of prefetch ({} cycles at I = {}) — tunable",
+                    st.op, st.prefetch, st.cycles, self.ii
+                );
+            }
         }
         let units: Vec<&String> = {
             let mut u: Vec<&String> = self

@@ -10,7 +10,9 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
+use twill::checker::WarpConfig;
 use twill::graph::load;
+use twill::joint::{self, Encoding, JointOptions};
 use twill::modulo::{self, SearchOptions};
 use twill::problem::{BuildOptions, Problem};
 use twill::report::Report;
@@ -29,7 +31,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Find the minimum initiation interval and an optimal modulo schedule.
+    /// Find the minimum initiation interval, an optimal modulo schedule and a
+    /// warp-group assignment that realizes it (Algorithm 1 of the paper).
     Solve {
         /// Dependence graph in twill's TOML format (docs/graph-format.md).
         graph: PathBuf,
@@ -45,6 +48,22 @@ enum Command {
         /// Time budget in seconds for the whole solve.
         #[arg(long, default_value_t = 60.0)]
         timeout: f64,
+        /// SMT encoding of the joint problem: `default` (twill's) or `paper`
+        /// (the paper's boolean op[v,i,t] formulation).
+        #[arg(long, default_value = "default")]
+        encoding: Encoding,
+        /// Number of compute warp groups (variable-latency ops get their own on top).
+        #[arg(long, default_value_t = 2)]
+        groups: u32,
+        /// Registers per thread available to each warp group (default: the machine's limit).
+        #[arg(long)]
+        reg_limit: Option<u32>,
+        /// Seed of the SMT solver; the same input and seed give the same result.
+        #[arg(long, default_value_t = 0)]
+        seed: u32,
+        /// Only software pipelining: stop after the optimal modulo schedule.
+        #[arg(long)]
+        modulo_only: bool,
     },
     /// List the bundled machine descriptions.
     Machines,
@@ -74,11 +93,39 @@ fn main() -> ExitCode {
             json,
             u,
             timeout,
-        } => solve(&graph, &machine, json, u, timeout),
+            encoding,
+            groups,
+            reg_limit,
+            seed,
+            modulo_only,
+        } => {
+            let ws = (!modulo_only).then_some(Ws {
+                encoding,
+                groups,
+                reg_limit,
+                seed,
+            });
+            solve(&graph, &machine, json, u, timeout, ws)
+        }
     }
 }
 
-fn solve(path: &std::path::Path, machine: &str, json: bool, u: u64, timeout: f64) -> ExitCode {
+/// Warp-specialization options of `solve`.
+struct Ws {
+    encoding: Encoding,
+    groups: u32,
+    reg_limit: Option<u32>,
+    seed: u32,
+}
+
+fn solve(
+    path: &std::path::Path,
+    machine: &str,
+    json: bool,
+    u: u64,
+    timeout: f64,
+    ws: Option<Ws>,
+) -> ExitCode {
     if !(timeout.is_finite() && timeout > 0.0) {
         eprintln!("error: --timeout must be a positive number of seconds");
         return ExitCode::from(2);
@@ -114,21 +161,55 @@ fn solve(path: &std::path::Path, machine: &str, json: bool, u: u64, timeout: f64
         }
     };
     let left = (timeout - started.elapsed().as_secs_f64()).max(0.01);
-    let result = match modulo::schedule(&problem, SearchOptions { timeout: left }) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {}: {e}", path.display());
-            return ExitCode::from(1);
+    let report = match ws {
+        None => match modulo::schedule(&problem, SearchOptions { timeout: left }) {
+            Ok(r) => Report::from_modulo(
+                &graph.name,
+                &machine.name,
+                &problem,
+                &norm,
+                &r,
+                started.elapsed().as_secs_f64(),
+            ),
+            Err(e) => {
+                eprintln!("error: {}: {e}", path.display());
+                return ExitCode::from(1);
+            }
+        },
+        Some(ws) => {
+            if ws.groups == 0 {
+                eprintln!("error: --groups must be at least 1");
+                return ExitCode::from(2);
+            }
+            let warps = WarpConfig {
+                groups: ws.groups,
+                reg_limit: ws.reg_limit.unwrap_or(machine.warps.max_regs_per_thread),
+            };
+            let opts = JointOptions {
+                encoding: ws.encoding,
+                warps,
+                timeout: left,
+                seed: ws.seed,
+            };
+            match joint::solve(&problem, opts) {
+                Ok(r) => {
+                    let (view, _) = joint::streaming_view(&problem);
+                    Report::from_joint(
+                        &graph.name,
+                        &machine.name,
+                        &view,
+                        &norm,
+                        &r,
+                        started.elapsed().as_secs_f64(),
+                    )
+                }
+                Err(e) => {
+                    eprintln!("error: {}: {e}", path.display());
+                    return ExitCode::from(1);
+                }
+            }
         }
     };
-    let report = Report::new(
-        &graph.name,
-        &machine.name,
-        &problem,
-        &norm,
-        &result,
-        started.elapsed().as_secs_f64(),
-    );
     if json {
         match serde_json::to_string_pretty(&report) {
             Ok(s) => println!("{s}"),

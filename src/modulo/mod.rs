@@ -148,46 +148,8 @@ pub fn schedule(p: &Problem, opts: SearchOptions) -> Result<ModuloResult, Search
     let started = Instant::now();
     let res = mii::res_mii(p);
     let rec = mii::rec_mii(p).ok_or(SearchError::NoRecurrenceBound)?;
-    let mut certificate = Vec::new();
-    if res > 1 {
-        // The unit that defines ResMII refutes every smaller I.
-        let (f, demand) = p
-            .capacity
-            .iter()
-            .enumerate()
-            .map(|(f, &cap)| {
-                let d: u64 = p.ops.iter().flat_map(|o| &o.rrt).map(|r| r[f] as u64).sum();
-                (f, d, d.div_ceil(cap.max(1) as u64))
-            })
-            .max_by_key(|&(f, _, need)| (need, std::cmp::Reverse(f)))
-            .map(|(f, d, _)| (f, d))
-            .unwrap_or((0, 0));
-        certificate.push(Refuted {
-            from: 1,
-            to: res - 1,
-            why: Infeasibility::ResMii {
-                unit: p.units[f].clone(),
-                demand,
-                capacity: p.capacity[f],
-            },
-        });
-    }
-    if rec > res {
-        certificate.push(Refuted {
-            from: res,
-            to: rec - 1,
-            why: Infeasibility::RecMii,
-        });
-    }
-    // The distance-0 subgraph is acyclic (the loaders reject its cycles), so
-    // ops can run one after another in topological order, each starting after
-    // its predecessor ends and its distance-0 delays elapse: such a sequential
-    // iteration ends by L_seq <= sum cycles + sum delays. With I >= L_seq +
-    // max delay no two copies overlap and every loop-carried edge is met, so
-    // the search below ends by this cap.
-    let delays = p.edges.iter().map(|e| e.delay as u64).sum::<u64>();
-    let cap = p.ops.iter().map(|o| o.cycles as u64).sum::<u64>() + 2 * delays + 1;
-    let cap = u32::try_from(cap).unwrap_or(u32::MAX);
+    let mut certificate = lower_bound_certificate(p, res, rec);
+    let cap = search_cap(p);
     let mut ii_proven = true;
     let mut ii = res.max(rec);
     info!(
@@ -242,4 +204,54 @@ pub fn schedule(p: &Problem, opts: SearchOptions) -> Result<ModuloResult, Search
         ii += 1;
     }
     Err(SearchError::Exhausted { cap })
+}
+
+/// The certificate entries below MII: [1, ResMII-1] refuted by the
+/// bottleneck unit, [ResMII, RecMII-1] by a recurrence.
+pub fn lower_bound_certificate(p: &Problem, res: u32, rec: u32) -> Vec<Refuted> {
+    let mut certificate = Vec::new();
+    if res > 1 {
+        // The unit that defines ResMII refutes every smaller I.
+        let (f, demand) = p
+            .capacity
+            .iter()
+            .enumerate()
+            .map(|(f, &cap)| {
+                let d: u64 = p.ops.iter().flat_map(|o| &o.rrt).map(|r| r[f] as u64).sum();
+                (f, d, d.div_ceil(cap.max(1) as u64))
+            })
+            .max_by_key(|&(f, _, need)| (need, std::cmp::Reverse(f)))
+            .map(|(f, d, _)| (f, d))
+            .unwrap_or((0, 0));
+        certificate.push(Refuted {
+            from: 1,
+            to: res - 1,
+            why: Infeasibility::ResMii {
+                unit: p.units[f].clone(),
+                demand,
+                capacity: p.capacity[f],
+            },
+        });
+    }
+    if rec > res {
+        certificate.push(Refuted {
+            from: res,
+            to: rec - 1,
+            why: Infeasibility::RecMii,
+        });
+    }
+    certificate
+}
+
+/// An I at which a schedule certainly exists, bounding every search.
+pub fn search_cap(p: &Problem) -> u32 {
+    // The distance-0 subgraph is acyclic (the loaders reject its cycles), so
+    // ops can run one after another in topological order, each starting after
+    // its predecessor ends and its distance-0 delays elapse: such a sequential
+    // iteration ends by L_seq <= sum cycles + sum delays. With I >= L_seq +
+    // max delay no two copies overlap and every loop-carried edge is met, so
+    // the search below ends by this cap.
+    let delays = p.edges.iter().map(|e| e.delay as u64).sum::<u64>();
+    let cap = p.ops.iter().map(|o| o.cycles as u64).sum::<u64>() + 2 * delays + 1;
+    u32::try_from(cap).unwrap_or(u32::MAX)
 }

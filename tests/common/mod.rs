@@ -1,7 +1,7 @@
 //! Test-only reference implementations, sharing no code with the solvers or
 //! the checker: a literal validity test of a modulo schedule and an
 //! exhaustive search over I and M for tiny problems.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::needless_range_loop, clippy::too_many_arguments)]
 
 use twill::problem::Problem;
 
@@ -133,4 +133,171 @@ pub fn machine_toml(tc: u32, sfu: u32) -> String {
          [warps]\nthreads_per_warp = 32\nwarp_group_size = 4\nmax_warps_per_cta = 32\n\
          max_regs_per_thread = 255\nregister_file = 65536\n"
     )
+}
+
+/// Joint validity (the checker's rules 1-8) written independently of
+/// `twill::checker`: unroll many iterations into explicit instances with
+/// absolute times and test every rule on a middle stretch of I cycles.
+pub fn valid_joint(
+    p: &Problem,
+    ii: u32,
+    start: &[u32],
+    length: u32,
+    group: &[u32],
+    groups: u32,
+    reg_limit: u32,
+) -> bool {
+    if !valid(p, ii, start, length) || group.len() != p.ops.len() {
+        return false;
+    }
+    let n = p.ops.len();
+    for v in 0..n {
+        let ok = if p.ops[v].variable_latency {
+            group[v] == 0
+        } else {
+            group[v] >= 1 && group[v] <= groups
+        };
+        if !ok {
+            return false;
+        }
+    }
+    for e in &p.edges {
+        if group[e.from] != group[e.to]
+            && start[e.to] + ii * e.distance < start[e.from] + e.delay + p.ops[e.from].spill_cost
+        {
+            return false;
+        }
+    }
+    let ii = ii as i64;
+    let dmax = p.edges.iter().map(|e| e.distance as i64).max().unwrap_or(0);
+    let iters = (length as i64 / ii + dmax + 2) * 3;
+    // Instances: (op, iteration, issue time).
+    let issue = |v: usize, k: i64| start[v] as i64 + k * ii;
+    let end_of_life = |v: usize, k: i64| -> Option<i64> {
+        p.edges
+            .iter()
+            .filter(|e| e.from == v)
+            .map(|e| issue(e.to, k + e.distance as i64))
+            .max()
+    };
+    let mid = (iters / 2) * ii;
+    for t in mid..mid + ii {
+        let mut regs = std::collections::HashMap::<u32, u64>::new();
+        let mut mem = vec![0u64; p.memories.len()];
+        for v in 0..n {
+            for k in 0..iters {
+                if let Some(end) = end_of_life(v, k) {
+                    if issue(v, k) <= t && t < end {
+                        *regs.entry(group[v]).or_default() += p.ops[v].regs as u64;
+                        for (m, slot) in mem.iter_mut().enumerate() {
+                            *slot += p.ops[v].memory[m];
+                        }
+                    }
+                }
+            }
+        }
+        if regs.values().any(|&r| r > reg_limit as u64) {
+            return false;
+        }
+        if mem.iter().zip(&p.memories).any(|(u, (_, cap))| u > cap) {
+            return false;
+        }
+        for v in 0..n {
+            let blocks = p
+                .edges
+                .iter()
+                .any(|e| e.to == v && (e.blocking || group[e.from] != group[v]));
+            if !blocks || (t - start[v] as i64).rem_euclid(ii) != 0 {
+                continue;
+            }
+            for o in (0..n).filter(|&o| o != v && group[o] == group[v]) {
+                for k in 0..iters {
+                    let s = issue(o, k);
+                    if s <= t && t < s + p.ops[o].cycles as i64 {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+    true
+}
+
+/// Algorithm 1's answer by exhaustive search: the smallest I with a modulo
+/// schedule whose minimum length L0 admits a joint schedule of some length
+/// L in [L0, ceil(L0/I)*I], and the smallest such L.
+pub fn joint_brute_force(
+    p: &Problem,
+    groups: u32,
+    reg_limit: u32,
+    max_ii: u32,
+) -> Option<(u32, u32)> {
+    for ii in 1..=max_ii {
+        let Some(l0) = min_length(p, ii) else {
+            continue;
+        };
+        let top = l0.div_ceil(ii).max(1) * ii;
+        for l in l0..=top {
+            if exists_joint(p, ii, l, groups, reg_limit) {
+                return Some((ii, l));
+            }
+        }
+    }
+    None
+}
+
+fn exists_joint(p: &Problem, ii: u32, l: u32, groups: u32, reg_limit: u32) -> bool {
+    let n = p.ops.len();
+    let mut start = vec![0u32; n];
+    let mut group = vec![0u32; n];
+    fn rec(
+        p: &Problem,
+        ii: u32,
+        l: u32,
+        groups: u32,
+        reg_limit: u32,
+        v: usize,
+        start: &mut Vec<u32>,
+        group: &mut Vec<u32>,
+    ) -> bool {
+        if v == p.ops.len() {
+            let len = p
+                .ops
+                .iter()
+                .zip(start.iter())
+                .map(|(o, &s)| s + o.cycles)
+                .max()
+                .unwrap_or(0);
+            return len <= l && valid_joint(p, ii, start, l, group, groups, reg_limit);
+        }
+        let choices: Vec<u32> = if p.ops[v].variable_latency {
+            vec![0]
+        } else {
+            (1..=groups).collect()
+        };
+        for t in 0..=l.saturating_sub(p.ops[v].cycles) {
+            if t + p.ops[v].cycles > l {
+                break;
+            }
+            start[v] = t;
+            // Prune on dependences among assigned ops.
+            let ok = p.edges.iter().all(|e| {
+                e.from > v
+                    || e.to > v
+                    || (e.from != v && e.to != v)
+                    || start[e.to] + ii * e.distance >= start[e.from] + e.delay
+            });
+            if !ok {
+                continue;
+            }
+            for &g in &choices {
+                group[v] = g;
+                if rec(p, ii, l, groups, reg_limit, v + 1, start, group) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+    rec(p, ii, l, groups, reg_limit, 0, &mut start, &mut group)
 }

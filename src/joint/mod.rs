@@ -1,0 +1,380 @@
+//! The joint software-pipelining and warp-specialization problem (paper
+//! section 4) and its search (Algorithm 1, sections 5.1 and 5.3).
+//!
+//! The validity rules of a joint schedule are stated once, in
+//! [`crate::checker`] (rules 1-8); both encodings implement them and every
+//! schedule they return is validated there before it leaves this module.
+//!
+//! Algorithm 1: I goes upward from the modulo lower bound; at each I the
+//! optimal-modulo-scheduling ZLP gives Len(M) (or proves I infeasible, which
+//! also refutes the joint problem, a superset of its constraints); then L goes
+//! upward from Len(M) while ceil(L/I) is unchanged, asking the SMT encoding
+//! for a schedule of length <= L with a warp assignment. The first success is
+//! returned with its certificate: every (I, L) proven unsatisfiable before it.
+//!
+//! Streaming ops (section 5.3) get zero latency: their outgoing edges have
+//! delay 0, and the prefetch depth they need is reported as a tunable.
+
+pub mod int_encoding;
+pub mod paper_encoding;
+
+use std::time::Instant;
+
+use serde::Serialize;
+use tracing::{debug, info};
+
+use crate::checker::{self, JointSchedule, WarpConfig};
+use crate::modulo::{self, mii, zlp, Infeasibility, Refuted};
+use crate::problem::Problem;
+
+/// What one SMT query answered.
+#[derive(Debug, Clone)]
+pub enum EncodingOutcome {
+    Sat(JointSchedule),
+    Unsat,
+    Unknown(String),
+}
+
+/// An SMT encoding of the joint problem at a fixed I.
+pub trait JointEncoding {
+    /// Short name for reports.
+    fn name(&self) -> &'static str;
+    /// Prepares the encoding for initiation interval `ii`.
+    fn set_interval(&mut self, ii: u32);
+    /// Asks for a joint schedule of length at most `max_length`.
+    fn solve(&mut self, max_length: u32, timeout_ms: u32) -> EncodingOutcome;
+}
+
+/// Which encoding to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Encoding {
+    /// twill's integer encoding (default).
+    Default,
+    /// The paper's boolean op[v, i, t] encoding of Figures 4-6.
+    Paper,
+}
+
+impl std::str::FromStr for Encoding {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "default" => Ok(Encoding::Default),
+            "paper" => Ok(Encoding::Paper),
+            other => Err(format!(
+                "unknown encoding `{other}` (expected default or paper)"
+            )),
+        }
+    }
+}
+
+/// Options of the joint search.
+#[derive(Debug, Clone, Copy)]
+pub struct JointOptions {
+    pub encoding: Encoding,
+    pub warps: WarpConfig,
+    /// Total time budget in seconds.
+    pub timeout: f64,
+    /// Seed of the SMT solver (results are deterministic for a seed).
+    pub seed: u32,
+}
+
+/// One entry of the joint certificate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum JointRefuted {
+    /// Every I in [from, to] admits no modulo schedule at all.
+    Modulo(Refuted),
+    /// At this I, no joint schedule of any length in [from_length, to_length].
+    Smt {
+        ii: u32,
+        from_length: u32,
+        to_length: u32,
+    },
+}
+
+impl std::fmt::Display for JointRefuted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JointRefuted::Modulo(r) => write!(f, "{r}"),
+            JointRefuted::Smt {
+                ii,
+                from_length,
+                to_length,
+            } => write!(
+                f,
+                "I = {ii}, L in [{from_length}, {to_length}]: no warp-specialized schedule (SMT unsat)"
+            ),
+        }
+    }
+}
+
+/// The pipeline depth a streaming op needs (section 5.3), a tunable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Streaming {
+    pub op: String,
+    /// Cycles of the op before its latency was zeroed.
+    pub cycles: u32,
+    /// Iterations it must run ahead: ceil(cycles / I).
+    pub prefetch: u32,
+}
+
+/// Result of the joint search.
+#[derive(Debug, Clone, Serialize)]
+pub struct JointResult {
+    pub schedule: JointSchedule,
+    pub encoding: Encoding,
+    pub warps: WarpConfig,
+    pub res_mii: u32,
+    pub rec_mii: u32,
+    /// Len(M) of the optimal modulo schedule at the answer's I.
+    pub modulo_length: u32,
+    pub certificate: Vec<JointRefuted>,
+    /// I is minimal: every smaller I is refuted in the certificate.
+    pub ii_proven: bool,
+    /// L is minimal at this I within Algorithm 1's range.
+    pub length_proven: bool,
+    pub streaming: Vec<Streaming>,
+    pub seconds: f64,
+    /// Number of SMT queries made.
+    pub queries: u32,
+}
+
+/// Why the joint search produced nothing.
+#[derive(Debug, Clone)]
+pub enum JointError {
+    NoRecurrenceBound,
+    /// Time ran out; `lower_bound` is the smallest I not yet refuted.
+    Timeout {
+        lower_bound: u32,
+    },
+    CheckerRejected(Vec<checker::Violation>),
+    Exhausted {
+        cap: u32,
+    },
+}
+
+impl std::fmt::Display for JointError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JointError::NoRecurrenceBound => {
+                write!(f, "a dependence cycle of distance 0 has positive delay")
+            }
+            JointError::Timeout { lower_bound } => write!(
+                f,
+                "timed out before finding a schedule; every I < {lower_bound} is refuted"
+            ),
+            JointError::CheckerRejected(v) => {
+                write!(f, "internal error: the checker rejected a joint schedule:")?;
+                for x in v {
+                    write!(f, "\n  {x}")?;
+                }
+                Ok(())
+            }
+            JointError::Exhausted { cap } => {
+                write!(f, "no warp-specialized schedule with I <= {cap}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for JointError {}
+
+/// The problem as the joint search sees it: outgoing edges of streaming ops
+/// have delay 0 (section 5.3). Returns the view and the streaming report
+/// (prefetch depths are filled in once I is known).
+pub fn streaming_view(p: &Problem) -> (Problem, Vec<(usize, u32)>) {
+    let mut q = p.clone();
+    let mut streams = Vec::new();
+    for (v, op) in p.ops.iter().enumerate() {
+        if op.streaming {
+            let longest = p
+                .edges
+                .iter()
+                .filter(|e| e.from == v)
+                .map(|e| e.delay)
+                .max()
+                .unwrap_or(0)
+                .max(op.cycles);
+            streams.push((v, longest));
+        }
+    }
+    for e in &mut q.edges {
+        if q.ops[e.from].streaming {
+            e.delay = 0;
+        }
+    }
+    (q, streams)
+}
+
+/// Runs Algorithm 1 on `p` (already the streaming view if wanted).
+pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError> {
+    let started = Instant::now();
+    let (q, streams) = streaming_view(p);
+    let p = &q;
+    let res = mii::res_mii(p);
+    let rec = mii::rec_mii(p).ok_or(JointError::NoRecurrenceBound)?;
+    let mut certificate: Vec<JointRefuted> = modulo::lower_bound_certificate(p, res, rec)
+        .into_iter()
+        .map(JointRefuted::Modulo)
+        .collect();
+    let mut ii_proven = true;
+    let mut queries = 0u32;
+    let mut encoding: Box<dyn JointEncoding + '_> = match opts.encoding {
+        Encoding::Default => Box::new(int_encoding::IntEncoding::new(p, opts.warps, opts.seed)),
+        Encoding::Paper => Box::new(paper_encoding::PaperEncoding::new(p, opts.warps, opts.seed)),
+    };
+    let left = |started: &Instant| opts.timeout - started.elapsed().as_secs_f64();
+    let cap = modulo::search_cap(p);
+    let mut ii = res.max(rec);
+    while ii <= cap {
+        if left(&started) <= 0.0 {
+            return Err(JointError::Timeout { lower_bound: ii });
+        }
+        let (base, optimal) = match zlp::solve_at(p, ii, left(&started)) {
+            zlp::ZlpOutcome::Infeasible => {
+                certificate.push(JointRefuted::Modulo(Refuted {
+                    from: ii,
+                    to: ii,
+                    why: Infeasibility::Zlp,
+                }));
+                ii += 1;
+                continue;
+            }
+            zlp::ZlpOutcome::Unknown(why) => {
+                debug!(ii, why, "modulo ZLP gave up; I is no longer proven minimal");
+                ii_proven = false;
+                ii += 1;
+                continue;
+            }
+            zlp::ZlpOutcome::Feasible { schedule, optimal } => (schedule.length, optimal),
+        };
+        // Len(M) is only a valid lower bound on L when the ZLP proved it minimal.
+        let from = if optimal { base } else { 1 };
+        let to = base.div_ceil(ii).max(1) * ii;
+        encoding.set_interval(ii);
+        info!(
+            ii,
+            from,
+            to,
+            encoding = encoding.name(),
+            "joint search at I"
+        );
+        let mut found: Option<JointSchedule> = None;
+        let mut length_proven = true;
+        match opts.encoding {
+            Encoding::Paper => {
+                // Algorithm 1 literally: one query per L, upward.
+                let mut l = from;
+                while l <= to {
+                    let ms = (left(&started) * 1000.0).max(1.0) as u32;
+                    queries += 1;
+                    match encoding.solve(l, ms) {
+                        EncodingOutcome::Sat(js) => {
+                            found = Some(js);
+                            break;
+                        }
+                        EncodingOutcome::Unsat => {
+                            push_smt(&mut certificate, ii, l);
+                        }
+                        EncodingOutcome::Unknown(why) => {
+                            debug!(ii, l, why, "SMT gave up");
+                            ii_proven = false;
+                            length_proven = false;
+                        }
+                    }
+                    l += 1;
+                }
+            }
+            Encoding::Default => {
+                // Same answer as the upward search: ask for L <= to at once;
+                // if satisfiable, tighten downward until unsat.
+                let ms = (left(&started) * 1000.0).max(1.0) as u32;
+                queries += 1;
+                match encoding.solve(to, ms) {
+                    EncodingOutcome::Unsat => certificate.push(JointRefuted::Smt {
+                        ii,
+                        from_length: from,
+                        to_length: to,
+                    }),
+                    EncodingOutcome::Unknown(why) => {
+                        debug!(ii, why, "SMT gave up");
+                        ii_proven = false;
+                    }
+                    EncodingOutcome::Sat(mut best) => {
+                        while best.schedule.length > from {
+                            let ms = (left(&started) * 1000.0).max(1.0) as u32;
+                            queries += 1;
+                            match encoding.solve(best.schedule.length - 1, ms) {
+                                EncodingOutcome::Sat(js) => best = js,
+                                EncodingOutcome::Unsat => {
+                                    certificate.push(JointRefuted::Smt {
+                                        ii,
+                                        from_length: from,
+                                        to_length: best.schedule.length - 1,
+                                    });
+                                    break;
+                                }
+                                EncodingOutcome::Unknown(_) => {
+                                    length_proven = false;
+                                    break;
+                                }
+                            }
+                        }
+                        found = Some(best);
+                    }
+                }
+            }
+        }
+        if let Some(js) = found {
+            let violations = checker::check_joint(p, &js, &opts.warps);
+            if !violations.is_empty() {
+                return Err(JointError::CheckerRejected(violations));
+            }
+            let streaming = streams
+                .iter()
+                .map(|&(v, cycles)| Streaming {
+                    op: p.ops[v].name.clone(),
+                    cycles,
+                    prefetch: cycles.div_ceil(ii).max(1),
+                })
+                .collect();
+            return Ok(JointResult {
+                schedule: js,
+                encoding: opts.encoding,
+                warps: opts.warps,
+                res_mii: res,
+                rec_mii: rec,
+                modulo_length: base,
+                certificate,
+                ii_proven,
+                length_proven: length_proven && optimal,
+                streaming,
+                seconds: started.elapsed().as_secs_f64(),
+                queries,
+            });
+        }
+        ii += 1;
+    }
+    Err(JointError::Exhausted { cap })
+}
+
+/// Records an unsat (I, L), merging with the previous entry when contiguous.
+fn push_smt(cert: &mut Vec<JointRefuted>, ii: u32, l: u32) {
+    if let Some(JointRefuted::Smt {
+        ii: last_ii,
+        to_length,
+        ..
+    }) = cert.last_mut()
+    {
+        if *last_ii == ii && *to_length + 1 == l {
+            *to_length = l;
+            return;
+        }
+    }
+    cert.push(JointRefuted::Smt {
+        ii,
+        from_length: l,
+        to_length: l,
+    });
+}
