@@ -42,31 +42,79 @@ pub enum ZlpOutcome {
 /// Proof sketch: keep the residues r_v = M(v) mod I of any valid schedule and
 /// write M(v) = r_v + I*k_v. Resource use depends on residues only, and each
 /// edge becomes a difference constraint k_v - k_u >= w_e with
-/// w_e = ceil((d - I*delta - r_v + r_u) / I) <= ceil((d - I*delta + I - 1) / I).
+/// w_e = ceil((d - I*delta - r_v + r_u) / I) <= ceil((d - I*delta + I - 1) / I) =: W_e.
 /// The system is feasible (the schedule solves it), so it has no positive
 /// cycle and its longest-path solution from a virtual source (k >= 0) is
-/// valid; a longest path is simple, so k_v <= K = the sum of the |V| - 1
-/// largest positive bounds on w_e. Hence M(v) <= I - 1 + I*K and every op
-/// completes by T = I - 1 + I*K + max cycles. A minimum-length schedule is no
-/// longer than this one, and can be shifted to start at 0.
+/// valid, with k_v = the longest w-path into v <= the longest W-path into v
+/// when the W-graph has no positive cycle (else: a longest path is simple,
+/// so k_v <= K = the sum of the |V| - 1 largest positive W_e). Hence
+/// M(v) <= I - 1 + I*K and every op completes by T = I - 1 + I*K + max
+/// cycles. A minimum-length schedule is no longer than this one, and can be
+/// shifted to start at 0.
 pub fn horizon(p: &Problem, ii: u32) -> u64 {
-    let ii = ii as i64;
-    let mut w: Vec<i64> = p
-        .edges
-        .iter()
-        .map(|e| {
-            let lag = e.delay as i64 - ii * e.distance as i64;
-            (lag + ii - 1).div_euclid(ii) + i64::from((lag + ii - 1).rem_euclid(ii) != 0)
-        })
-        .filter(|&x| x > 0)
-        .collect();
-    w.sort_unstable_by(|a, b| b.cmp(a));
-    let k: i64 = w.iter().take(p.ops.len().saturating_sub(1)).sum();
+    let iv = ii as i64;
+    let bound = |e: &crate::problem::ProblemEdge| -> i64 {
+        let lag = e.delay as i64 - iv * e.distance as i64;
+        (lag + iv - 1).div_euclid(iv) + i64::from((lag + iv - 1).rem_euclid(iv) != 0)
+    };
+    let n = p.ops.len();
+    // Longest W-paths from a virtual source (Bellman-Ford, n rounds).
+    let mut k = vec![0i64; n];
+    let mut stable = false;
+    for _ in 0..=n {
+        let mut changed = false;
+        for e in &p.edges {
+            let cand = k[e.from] + bound(e);
+            if cand > k[e.to] {
+                k[e.to] = cand;
+                changed = true;
+            }
+        }
+        if !changed {
+            stable = true;
+            break;
+        }
+    }
+    let kmax = if stable {
+        k.iter().copied().max().unwrap_or(0)
+    } else {
+        let mut w: Vec<i64> = p.edges.iter().map(bound).filter(|&x| x > 0).collect();
+        w.sort_unstable_by(|a, b| b.cmp(a));
+        w.iter().take(n.saturating_sub(1)).sum()
+    };
     let max_cycles = p.ops.iter().map(|o| o.cycles as i64).max().unwrap_or(0);
-    (ii - 1 + ii * k + max_cycles).max(1) as u64
+    (iv - 1 + iv * kmax + max_cycles).max(1) as u64
+}
+
+/// A short first horizon: the length of an as-soon-as-possible schedule that
+/// ignores resources, plus two intervals of slack.
+fn first_horizon(p: &Problem, ii: u32) -> u64 {
+    let n = p.ops.len();
+    let mut s = vec![0i64; n];
+    for _ in 0..n {
+        let mut changed = false;
+        for e in &p.edges {
+            let cand = s[e.from] + e.delay as i64 - ii as i64 * e.distance as i64;
+            if cand > s[e.to] {
+                s[e.to] = cand;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let end = (0..n).map(|v| s[v] + p.ops[v].cycles as i64).max().unwrap_or(0);
+    (end + 2 * ii as i64).max(1) as u64
 }
 
 /// Solves the modulo-scheduling ZLP at initiation interval `ii`.
+///
+/// A first solve uses a short horizon; a schedule found there is optimal
+/// over every horizon (any schedule no longer than the short horizon fits in
+/// it, and longer ones are worse). Only when the short horizon admits no
+/// schedule are longer horizons tried, up to [`horizon`], where infeasibility
+/// is a proof.
 pub fn solve_at(p: &Problem, ii: u32, time_limit: f64) -> ZlpOutcome {
     assert!(ii >= 1);
     // A self-dependence is satisfied by every schedule or by none.
@@ -75,7 +123,23 @@ pub fn solve_at(p: &Problem, ii: u32, time_limit: f64) -> ZlpOutcome {
             return ZlpOutcome::Infeasible;
         }
     }
-    let horizon = horizon(p, ii);
+    let started = std::time::Instant::now();
+    let full = horizon(p, ii);
+    let mut t = first_horizon(p, ii).min(full);
+    loop {
+        let left = time_limit - started.elapsed().as_secs_f64();
+        if left <= 0.0 {
+            return ZlpOutcome::Unknown("time limit".into());
+        }
+        match solve_with_horizon(p, ii, t, left) {
+            ZlpOutcome::Infeasible if t < full => t = (t * 2).min(full),
+            other => return other,
+        }
+    }
+}
+
+/// The ZLP at `ii` with start times restricted to finish by `horizon`.
+pub fn solve_with_horizon(p: &Problem, ii: u32, horizon: u64, time_limit: f64) -> ZlpOutcome {
     let n = p.ops.len();
     if n == 0 {
         return ZlpOutcome::Feasible {
