@@ -306,7 +306,7 @@ impl JointEncoding for IntEncoding<'_> {
         }
     }
 
-    fn solve(&mut self, max_length: u32, timeout_ms: u32) -> EncodingOutcome {
+    fn solve_within(&mut self, max_length: u32, max_group: Option<u32>, timeout_ms: u32) -> EncodingOutcome {
         if self.trivially_unsat {
             return EncodingOutcome::Unsat;
         }
@@ -314,8 +314,15 @@ impl JointEncoding for IntEncoding<'_> {
         params.set_u32("timeout", timeout_ms.max(1));
         params.set_u32("random_seed", self.seed);
         self.solver.set_params(&params);
-        let bound = self.length.le(max_length as i64);
-        match self.solver.check_assumptions(&[bound]) {
+        let mut assumptions = vec![self.length.le(max_length as i64)];
+        if let Some(k) = max_group {
+            for (v, g) in self.group.iter().enumerate() {
+                if !self.p.ops[v].variable_latency {
+                    assumptions.push(g.le(k as i64));
+                }
+            }
+        }
+        match self.solver.check_assumptions(&assumptions) {
             SatResult::Unsat => EncodingOutcome::Unsat,
             SatResult::Unknown => EncodingOutcome::Unknown(
                 self.solver

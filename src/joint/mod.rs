@@ -42,7 +42,12 @@ pub trait JointEncoding {
     /// Prepares the encoding for initiation interval `ii`.
     fn set_interval(&mut self, ii: u32);
     /// Asks for a joint schedule of length at most `max_length`.
-    fn solve(&mut self, max_length: u32, timeout_ms: u32) -> EncodingOutcome;
+    fn solve(&mut self, max_length: u32, timeout_ms: u32) -> EncodingOutcome {
+        self.solve_within(max_length, None, timeout_ms)
+    }
+    /// As [`JointEncoding::solve`], using only compute groups 1..=`max_group`
+    /// when given.
+    fn solve_within(&mut self, max_length: u32, max_group: Option<u32>, timeout_ms: u32) -> EncodingOutcome;
 }
 
 /// Which encoding to use.
@@ -288,7 +293,8 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
             }
             Encoding::Default => {
                 // Same answer as the upward search: ask for L <= to at once;
-                // if satisfiable, tighten downward until unsat.
+                // if satisfiable, bisect down to the smallest satisfiable L.
+                // Unsatisfiability of "L <= x" refutes every L in [from, x].
                 let ms = (left(&started) * 1000.0).max(1.0) as u32;
                 queries += 1;
                 match encoding.solve(to, ms) {
@@ -302,23 +308,41 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
                         ii_proven = false;
                     }
                     EncodingOutcome::Sat(mut best) => {
-                        while best.schedule.length > from {
+                        let mut lo = from; // every L < lo is refuted
+                        let mut refuted_to: Option<u32> = None;
+                        while lo < best.schedule.length {
+                            let mid = lo + (best.schedule.length - 1 - lo) / 2;
                             let ms = (left(&started) * 1000.0).max(1.0) as u32;
                             queries += 1;
-                            match encoding.solve(best.schedule.length - 1, ms) {
+                            match encoding.solve(mid, ms) {
                                 EncodingOutcome::Sat(js) => best = js,
                                 EncodingOutcome::Unsat => {
-                                    certificate.push(JointRefuted::Smt {
-                                        ii,
-                                        from_length: from,
-                                        to_length: best.schedule.length - 1,
-                                    });
-                                    break;
+                                    lo = mid + 1;
+                                    refuted_to = Some(mid);
                                 }
                                 EncodingOutcome::Unknown(_) => {
                                     length_proven = false;
                                     break;
                                 }
+                            }
+                        }
+                        if let Some(to_length) = refuted_to {
+                            certificate.push(JointRefuted::Smt {
+                                ii,
+                                from_length: from,
+                                to_length,
+                            });
+                        }
+                        // Prefer the fewest compute groups at this (I, L).
+                        let used = best.group.iter().copied().max().unwrap_or(0);
+                        for k in 1..used {
+                            let ms = (left(&started) * 1000.0).max(1.0) as u32;
+                            queries += 1;
+                            if let EncodingOutcome::Sat(js) =
+                                encoding.solve_within(best.schedule.length, Some(k), ms)
+                            {
+                                best = js;
+                                break;
                             }
                         }
                         found = Some(best);

@@ -63,7 +63,7 @@ impl JointEncoding for PaperEncoding<'_> {
         self.ii = ii;
     }
 
-    fn solve(&mut self, max_length: u32, timeout_ms: u32) -> EncodingOutcome {
+    fn solve_within(&mut self, max_length: u32, max_group: Option<u32>, timeout_ms: u32) -> EncodingOutcome {
         let p = self.p;
         let n = p.ops.len();
         let ii = self.ii as usize;
@@ -79,7 +79,8 @@ impl JointEncoding for PaperEncoding<'_> {
         let t_live = t_q.max(copies * ii);
         let window = (copies - 1) * ii..copies * ii;
         // Groups: 0 for variable latency, 1..=G compute.
-        let groups: Vec<usize> = (0..=self.cfg.groups as usize).collect();
+        let top = max_group.unwrap_or(self.cfg.groups).min(self.cfg.groups);
+        let groups: Vec<usize> = (0..=top as usize).collect();
 
         let solver = Solver::new();
         let mut params = Params::new();
