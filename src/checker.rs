@@ -24,6 +24,8 @@
 //!    designated variable-latency warp); otherwise 1 <= A(v) <= G;
 //! 6. **cross-warp spill**: an edge (u, v, d, delta) with A(u) != A(v) needs
 //!    M(v) + I*delta >= M(u) + d + spill_cost(u) (rule 3 with the spill added);
+//!    when cross-warp communication is prohibited, an edge between two
+//!    fixed-latency ops never crosses groups;
 //! 7. **liveness**: the result of v, instance k, is live during
 //!    [M(v) + kI, E(v) + kI) where E(v) is the latest issue of a user,
 //!    max over edges (v, u, _, delta) of M(u) + delta*I (never live without
@@ -55,6 +57,10 @@ pub struct WarpConfig {
     pub groups: u32,
     /// Registers per thread available to each group.
     pub reg_limit: u32,
+    /// Whether values may cross between compute groups (through shared
+    /// memory). When false, both ends of every edge between fixed-latency
+    /// ops share a group (the paper's "prohibiting cross-warp communication").
+    pub cross_warp: bool,
 }
 
 /// A joint modulo schedule with a warp-group assignment.
@@ -107,6 +113,8 @@ pub enum Violation {
         earliest: i64,
         actual: i64,
     },
+    /// Rule 6: cross-warp communication is prohibited but edge `edge` crosses groups.
+    CrossWarp { edge: usize, from: String, to: String },
     /// Rule 7: group `group` holds `used` > `limit` registers per thread at `residue`.
     Registers {
         group: u32,
@@ -190,6 +198,10 @@ impl fmt::Display for Violation {
             } => write!(
                 f,
                 "cross-warp spill: edge {edge} `{from}` -> `{to}` crosses groups and needs M({to}) + I*delta >= {earliest} (spill {spill}), got {actual}"
+            ),
+            Violation::CrossWarp { edge, from, to } => write!(
+                f,
+                "cross-warp: edge {edge} `{from}` -> `{to}` crosses warp groups, which is prohibited"
             ),
             Violation::Registers {
                 group,
@@ -382,6 +394,13 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
     for (k, e) in p.edges.iter().enumerate() {
         if g[e.from] == g[e.to] {
             continue;
+        }
+        if !cfg.cross_warp && !p.ops[e.from].variable_latency && !p.ops[e.to].variable_latency {
+            out.push(Violation::CrossWarp {
+                edge: k,
+                from: p.ops[e.from].name.clone(),
+                to: p.ops[e.to].name.clone(),
+            });
         }
         let spill = p.ops[e.from].spill_cost;
         let earliest = s.start[e.from] as i64 + e.delay as i64 + spill as i64;

@@ -28,6 +28,9 @@ pub struct ProblemOp {
     pub streaming: bool,
     pub warp_group: bool,
     pub spill_cost: u32,
+    /// For streaming ops: the raw cycles (with latency) before the latency
+    /// was dropped (section 5.3); 0 otherwise.
+    pub stream_cycles: u64,
 }
 
 /// An edge (u, v, d, delta) of the resolved problem.
@@ -41,7 +44,7 @@ pub struct ProblemEdge {
 }
 
 /// A modulo-scheduling problem: units with capacities, ops, edges.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Problem {
     pub units: Vec<String>,
     pub capacity: Vec<u32>,
@@ -49,6 +52,9 @@ pub struct Problem {
     pub memories: Vec<(String, u64)>,
     pub ops: Vec<ProblemOp>,
     pub edges: Vec<ProblemEdge>,
+    /// Raw machine cycles per normalized cycle (the largest duration's
+    /// ratio), to translate normalized results back; 1 when not normalized.
+    pub cycle_scale: f64,
 }
 
 /// Options of problem construction.
@@ -101,6 +107,7 @@ impl Problem {
 
         // Timing of every op as segments, priced where needed.
         let mut segments: Vec<Vec<Segment>> = Vec::with_capacity(graph.ops.len());
+        let mut stream_raw: Vec<u64> = Vec::with_capacity(graph.ops.len());
         for (i, op) in graph.ops.iter().enumerate() {
             let segs = match &op.timing {
                 Timing::Table(s) => s.clone(),
@@ -165,6 +172,16 @@ impl Problem {
                     ));
                 }
             }
+            let mut segs = segs;
+            let raw: u64 = segs.iter().map(|s| s.len).sum();
+            if op.streaming {
+                // Section 5.3: a streaming op is modeled with zero latency;
+                // only its unit occupancy stays.
+                while segs.last().is_some_and(|s| s.uses.is_empty()) {
+                    segs.pop();
+                }
+            }
+            stream_raw.push(if op.streaming { raw } else { 0 });
             segments.push(segs);
         }
 
@@ -191,7 +208,7 @@ impl Problem {
         };
 
         let mut ops = Vec::with_capacity(graph.ops.len());
-        for (op, segs) in graph.ops.iter().zip(&segments) {
+        for ((op, segs), &stream_cycles) in graph.ops.iter().zip(&segments).zip(&stream_raw) {
             let mut rrt: Vec<Vec<u32>> = Vec::new();
             for seg in segs {
                 let mut row = vec![0u32; units.len()];
@@ -219,6 +236,7 @@ impl Problem {
                 streaming: op.streaming,
                 warp_group: op.warp_group,
                 spill_cost: u32::try_from(spill).map_err(|_| too_big(spill, "spill_cost"))?,
+                stream_cycles,
             });
         }
         let mut edges = Vec::with_capacity(graph.edges.len());
@@ -235,6 +253,10 @@ impl Problem {
                 blocking: e.blocking,
             });
         }
+        let cycle_scale = match (norm.original.last(), norm.normalized.last()) {
+            (Some(&raw), Some(&n)) if n > 0 => raw as f64 / n as f64,
+            _ => 1.0,
+        };
         Ok((
             Problem {
                 units,
@@ -242,6 +264,7 @@ impl Problem {
                 memories,
                 ops,
                 edges,
+                cycle_scale,
             },
             norm,
         ))

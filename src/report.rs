@@ -436,8 +436,8 @@ impl Report {
             for st in &wr.streaming {
                 let _ = writeln!(
                     o,
-                    "  streaming `{}`: latency modeled as 0; needs {} iteration(s) of prefetch ({} cycles at I = {}) — tunable",
-                    st.op, st.prefetch, st.cycles, self.ii
+                    "  streaming `{}`: latency modeled as 0; its {} raw cycles need {} iteration(s) of prefetch at I = {} (tunable)",
+                    st.op, st.raw_cycles, st.prefetch, self.ii
                 );
             }
         }

@@ -146,7 +146,7 @@ proptest! {
     #[test]
     fn joint_encodings_agree_with_brute_force(g in graph_strategy(), groups in 1u32..=2) {
         let p = build(&g);
-        let warps = WarpConfig { groups, reg_limit: 255 };
+        let warps = WarpConfig { groups, reg_limit: 255, cross_warp: true };
         let run = |encoding| joint::solve(&p, JointOptions { encoding, warps, timeout: 60.0, seed: 0 });
         let expected = common::joint_brute_force(&p, groups, 255, 12);
         match (run(Encoding::Default), run(Encoding::Paper)) {

@@ -16,7 +16,7 @@ fn problem(text: &str) -> Problem {
 }
 
 fn both(p: &Problem, groups: u32) -> Option<JointResult> {
-    let warps = WarpConfig { groups, reg_limit: 255 };
+    let warps = WarpConfig { groups, reg_limit: 255, cross_warp: true };
     let run = |encoding| joint::solve(p, JointOptions { encoding, warps, timeout: 60.0, seed: 0 });
     match (run(Encoding::Default), run(Encoding::Paper)) {
         (Ok(a), Ok(b)) => {
@@ -185,7 +185,7 @@ to = "Y"
 distance = 1
 "#,
     );
-    let warps = WarpConfig { groups: 1, reg_limit: 255 };
+    let warps = WarpConfig { groups: 1, reg_limit: 255, cross_warp: true };
     // Y waits on X from another group at cycle 1 (needs 1 + 3), Z is put on
     // group 0 although it has fixed latency.
     let js = JointSchedule {
@@ -201,7 +201,7 @@ distance = 1
         schedule: Schedule { ii: 2, start: vec![0, 4, 6], length: 7 },
         group: vec![0, 1, 1],
     };
-    let v = check_joint(&p, &js, &WarpConfig { groups: 1, reg_limit: 150 });
+    let v = check_joint(&p, &js, &WarpConfig { groups: 1, reg_limit: 150, cross_warp: true });
     assert!(v.iter().any(|x| matches!(x, Violation::Registers { group: 1, .. })), "{v:?}");
     assert!(v.iter().any(|x| matches!(x, Violation::Concurrency { blocked, .. } if blocked == "Y")), "{v:?}");
     for x in &v {

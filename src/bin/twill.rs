@@ -58,6 +58,9 @@ enum Command {
         /// Registers per thread available to each warp group (default: the machine's limit).
         #[arg(long)]
         reg_limit: Option<u32>,
+        /// Prohibit cross-warp communication between fixed-latency ops.
+        #[arg(long)]
+        no_cross_warp: bool,
         /// Seed of the SMT solver; the same input and seed give the same result.
         #[arg(long, default_value_t = 0)]
         seed: u32,
@@ -96,6 +99,7 @@ fn main() -> ExitCode {
             encoding,
             groups,
             reg_limit,
+            no_cross_warp,
             seed,
             modulo_only,
         } => {
@@ -103,6 +107,7 @@ fn main() -> ExitCode {
                 encoding,
                 groups,
                 reg_limit,
+                cross_warp: !no_cross_warp,
                 seed,
             });
             solve(&graph, &machine, json, u, timeout, ws)
@@ -115,6 +120,7 @@ struct Ws {
     encoding: Encoding,
     groups: u32,
     reg_limit: Option<u32>,
+    cross_warp: bool,
     seed: u32,
 }
 
@@ -184,6 +190,7 @@ fn solve(
             let warps = WarpConfig {
                 groups: ws.groups,
                 reg_limit: ws.reg_limit.unwrap_or(machine.warps.max_regs_per_thread),
+                cross_warp: ws.cross_warp,
             };
             let opts = JointOptions {
                 encoding: ws.encoding,

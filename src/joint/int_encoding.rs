@@ -146,6 +146,9 @@ impl JointEncoding for IntEncoding<'_> {
 
         // Dependences (+ cross-warp spill).
         for e in &p.edges {
+            if !self.cfg.cross_warp && !p.ops[e.from].variable_latency && !p.ops[e.to].variable_latency {
+                s.assert(g[e.from].eq(&g[e.to]));
+            }
             let lhs = &m[e.to] + iv * e.distance as i64;
             let base = &m[e.from] + e.delay as i64;
             s.assert(lhs.ge(&base));

@@ -115,12 +115,13 @@ impl std::fmt::Display for JointRefuted {
 }
 
 /// The pipeline depth a streaming op needs (section 5.3), a tunable.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Streaming {
     pub op: String,
-    /// Cycles of the op before its latency was zeroed.
-    pub cycles: u32,
-    /// Iterations it must run ahead: ceil(cycles / I).
+    /// Raw machine cycles of the op with its latency, before it was zeroed.
+    pub raw_cycles: u64,
+    /// Iterations it must run ahead to hide them: ceil(raw / (I * scale)),
+    /// with scale the raw cycles per normalized cycle.
     pub prefetch: u32,
 }
 
@@ -188,22 +189,9 @@ impl std::error::Error for JointError {}
 /// The problem as the joint search sees it: outgoing edges of streaming ops
 /// have delay 0 (section 5.3). Returns the view and the streaming report
 /// (prefetch depths are filled in once I is known).
-pub fn streaming_view(p: &Problem) -> (Problem, Vec<(usize, u32)>) {
+pub fn streaming_view(p: &Problem) -> (Problem, Vec<usize>) {
     let mut q = p.clone();
-    let mut streams = Vec::new();
-    for (v, op) in p.ops.iter().enumerate() {
-        if op.streaming {
-            let longest = p
-                .edges
-                .iter()
-                .filter(|e| e.from == v)
-                .map(|e| e.delay)
-                .max()
-                .unwrap_or(0)
-                .max(op.cycles);
-            streams.push((v, longest));
-        }
-    }
+    let streams: Vec<usize> = (0..p.ops.len()).filter(|&v| p.ops[v].streaming).collect();
     for e in &mut q.edges {
         if q.ops[e.from].streaming {
             e.delay = 0;
@@ -357,10 +345,14 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
             }
             let streaming = streams
                 .iter()
-                .map(|&(v, cycles)| Streaming {
-                    op: p.ops[v].name.clone(),
-                    cycles,
-                    prefetch: cycles.div_ceil(ii).max(1),
+                .map(|&v| {
+                    let raw = p.ops[v].stream_cycles;
+                    let per_iteration = ii as f64 * p.cycle_scale;
+                    Streaming {
+                        op: p.ops[v].name.clone(),
+                        raw_cycles: raw,
+                        prefetch: ((raw as f64 / per_iteration).ceil() as u32).max(1),
+                    }
                 })
                 .collect();
             return Ok(JointResult {

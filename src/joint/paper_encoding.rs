@@ -152,6 +152,9 @@ impl JointEncoding for PaperEncoding<'_> {
         // Dependence and cross-warp spills.
         for e in &p.edges {
             let (u, v, d, dl) = (e.from, e.to, e.delay as i64, e.distance as usize);
+            if !self.cfg.cross_warp && !p.ops[u].variable_latency && !p.ops[v].variable_latency {
+                solver.assert(cross(u, v).not());
+            }
             let spill = p.ops[u].spill_cost as i64;
             let crosses = if u == v { f.clone() } else { cross(u, v) };
             for i in 0..copies {
