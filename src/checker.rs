@@ -114,7 +114,11 @@ pub enum Violation {
         actual: i64,
     },
     /// Rule 6: cross-warp communication is prohibited but edge `edge` crosses groups.
-    CrossWarp { edge: usize, from: String, to: String },
+    CrossWarp {
+        edge: usize,
+        from: String,
+        to: String,
+    },
     /// Rule 7: group `group` holds `used` > `limit` registers per thread at `residue`.
     Registers {
         group: u32,

@@ -417,6 +417,7 @@ impl Report {
                 "\nwarp specialization ({} encoding, {} compute groups, {} registers/thread each, {} SMT queries; Len(M) = {}):",
                 match wr.encoding {
                     Encoding::Default => "default",
+                    Encoding::Int => "int",
                     Encoding::Paper => "paper",
                 },
                 wr.config.groups,

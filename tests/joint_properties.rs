@@ -1,6 +1,6 @@
 //! Property tests of the joint SWP + WS solver on random small graphs with
 //! register footprints, memory footprints, variable-latency ops, spill costs
-//! and blocking edges: both encodings return schedules the checker accepts,
+//! and blocking edges: all three encodings return schedules the checker accepts,
 //! they agree on (I, L), and an exhaustive search following Algorithm 1
 //! finds the same (I, L).
 //!
@@ -149,9 +149,12 @@ proptest! {
         let warps = WarpConfig { groups, reg_limit: 255, cross_warp: true };
         let run = |encoding| joint::solve(&p, JointOptions { encoding, warps, timeout: 60.0, seed: 0 });
         let expected = common::joint_brute_force(&p, groups, 255, 12);
+        let int = run(Encoding::Int);
         match (run(Encoding::Default), run(Encoding::Paper)) {
             (Ok(a), Ok(b)) => {
-                for r in [&a, &b] {
+                let c = int.expect("the int encoding agrees that a schedule exists");
+                prop_assert_eq!((c.schedule.schedule.ii, c.schedule.schedule.length), (a.schedule.schedule.ii, a.schedule.schedule.length), "default vs int encoding");
+                for r in [&a, &b, &c] {
                     prop_assert!(r.ii_proven && r.length_proven);
                     prop_assert!(checker::check_joint(&p, &r.schedule, &warps).is_empty());
                     let s = &r.schedule;
@@ -163,6 +166,7 @@ proptest! {
                 prop_assert_eq!(Some(ia), expected, "solver vs exhaustive Algorithm 1");
             }
             (Err(ea), Err(eb)) => {
+                prop_assert!(int.is_err());
                 // Only unschedulable within the search cap; the brute force must agree up to 12.
                 prop_assert!(expected.is_none() || expected.unwrap().0 > 12, "{} / {}", ea, eb);
             }

@@ -16,10 +16,32 @@ fn problem(text: &str) -> Problem {
 }
 
 fn both(p: &Problem, groups: u32) -> Option<JointResult> {
-    let warps = WarpConfig { groups, reg_limit: 255, cross_warp: true };
-    let run = |encoding| joint::solve(p, JointOptions { encoding, warps, timeout: 60.0, seed: 0 });
+    let warps = WarpConfig {
+        groups,
+        reg_limit: 255,
+        cross_warp: true,
+    };
+    let run = |encoding| {
+        joint::solve(
+            p,
+            JointOptions {
+                encoding,
+                warps,
+                timeout: 60.0,
+                seed: 0,
+            },
+        )
+    };
+    let int = run(Encoding::Int);
     match (run(Encoding::Default), run(Encoding::Paper)) {
         (Ok(a), Ok(b)) => {
+            let c = int.expect("int encoding agrees");
+            assert_eq!(
+                (a.schedule.schedule.ii, a.schedule.schedule.length),
+                (c.schedule.schedule.ii, c.schedule.schedule.length),
+                "default and int encodings disagree"
+            );
+            assert!(check_joint(p, &c.schedule, &warps).is_empty());
             assert_eq!(
                 (a.schedule.schedule.ii, a.schedule.schedule.length),
                 (b.schedule.schedule.ii, b.schedule.schedule.length),
@@ -31,7 +53,10 @@ fn both(p: &Problem, groups: u32) -> Option<JointResult> {
             }
             Some(a)
         }
-        (Err(_), Err(_)) => None,
+        (Err(_), Err(_)) => {
+            assert!(int.is_err());
+            None
+        }
         (a, b) => panic!("one encoding failed: {:?} / {:?}", a.err(), b.err()),
     }
 }
@@ -63,7 +88,10 @@ from = "B"
 to = "C"
 "#,
     );
-    assert!(both(&p, 1).is_none(), "one group of 255 registers cannot hold 400");
+    assert!(
+        both(&p, 1).is_none(),
+        "one group of 255 registers cannot hold 400"
+    );
     let r = both(&p, 2).unwrap();
     let g = &r.schedule.group;
     assert_ne!(g[0], g[1], "A and B on different groups");
@@ -123,7 +151,10 @@ to = "Y"
 "#;
     let r = both(&problem(text), 1).unwrap();
     assert_eq!(r.schedule.group, vec![0, 1]);
-    assert_eq!(r.schedule.schedule.start[1] - r.schedule.schedule.start[0], 4);
+    assert_eq!(
+        r.schedule.schedule.start[1] - r.schedule.schedule.start[0],
+        4
+    );
     assert_eq!(r.schedule.schedule.length, 5);
     let r = both(&problem(&text.replace("spill_cost = 3", "")), 1).unwrap();
     assert_eq!(r.schedule.schedule.length, 2);
@@ -185,25 +216,62 @@ to = "Y"
 distance = 1
 "#,
     );
-    let warps = WarpConfig { groups: 1, reg_limit: 255, cross_warp: true };
+    let warps = WarpConfig {
+        groups: 1,
+        reg_limit: 255,
+        cross_warp: true,
+    };
     // Y waits on X from another group at cycle 1 (needs 1 + 3), Z is put on
     // group 0 although it has fixed latency.
     let js = JointSchedule {
-        schedule: Schedule { ii: 4, start: vec![0, 1, 3], length: 4 },
+        schedule: Schedule {
+            ii: 4,
+            start: vec![0, 1, 3],
+            length: 4,
+        },
         group: vec![0, 1, 0],
     };
     let v = check_joint(&p, &js, &warps);
-    assert!(v.iter().any(|x| matches!(x, Violation::Spill { from, to, spill: 3, .. } if from == "X" && to == "Y")), "{v:?}");
-    assert!(v.iter().any(|x| matches!(x, Violation::Group { op, group: 0, .. } if op == "Z")), "{v:?}");
+    assert!(
+        v.iter().any(
+            |x| matches!(x, Violation::Spill { from, to, spill: 3, .. } if from == "X" && to == "Y")
+        ),
+        "{v:?}"
+    );
+    assert!(
+        v.iter()
+            .any(|x| matches!(x, Violation::Group { op, group: 0, .. } if op == "Z")),
+        "{v:?}"
+    );
     // Put Z with Y: Z waits on Y with both in group 1 while Y (2 cycles)... and
     // Y blocks (cross-warp input) while Z of the previous iteration executes.
     let js = JointSchedule {
-        schedule: Schedule { ii: 2, start: vec![0, 4, 6], length: 7 },
+        schedule: Schedule {
+            ii: 2,
+            start: vec![0, 4, 6],
+            length: 7,
+        },
         group: vec![0, 1, 1],
     };
-    let v = check_joint(&p, &js, &WarpConfig { groups: 1, reg_limit: 150, cross_warp: true });
-    assert!(v.iter().any(|x| matches!(x, Violation::Registers { group: 1, .. })), "{v:?}");
-    assert!(v.iter().any(|x| matches!(x, Violation::Concurrency { blocked, .. } if blocked == "Y")), "{v:?}");
+    let v = check_joint(
+        &p,
+        &js,
+        &WarpConfig {
+            groups: 1,
+            reg_limit: 150,
+            cross_warp: true,
+        },
+    );
+    assert!(
+        v.iter()
+            .any(|x| matches!(x, Violation::Registers { group: 1, .. })),
+        "{v:?}"
+    );
+    assert!(
+        v.iter()
+            .any(|x| matches!(x, Violation::Concurrency { blocked, .. } if blocked == "Y")),
+        "{v:?}"
+    );
     for x in &v {
         assert!(!x.to_string().is_empty());
     }

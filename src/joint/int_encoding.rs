@@ -1,25 +1,24 @@
-//! twill's own SMT encoding of the joint problem (the default).
+//! An integer SMT encoding of the joint problem (`--encoding int`), kept
+//! beside the default Boolean one for comparison.
 //!
-//! One integer start time M(v) per op and one integer group A(v) per compute
-//! op, instead of the paper's boolean op[v, i, t] over the straight-line
-//! program: all copies of an op are M(v) + iI, so every constraint of the
-//! paper's Figures 4-6 can be stated on the steady state directly.
+//! Each start time is M(v) = I*k(v) + r(v) with a stage k(v) and a residue
+//! 0 <= r(v) < I, and each compute op has an integer group A(v):
 //!
 //! * modulo capacity as pairwise non-overlap of occupancy intervals modulo I:
 //!   intervals [M(u)+a, M(u)+a+la) and [M(v)+b, M(v)+b+lb) on a unit of
 //!   capacity 1 are disjoint in every iteration iff
-//!   (M(v)+b - M(u)-a) mod I lies in [la, I-lb]; units of larger capacity
-//!   count occupancy per residue;
+//!   (r(v) - r(u) + b - a) mod I lies in [la, I-lb], where "mod" is a short
+//!   chain of case splits on the known range instead of integer division;
+//!   units of larger capacity count occupancy per residue;
 //! * dependences with the cross-warp spill added when A(u) != A(v);
-//! * liveness from the latest user E(v) = max M(u) + delta*I: the number of
-//!   live instances of v at cycle t is floor(l/I) + [(t - M(v)) mod I < l mod I]
-//!   with l = E(v) - M(v); register and memory limits are checked at every
-//!   lifetime start (where the live sum can increase);
-//! * concurrency: (M(v) - M(o)) mod I >= cycles(o) when v blocks and o shares
+//! * liveness: the live instances of x at cycle t = M(v) are
+//!   floor((t - M(x))/I) - floor((t - E(x))/I), E(x) the latest user issue,
+//!   which with stages and residues is max over users u (distance d) of
+//!   (k(u) + d - k(x)) - [r(v) < r(x)] + [r(v) < r(u)]; register and memory
+//!   limits are checked at every lifetime start (where the sum can grow);
+//! * concurrency: (r(v) - r(o)) mod I >= cycles(o) when v blocks and o shares
 //!   its group;
-//! * symmetry breaking between the interchangeable compute groups (the first
-//!   compute op takes group 1, each next one at most one past the largest so
-//!   far);
+//! * symmetry breaking between the interchangeable compute groups;
 //! * the length L is a variable bounded by assumptions, so one solver per I
 //!   answers every L query incrementally.
 
@@ -56,13 +55,30 @@ pub struct IntEncoding<'p> {
     p: &'p Problem,
     cfg: WarpConfig,
     seed: u32,
+    /// Only the modulo-scheduling rules (1-4): no groups, liveness or concurrency.
+    modulo_only: bool,
     ii: u32,
+    rlimit: u32,
     solver: Solver,
-    start: Vec<Int>,
+    /// M(v) = I * stage[v] + residue[v].
+    stage: Vec<Int>,
+    residue: Vec<Int>,
     group: Vec<Int>,
     length: Int,
     /// Statically infeasible at this I (an op overlaps itself, ...).
     trivially_unsat: bool,
+}
+
+/// x mod I for an integer expression known to lie in [lo, hi]: a chain of
+/// case splits instead of integer division.
+fn mod_in_range(x: &Int, lo: i64, hi: i64, ii: i64) -> Int {
+    let first = lo.div_euclid(ii);
+    let last = hi.div_euclid(ii);
+    let mut out = x - first * ii;
+    for q in first + 1..=last {
+        out = x.ge(q * ii).ite(&(x - q * ii), &out);
+    }
+    out
 }
 
 impl<'p> IntEncoding<'p> {
@@ -71,26 +87,40 @@ impl<'p> IntEncoding<'p> {
             p,
             cfg,
             seed,
+            modulo_only: false,
             ii: 0,
+            rlimit: 0,
             solver: Solver::new(),
-            start: vec![],
+            stage: vec![],
+            residue: vec![],
             group: vec![],
             length: Int::from_i64(0),
             trivially_unsat: false,
         }
     }
 
-    fn modulo(&self, x: &Int) -> Int {
-        x.modulo(Int::from_i64(self.ii as i64))
+    /// An encoding of rules 1-4 only: optimal modulo scheduling in SMT.
+    pub fn modulo_only(p: &'p Problem, seed: u32) -> Self {
+        let cfg = WarpConfig {
+            groups: 1,
+            reg_limit: u32::MAX,
+            cross_warp: true,
+        };
+        let mut e = IntEncoding::new(p, cfg, seed);
+        e.modulo_only = true;
+        e
     }
-}
 
-impl JointEncoding for IntEncoding<'_> {
-    fn name(&self) -> &'static str {
-        "default"
+    /// (r_a - r_b + off) mod I, with off a constant.
+    fn residue_diff(&self, a: usize, b: usize, off: i64) -> Int {
+        let iv = self.ii as i64;
+        let off = off.rem_euclid(iv);
+        let x = &self.residue[a] - &self.residue[b] + off;
+        mod_in_range(&x, -(iv - 1) + off, iv - 1 + off, iv)
     }
 
-    fn set_interval(&mut self, ii: u32) {
+    /// Prepares the encoding for `ii` with schedules no longer than `max_length`.
+    fn build(&mut self, ii: u32, max_length: u32) {
         let p = self.p;
         let n = p.ops.len();
         self.ii = ii;
@@ -99,16 +129,19 @@ impl JointEncoding for IntEncoding<'_> {
         let mut params = Params::new();
         params.set_u32("random_seed", self.seed);
         self.solver.set_params(&params);
-        let s = &self.solver;
         let iv = ii as i64;
-        let i_int = Int::from_i64(iv);
+        let stages = (max_length as u64).div_ceil(ii as u64).max(1) as i64;
 
         self.length = Int::new_const("L");
-        self.start = (0..n).map(|v| Int::new_const(format!("M_{v}"))).collect();
+        self.stage = (0..n).map(|v| Int::new_const(format!("k_{v}"))).collect();
+        self.residue = (0..n).map(|v| Int::new_const(format!("r_{v}"))).collect();
         let compute: Vec<usize> = (0..n).filter(|&v| !p.ops[v].variable_latency).collect();
+        let ws = !self.modulo_only;
         self.group = (0..n)
             .map(|v| {
-                if p.ops[v].variable_latency {
+                if !ws {
+                    Int::from_i64(1)
+                } else if p.ops[v].variable_latency {
                     Int::from_i64(0)
                 } else if self.cfg.groups == 1 {
                     Int::from_i64(1)
@@ -117,15 +150,21 @@ impl JointEncoding for IntEncoding<'_> {
                 }
             })
             .collect();
-        let (m, g, len) = (&self.start, &self.group, &self.length);
+        let s = &self.solver;
+        let (k, r, g, len) = (&self.stage, &self.residue, &self.group, &self.length);
+        let start = |v: usize| -> Int { &k[v] * iv + &r[v] };
 
-        // Completion and bounds.
+        // Bounds and completion.
+        s.assert(len.le(max_length as i64));
         for v in 0..n {
-            s.assert(m[v].ge(0));
-            s.assert((&m[v] + p.ops[v].cycles as i64).le(len));
+            s.assert(r[v].ge(0));
+            s.assert(r[v].lt(iv));
+            s.assert(k[v].ge(0));
+            s.assert(k[v].lt(stages));
+            s.assert((start(v) + p.ops[v].cycles as i64).le(len));
         }
         // Groups and symmetry breaking.
-        if self.cfg.groups > 1 {
+        if ws && self.cfg.groups > 1 {
             let mut max_so_far: Option<Int> = None;
             for &v in &compute {
                 s.assert(g[v].ge(1));
@@ -146,14 +185,18 @@ impl JointEncoding for IntEncoding<'_> {
 
         // Dependences (+ cross-warp spill).
         for e in &p.edges {
-            if !self.cfg.cross_warp && !p.ops[e.from].variable_latency && !p.ops[e.to].variable_latency {
+            if ws
+                && !self.cfg.cross_warp
+                && !p.ops[e.from].variable_latency
+                && !p.ops[e.to].variable_latency
+            {
                 s.assert(g[e.from].eq(&g[e.to]));
             }
-            let lhs = &m[e.to] + iv * e.distance as i64;
-            let base = &m[e.from] + e.delay as i64;
+            let lhs = start(e.to) + iv * e.distance as i64;
+            let base = start(e.from) + e.delay as i64;
             s.assert(lhs.ge(&base));
             let spill = p.ops[e.from].spill_cost as i64;
-            if spill > 0 && e.from != e.to {
+            if ws && spill > 0 && e.from != e.to {
                 s.assert(differ(e.from, e.to).implies(lhs.ge(&base + spill)));
             }
         }
@@ -168,13 +211,13 @@ impl JointEncoding for IntEncoding<'_> {
             if unit_simple {
                 for (a, (u, xu)) in ivs.iter().enumerate() {
                     // An op's own intervals, across iterations.
-                    for (k, &(oa, la, _)) in xu.iter().enumerate() {
+                    for (j, &(oa, la, _)) in xu.iter().enumerate() {
                         if la > iv {
                             self.trivially_unsat = true;
                         }
-                        for &(ob, lb, _) in &xu[k + 1..] {
-                            let r = (ob - oa).rem_euclid(iv);
-                            if la + lb > iv || r < la || r > iv - lb {
+                        for &(ob, lb, _) in &xu[j + 1..] {
+                            let d = (ob - oa).rem_euclid(iv);
+                            if la + lb > iv || d < la || d > iv - lb {
                                 self.trivially_unsat = true;
                             }
                         }
@@ -186,25 +229,25 @@ impl JointEncoding for IntEncoding<'_> {
                                     self.trivially_unsat = true;
                                     continue;
                                 }
-                                let r = self.modulo(&(&m[*v] + ob - &m[*u] - oa));
-                                s.assert(r.ge(la));
-                                s.assert(r.le(iv - lb));
+                                // (M(v) + ob - M(u) - oa) mod I in [la, I - lb]
+                                let d = self.residue_diff(*v, *u, ob - oa);
+                                s.assert(d.ge(la));
+                                s.assert(d.le(iv - lb));
                             }
                         }
                     }
                 }
             } else {
-                let residue: Vec<Int> = (0..n).map(|v| self.modulo(&m[v])).collect();
-                for r in 0..iv {
+                for t in 0..iv {
                     let mut terms: Vec<Int> = Vec::new();
                     for (v, xv) in &ivs {
-                        for &(off, len_i, k) in xv {
+                        for &(off, len_i, cnt) in xv {
                             for c in off..off + len_i {
-                                let want = (r - c).rem_euclid(iv);
+                                let want = (t - c).rem_euclid(iv);
                                 terms.push(
-                                    residue[*v]
+                                    r[*v]
                                         .eq(want)
-                                        .ite(&Int::from_i64(k as i64), &Int::from_i64(0)),
+                                        .ite(&Int::from_i64(cnt as i64), &Int::from_i64(0)),
                                 );
                             }
                         }
@@ -215,6 +258,9 @@ impl JointEncoding for IntEncoding<'_> {
                 }
             }
         }
+        if !ws {
+            return;
+        }
 
         // Concurrency.
         for v in 0..n {
@@ -223,11 +269,12 @@ impl JointEncoding for IntEncoding<'_> {
                 .iter()
                 .filter(|e| e.to == v && e.from != v)
                 .collect();
-            if incoming.is_empty() && !p.edges.iter().any(|e| e.to == v && e.blocking) {
+            let flagged = p.edges.iter().any(|e| e.to == v && e.blocking);
+            if incoming.is_empty() && !flagged {
                 continue;
             }
             let mut why: Vec<Bool> = Vec::new();
-            if p.edges.iter().any(|e| e.to == v && e.blocking) {
+            if flagged {
                 why.push(Bool::from_bool(true));
             }
             for e in &incoming {
@@ -236,58 +283,64 @@ impl JointEncoding for IntEncoding<'_> {
             let blocking = Bool::or(&why);
             for o in 0..n {
                 let cyc = p.ops[o].cycles as i64;
-                if o == v || cyc == 0 {
+                if o == v || cyc == 0 || p.ops[o].variable_latency != p.ops[v].variable_latency {
                     continue;
-                }
-                if p.ops[o].variable_latency != p.ops[v].variable_latency {
-                    continue; // never in the same group
                 }
                 let same = g[o].eq(&g[v]);
                 let apart = if cyc >= iv {
                     Bool::from_bool(false)
                 } else {
-                    self.modulo(&(&m[v] - &m[o])).ge(cyc)
+                    self.residue_diff(v, o, 0).ge(cyc)
                 };
                 s.assert(Bool::and(&[same, blocking.clone()]).implies(apart));
             }
         }
 
-        // Liveness: registers per group, memory per kind.
-        let mut live_count: Vec<Option<(Int, Int)>> = vec![None; n]; // (q, r) of the lifetime
-        for x in 0..n {
-            let holds = p.ops[x].regs > 0 || p.ops[x].memory.iter().any(|&b| b > 0);
-            let users: Vec<Int> = p
-                .edges
-                .iter()
-                .filter(|e| e.from == x)
-                .map(|e| &m[e.to] + iv * e.distance as i64)
-                .collect();
-            if !holds || users.is_empty() {
-                continue;
+        // Liveness. The live instances of x at cycle t = M(v) are
+        // floor((t - M(x))/I) - floor((t - E(x))/I) with E(x) the latest user
+        // issue; with M = I*k + r this is, maximized over the users u (delta d):
+        // (k_u + d - k_x) - [r_v < r_x] + [r_v < r_u].
+        let users: Vec<Vec<(usize, i64)>> = (0..n)
+            .map(|x| {
+                p.edges
+                    .iter()
+                    .filter(|e| e.from == x)
+                    .map(|e| (e.to, e.distance as i64))
+                    .collect()
+            })
+            .collect();
+        let one = Int::from_i64(1);
+        let zero = Int::from_i64(0);
+        let lt = |a: usize, b: usize| -> Int { r[a].lt(&r[b]).ite(&one, &zero) };
+        let count_at = |x: usize, v: usize| -> Option<Int> {
+            let us = &users[x];
+            if us.is_empty() {
+                return None;
             }
-            let mut end = users[0].clone();
-            for u in &users[1..] {
-                end = u.gt(&end).ite(u, &end);
+            let mut best: Option<Int> = None;
+            for &(u, d) in us {
+                let c = &k[u] + d - &k[x] - lt(v, x) + lt(v, u);
+                best = Some(match best {
+                    None => c,
+                    Some(b) => c.gt(&b).ite(&c, &b),
+                });
             }
-            let life = &end - &m[x];
-            live_count[x] = Some((life.div(&i_int), life.modulo(&i_int)));
-        }
-        let count_at = |x: usize, t: &Int| -> Option<Int> {
-            let (q, r) = live_count[x].as_ref()?;
-            let off = (t - &m[x]).modulo(Int::from_i64(iv));
-            Some(q + off.lt(r).ite(&Int::from_i64(1), &Int::from_i64(0)))
+            best
         };
         for v in 0..n {
-            if p.ops[v].regs > 0 && live_count[v].is_some() {
+            if users[v].is_empty() {
+                continue;
+            }
+            if p.ops[v].regs > 0 {
                 let mut terms = Vec::new();
                 for x in 0..n {
                     if p.ops[x].regs == 0 || p.ops[x].variable_latency != p.ops[v].variable_latency
                     {
                         continue;
                     }
-                    if let Some(c) = count_at(x, &m[v]) {
+                    if let Some(c) = count_at(x, v) {
                         let regs = c * p.ops[x].regs as i64;
-                        terms.push(g[x].eq(&g[v]).ite(&regs, &Int::from_i64(0)));
+                        terms.push(g[x].eq(&g[v]).ite(&regs, &zero));
                     }
                 }
                 if !terms.is_empty() {
@@ -295,12 +348,12 @@ impl JointEncoding for IntEncoding<'_> {
                 }
             }
             for (mk, (_, cap)) in p.memories.iter().enumerate() {
-                if p.ops[v].memory[mk] == 0 || live_count[v].is_none() {
+                if p.ops[v].memory[mk] == 0 {
                     continue;
                 }
                 let terms: Vec<Int> = (0..n)
                     .filter(|&x| p.ops[x].memory[mk] > 0)
-                    .filter_map(|x| count_at(x, &m[v]).map(|c| c * p.ops[x].memory[mk] as i64))
+                    .filter_map(|x| count_at(x, v).map(|c| c * p.ops[x].memory[mk] as i64))
                     .collect();
                 if !terms.is_empty() {
                     s.assert(Int::add(&terms).le(*cap as i64));
@@ -308,14 +361,40 @@ impl JointEncoding for IntEncoding<'_> {
             }
         }
     }
+}
 
-    fn solve_within(&mut self, max_length: u32, max_group: Option<u32>, timeout_ms: u32) -> EncodingOutcome {
+impl JointEncoding for IntEncoding<'_> {
+    fn name(&self) -> &'static str {
+        "int"
+    }
+
+    fn set_interval(&mut self, ii: u32) {
+        self.ii = ii;
+        // Built lazily by the first query, which knows the length bound.
+        self.stage.clear();
+    }
+
+    fn set_rlimit(&mut self, rlimit: u32) {
+        self.rlimit = rlimit;
+    }
+
+    fn solve_within(
+        &mut self,
+        max_length: u32,
+        max_group: Option<u32>,
+        timeout_ms: u32,
+    ) -> EncodingOutcome {
+        if self.stage.is_empty() && !self.p.ops.is_empty() {
+            // The first query at this I bounds every later one (they only tighten L).
+            self.build(self.ii, max_length);
+        }
         if self.trivially_unsat {
             return EncodingOutcome::Unsat;
         }
         let mut params = Params::new();
         params.set_u32("timeout", timeout_ms.max(1));
         params.set_u32("random_seed", self.seed);
+        params.set_u32("rlimit", self.rlimit);
         self.solver.set_params(&params);
         let mut assumptions = vec![self.length.le(max_length as i64)];
         if let Some(k) = max_group {
@@ -337,7 +416,12 @@ impl JointEncoding for IntEncoding<'_> {
                     return EncodingOutcome::Unknown("no model".into());
                 };
                 let value = |x: &Int| model.eval(x, true).and_then(|v| v.as_i64()).unwrap_or(0);
-                let start: Vec<u32> = self.start.iter().map(|x| value(x).max(0) as u32).collect();
+                let start: Vec<u32> = self
+                    .stage
+                    .iter()
+                    .zip(&self.residue)
+                    .map(|(k, r)| (value(k) * self.ii as i64 + value(r)).max(0) as u32)
+                    .collect();
                 let group: Vec<u32> = self.group.iter().map(|x| value(x).max(0) as u32).collect();
                 let length = self
                     .p

@@ -17,6 +17,7 @@
 
 pub mod int_encoding;
 pub mod paper_encoding;
+pub mod sat_encoding;
 
 use std::time::Instant;
 
@@ -26,6 +27,9 @@ use tracing::{debug, info};
 use crate::checker::{self, JointSchedule, WarpConfig};
 use crate::modulo::{self, mii, zlp, Infeasibility, Refuted};
 use crate::problem::Problem;
+
+/// z3 resource budget of one optional group-minimization query.
+const GROUP_RLIMIT: u32 = 20_000_000;
 
 /// What one SMT query answered.
 #[derive(Debug, Clone)]
@@ -45,17 +49,27 @@ pub trait JointEncoding {
     fn solve(&mut self, max_length: u32, timeout_ms: u32) -> EncodingOutcome {
         self.solve_within(max_length, None, timeout_ms)
     }
+    /// Bounds the work of later queries (z3's deterministic `rlimit`; 0 = none).
+    fn set_rlimit(&mut self, _rlimit: u32) {}
     /// As [`JointEncoding::solve`], using only compute groups 1..=`max_group`
     /// when given.
-    fn solve_within(&mut self, max_length: u32, max_group: Option<u32>, timeout_ms: u32) -> EncodingOutcome;
+    fn solve_within(
+        &mut self,
+        max_length: u32,
+        max_group: Option<u32>,
+        timeout_ms: u32,
+    ) -> EncodingOutcome;
 }
 
 /// Which encoding to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Encoding {
-    /// twill's integer encoding (default).
+    /// twill's Boolean order encoding of one folded copy (default).
     Default,
+    /// twill's integer encoding: start = I*stage + residue, pairwise modulo
+    /// non-overlap (an alternative, kept for comparison).
+    Int,
     /// The paper's boolean op[v, i, t] encoding of Figures 4-6.
     Paper,
 }
@@ -214,28 +228,50 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
     let mut ii_proven = true;
     let mut queries = 0u32;
     let mut encoding: Box<dyn JointEncoding + '_> = match opts.encoding {
-        Encoding::Default => Box::new(int_encoding::IntEncoding::new(p, opts.warps, opts.seed)),
+        Encoding::Default => Box::new(sat_encoding::SatEncoding::new(p, opts.warps, opts.seed)),
+        Encoding::Int => Box::new(int_encoding::IntEncoding::new(p, opts.warps, opts.seed)),
         Encoding::Paper => Box::new(paper_encoding::PaperEncoding::new(p, opts.warps, opts.seed)),
     };
     let left = |started: &Instant| opts.timeout - started.elapsed().as_secs_f64();
     let cap = modulo::search_cap(p);
     let mut ii = res.max(rec);
+    // The smallest I not refuted so far.
+    let mut lower_bound = ii;
     while ii <= cap {
         if left(&started) <= 0.0 {
-            return Err(JointError::Timeout { lower_bound: ii });
+            return Err(JointError::Timeout { lower_bound });
         }
-        let (base, optimal) = match zlp::solve_at(p, ii, left(&started)) {
+        let modulo = match opts.encoding {
+            // The paper: Optimal-Modulo-Schedule as a ZLP.
+            Encoding::Paper => zlp::solve_at(p, ii, left(&started)),
+            // Ours: the same question in SMT, bisecting the length.
+            Encoding::Default | Encoding::Int => smt_modulo(
+                p,
+                ii,
+                opts.encoding,
+                opts.seed,
+                left(&started),
+                &mut queries,
+            ),
+        };
+        let (base, optimal) = match modulo {
             zlp::ZlpOutcome::Infeasible => {
                 certificate.push(JointRefuted::Modulo(Refuted {
                     from: ii,
                     to: ii,
                     why: Infeasibility::Zlp,
                 }));
+                if ii_proven {
+                    lower_bound = ii + 1;
+                }
                 ii += 1;
                 continue;
             }
             zlp::ZlpOutcome::Unknown(why) => {
-                debug!(ii, why, "modulo ZLP gave up; I is no longer proven minimal");
+                debug!(
+                    ii,
+                    why, "modulo scheduling gave up; I is no longer proven minimal"
+                );
                 ii_proven = false;
                 ii += 1;
                 continue;
@@ -269,6 +305,9 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
                         }
                         EncodingOutcome::Unsat => {
                             push_smt(&mut certificate, ii, l);
+                            if l == to && ii_proven && optimal && length_proven {
+                                lower_bound = ii + 1;
+                            }
                         }
                         EncodingOutcome::Unknown(why) => {
                             debug!(ii, l, why, "SMT gave up");
@@ -279,18 +318,23 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
                     l += 1;
                 }
             }
-            Encoding::Default => {
+            Encoding::Default | Encoding::Int => {
                 // Same answer as the upward search: ask for L <= to at once;
                 // if satisfiable, bisect down to the smallest satisfiable L.
                 // Unsatisfiability of "L <= x" refutes every L in [from, x].
                 let ms = (left(&started) * 1000.0).max(1.0) as u32;
                 queries += 1;
                 match encoding.solve(to, ms) {
-                    EncodingOutcome::Unsat => certificate.push(JointRefuted::Smt {
-                        ii,
-                        from_length: from,
-                        to_length: to,
-                    }),
+                    EncodingOutcome::Unsat => {
+                        certificate.push(JointRefuted::Smt {
+                            ii,
+                            from_length: from,
+                            to_length: to,
+                        });
+                        if ii_proven && optimal {
+                            lower_bound = ii + 1;
+                        }
+                    }
                     EncodingOutcome::Unknown(why) => {
                         debug!(ii, why, "SMT gave up");
                         ii_proven = false;
@@ -298,11 +342,33 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
                     EncodingOutcome::Sat(mut best) => {
                         let mut lo = from; // every L < lo is refuted
                         let mut refuted_to: Option<u32> = None;
-                        while lo < best.schedule.length {
+                        // The answer is usually Len(M) itself: ask for it first.
+                        if best.schedule.length > from {
+                            let ms = (left(&started) * 1000.0).max(1.0) as u32;
+                            queries += 1;
+                            match encoding.solve(from, ms) {
+                                EncodingOutcome::Sat(js) => best = js,
+                                EncodingOutcome::Unsat => {
+                                    lo = from + 1;
+                                    refuted_to = Some(from);
+                                }
+                                EncodingOutcome::Unknown(_) => length_proven = false,
+                            }
+                        }
+                        while length_proven && lo < best.schedule.length {
                             let mid = lo + (best.schedule.length - 1 - lo) / 2;
                             let ms = (left(&started) * 1000.0).max(1.0) as u32;
                             queries += 1;
-                            match encoding.solve(mid, ms) {
+                            let t0 = Instant::now();
+                            let answer = encoding.solve(mid, ms);
+                            debug!(
+                                ii,
+                                mid,
+                                seconds = t0.elapsed().as_secs_f64(),
+                                sat = matches!(answer, EncodingOutcome::Sat(_)),
+                                "joint query"
+                            );
+                            match answer {
                                 EncodingOutcome::Sat(js) => best = js,
                                 EncodingOutcome::Unsat => {
                                     lo = mid + 1;
@@ -321,14 +387,18 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
                                 to_length,
                             });
                         }
-                        // Prefer the fewest compute groups at this (I, L).
+                        // Prefer the fewest compute groups at this (I, L). This is
+                        // a refinement, not part of the optimum, so each query gets
+                        // a deterministic resource budget (z3 rlimit) rather than a
+                        // clock: the same input gives the same answer anywhere.
                         let used = best.group.iter().copied().max().unwrap_or(0);
                         for k in 1..used {
                             let ms = (left(&started) * 1000.0).max(1.0) as u32;
                             queries += 1;
-                            if let EncodingOutcome::Sat(js) =
-                                encoding.solve_within(best.schedule.length, Some(k), ms)
-                            {
+                            encoding.set_rlimit(GROUP_RLIMIT);
+                            let answer = encoding.solve_within(best.schedule.length, Some(k), ms);
+                            encoding.set_rlimit(0);
+                            if let EncodingOutcome::Sat(js) = answer {
                                 best = js;
                                 break;
                             }
@@ -373,6 +443,75 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
         ii += 1;
     }
     Err(JointError::Exhausted { cap })
+}
+
+/// Optimal modulo scheduling at `ii` in SMT (rules 1-4 of the checker):
+/// bisects the length between a lower bound and the first schedule found.
+fn smt_modulo(
+    p: &Problem,
+    ii: u32,
+    encoding: Encoding,
+    seed: u32,
+    seconds: f64,
+    queries: &mut u32,
+) -> zlp::ZlpOutcome {
+    let started = Instant::now();
+    let ms =
+        |started: &Instant| ((seconds - started.elapsed().as_secs_f64()) * 1000.0).max(1.0) as u32;
+    let mut enc: Box<dyn JointEncoding + '_> = match encoding {
+        Encoding::Int => Box::new(int_encoding::IntEncoding::modulo_only(p, seed)),
+        _ => Box::new(sat_encoding::SatEncoding::modulo_only(p, seed)),
+    };
+    enc.set_interval(ii);
+    // As the ZLP: a short horizon first (a schedule found there is no longer
+    // than the optimum's bound), the proven horizon only if that fails.
+    let full = u32::try_from(zlp::horizon(p, ii)).unwrap_or(u32::MAX);
+    let short = u32::try_from(zlp::first_horizon(p, ii))
+        .unwrap_or(u32::MAX)
+        .min(full);
+    *queries += 1;
+    let first = match enc.solve(short, ms(&started)) {
+        EncodingOutcome::Unsat if short < full => {
+            enc.set_interval(ii);
+            *queries += 1;
+            enc.solve(full, ms(&started))
+        }
+        other => other,
+    };
+    let mut best = match first {
+        EncodingOutcome::Sat(js) => js.schedule,
+        EncodingOutcome::Unsat => return zlp::ZlpOutcome::Infeasible,
+        EncodingOutcome::Unknown(why) => return zlp::ZlpOutcome::Unknown(why),
+    };
+    // No schedule is shorter than its longest op or its critical path.
+    let mut lo = p.ops.iter().map(|o| o.cycles).max().unwrap_or(0);
+    while lo < best.length {
+        let mid = lo + (best.length - 1 - lo) / 2;
+        *queries += 1;
+        let t0 = Instant::now();
+        let answer = enc.solve(mid, ms(&started));
+        debug!(
+            ii,
+            mid,
+            seconds = t0.elapsed().as_secs_f64(),
+            sat = matches!(answer, EncodingOutcome::Sat(_)),
+            "smt modulo query"
+        );
+        match answer {
+            EncodingOutcome::Sat(js) => best = js.schedule,
+            EncodingOutcome::Unsat => lo = mid + 1,
+            EncodingOutcome::Unknown(_) => {
+                return zlp::ZlpOutcome::Feasible {
+                    schedule: best,
+                    optimal: false,
+                }
+            }
+        }
+    }
+    zlp::ZlpOutcome::Feasible {
+        schedule: best,
+        optimal: true,
+    }
 }
 
 /// Records an unsat (I, L), merging with the previous entry when contiguous.

@@ -63,7 +63,12 @@ impl JointEncoding for PaperEncoding<'_> {
         self.ii = ii;
     }
 
-    fn solve_within(&mut self, max_length: u32, max_group: Option<u32>, timeout_ms: u32) -> EncodingOutcome {
+    fn solve_within(
+        &mut self,
+        max_length: u32,
+        max_group: Option<u32>,
+        timeout_ms: u32,
+    ) -> EncodingOutcome {
         let p = self.p;
         let n = p.ops.len();
         let ii = self.ii as usize;

@@ -88,7 +88,7 @@ pub fn horizon(p: &Problem, ii: u32) -> u64 {
 
 /// A short first horizon: the length of an as-soon-as-possible schedule that
 /// ignores resources, plus two intervals of slack.
-fn first_horizon(p: &Problem, ii: u32) -> u64 {
+pub fn first_horizon(p: &Problem, ii: u32) -> u64 {
     let n = p.ops.len();
     let mut s = vec![0i64; n];
     for _ in 0..n {
@@ -104,7 +104,10 @@ fn first_horizon(p: &Problem, ii: u32) -> u64 {
             break;
         }
     }
-    let end = (0..n).map(|v| s[v] + p.ops[v].cycles as i64).max().unwrap_or(0);
+    let end = (0..n)
+        .map(|v| s[v] + p.ops[v].cycles as i64)
+        .max()
+        .unwrap_or(0);
     (end + 2 * ii as i64).max(1) as u64
 }
 
