@@ -148,54 +148,70 @@ def fa_fwd_blackwell(name, tiles, header):
     g.write()
 
 
-def fa_bwd(name, machine, header):
-    """FA backward, single pass (FA3-style, as the paper): per K/V block, iterate over Q blocks."""
-    m, n, d = 64, 128, 128  # BLOCK_M (Q rows per step), BLOCK_N (K/V rows owned), HEAD_DIM
-    blackwell = machine == "b200"
-    g = G(name, f"FlashAttention backward (single pass), {'Blackwell' if blackwell else 'Hopper'}, BLOCK_M {m}, BLOCK_N {n}, HEAD_DIM {d}, fp16", header)
-    for t, shape in (("q", [m, d]), ("do", [m, d])):
-        g.op(f"load_{t}", "tma_load", shape, "f16", f"{t} tile {shape} via TMA; streaming",
-             memory={"smem": shape[0] * shape[1] * 2}, variable_latency=True, streaming=True)
-    wg = not blackwell
-    acc = {"tmem": d} if blackwell else None
-    regs_nm = n * m // 128  # [n, m] f32 tile in one warp group
-    regs_nd = n * d // 128
-    def kw(regs, spill, tmem=None):
-        out = {}
-        if blackwell and tmem:
-            out["memory"] = {"tmem": tmem}
-        else:
-            out["regs"] = regs
-        if wg:
-            out["warp_group"] = True
-        if spill:
-            out["spill_cost"] = spill
-        return out
-    g.op("qkT", "mma", [n, m, d], "f16", "qkT = dot(k, qT)", **kw(regs_nm, regs_nm, m))
-    g.op("pT", "exp", [n, m], "f32", "pT = exp2(qkT - m[None, :])", regs=regs_nm, spill_cost=regs_nm)
-    g.op("cvt_p", "alu", [n, m], "f32", "pT.to(f16)", regs=regs_nm // 2, spill_cost=regs_nm // 2)
-    g.op("dv", "mma", [n, d, m], "f16", "dv += dot(pT, do) (accumulator, loop carried)", **kw(regs_nd, 0, d))
-    g.op("dpT", "mma", [n, m, d], "f16", "dpT = dot(v, trans(do))", **kw(regs_nm, regs_nm, m))
-    g.op("dsT", "alu", [n, m], "f32", "dsT = (pT * (dpT - Di[None, :])).to(f16)", regs=regs_nm // 2, spill_cost=regs_nm // 2)
-    g.op("dk", "mma", [n, d, m], "f16", "dk += dot(dsT, trans(qT)) (accumulator, loop carried)", **kw(regs_nd, 0, d))
-    g.op("dq", "mma", [m, d, n], "f16", "dq = dot(trans(dsT), k): the single-pass dQ contribution", **kw(m * d // 128, m * d // 128, d))
-    g.op("red_dq", "tma_store", [m, d], "f32", "atomic reduction of dq into global memory (TMA reduce-add)",
-         variable_latency=True)
-    first_read = True
-    g.edge("load_q", "qkT")
-    g.edge("qkT", "pT", blocking=True, comment="reading the GEMM result waits on it")
-    g.edge("pT", "cvt_p")
-    g.edge("cvt_p", "dv")
-    g.edge("load_do", "dv")
-    g.edge("dv", "dv", distance=1, comment="dv is loop carried")
-    g.edge("load_do", "dpT")
-    g.edge("dpT", "dsT", blocking=True)
-    g.edge("pT", "dsT")
-    g.edge("dsT", "dk")
-    g.edge("load_q", "dk")
-    g.edge("dk", "dk", distance=1, comment="dk is loop carried")
-    g.edge("dsT", "dq")
-    g.edge("dq", "red_dq", blocking=True, comment="the reduction reads dq after the GEMM completes")
+def fa_bwd_hopper(name, header):
+    """FA backward on H100, FA3-style: the 128 K/V rows of the CTA split into two
+    64-row sub-tiles, one per consumer warp group; 64 Q rows per iteration."""
+    m, n, d = 64, 64, 128  # Q rows per step, K/V rows per sub-tile, HEAD_DIM
+    g = G(name, "FlashAttention backward (single pass), Hopper, 2 x 64 K/V rows, 64 Q rows per step, HEAD_DIM 128, fp16", header)
+    for t in ("q", "do"):
+        g.op(f"load_{t}", "tma_load", [m, d], "f16", f"{t} tile [{m}, {d}] via TMA; streaming",
+             memory={"smem": m * d * 2}, variable_latency=True, streaming=True)
+    r = lambda rows, cols, b=4: rows * cols * b // (128 * 4)  # registers per thread of a tile in one warp group
+    for x in "ab":
+        g.op(f"qkT_{x}", "mma", [n, m, d], "f16", "qkT = dot(k, qT)", regs=r(n, m), warp_group=True, spill_cost=r(n, m) * 4)
+        g.op(f"pT_{x}", "exp", [n, m], "f32", "pT = exp2(qkT - m[None, :])", regs=r(n, m), spill_cost=r(n, m) * 4)
+        g.op(f"cvtp_{x}", "alu", [n, m], "f32", "pT.to(f16)", regs=r(n, m, 2), spill_cost=r(n, m, 2) * 4)
+        g.op(f"dv_{x}", "mma", [n, d, m], "f16", "dv += dot(pT, do): accumulator, loop carried", regs=r(n, d), warp_group=True)
+        g.op(f"dpT_{x}", "mma", [n, m, d], "f16", "dpT = dot(v, trans(do))", regs=r(n, m), warp_group=True, spill_cost=r(n, m) * 4)
+        g.op(f"dsT_{x}", "alu", [n, m], "f32", "dsT = (pT * (dpT - Di[None, :])).to(f16)", regs=r(n, m, 2), spill_cost=r(n, m, 2) * 4)
+        g.op(f"dk_{x}", "mma", [n, d, m], "f16", "dk += dot(dsT, trans(qT)): accumulator, loop carried", regs=r(n, d), warp_group=True)
+        g.op(f"dq_{x}", "mma", [m, d, n], "f16", "dq = dot(trans(dsT), k): this sub-tile's dQ contribution", regs=r(m, d), warp_group=True,
+             spill_cost=r(m, d) * 4)
+        g.op(f"red_{x}", "tma_store", [m, d], "f32", "atomic add of dq into global memory (TMA reduce)", variable_latency=True)
+        g.edge("load_q", f"qkT_{x}")
+        g.edge(f"qkT_{x}", f"pT_{x}", blocking=True, comment="reading a wgmma result waits on it")
+        g.edge(f"pT_{x}", f"cvtp_{x}")
+        g.edge(f"cvtp_{x}", f"dv_{x}")
+        g.edge("load_do", f"dv_{x}")
+        g.edge(f"dv_{x}", f"dv_{x}", distance=1, comment="dv is loop carried")
+        g.edge("load_do", f"dpT_{x}")
+        g.edge(f"dpT_{x}", f"dsT_{x}", blocking=True)
+        g.edge(f"pT_{x}", f"dsT_{x}")
+        g.edge(f"dsT_{x}", f"dk_{x}")
+        g.edge("load_q", f"dk_{x}")
+        g.edge(f"dk_{x}", f"dk_{x}", distance=1, comment="dk is loop carried")
+        g.edge(f"dsT_{x}", f"dq_{x}")
+        g.edge(f"dq_{x}", f"red_{x}", blocking=True, comment="the reduction reads dq after the wgmma completes")
+    g.write()
+
+
+def fa_bwd_blackwell(name, header):
+    """FA backward on B200: one 128-row K/V tile, 64 Q rows per step, GEMM
+    results and accumulators in TMEM, dS staged in shared memory."""
+    m, n, d = 64, 128, 128
+    g = G(name, "FlashAttention backward (single pass), Blackwell, 128 K/V rows, 64 Q rows per step, HEAD_DIM 128, fp16, TMEM", header)
+    for t in ("q", "do"):
+        g.op(f"load_{t}", "tma_load", [m, d], "f16", f"{t} tile [{m}, {d}] via TMA; streaming",
+             memory={"smem": m * d * 2}, variable_latency=True, streaming=True)
+    g.op("qkT", "mma", [n, m, d], "f16", "S^T = k q^T into TMEM: ttng.tc_gen5_mma", memory={"tmem": m})
+    g.op("lds", "tmem_load", [n, m], "f32", "S^T to registers", regs=n * m // 128, spill_cost=n * m * 4 // 128)
+    g.op("pT", "exp", [n, m], "f32", "pT = exp2(S^T - m)", regs=n * m // 128, spill_cost=n * m * 4 // 128)
+    g.op("stp", "tmem_store", [n, m], "f16", "P^T (fp16) into TMEM for the dV MMA", memory={"tmem": m // 2})
+    g.op("dv", "mma", [n, d, m], "f16", "dv += P^T dO: accumulator in TMEM", memory={"tmem": d})
+    g.op("dpT", "mma", [n, m, d], "f16", "dP^T = v dO^T into TMEM", memory={"tmem": m})
+    g.op("lddp", "tmem_load", [n, m], "f32", "dP^T to registers", regs=n * m // 128, spill_cost=n * m * 4 // 128)
+    g.op("dsT", "alu", [n, m], "f32", "dS^T = P^T * (dP^T - Di) in fp16", regs=n * m // 256, spill_cost=n * m * 2 // 128)
+    g.op("stds", "smem_copy", [n, m], "f16", "dS^T to shared memory for the dK and dQ MMAs", memory={"smem": n * m * 2})
+    g.op("dk", "mma", [n, d, m], "f16", "dk += dS^T q: accumulator in TMEM", memory={"tmem": d})
+    g.op("dq", "mma", [m, d, n], "f16", "dq = dS k into TMEM", memory={"tmem": d})
+    g.op("lddq", "tmem_load", [m, d], "f32", "dq to registers", regs=m * d // 128, spill_cost=m * d * 4 // 128)
+    g.op("red", "tma_store", [m, d], "f32", "atomic add of dq into global memory (TMA reduce)", variable_latency=True)
+    for a, b, kw in [("load_q", "qkT", {}), ("qkT", "lds", {"blocking": True}), ("lds", "pT", {}), ("pT", "stp", {}),
+                     ("stp", "dv", {"blocking": True}), ("load_do", "dv", {}), ("dv", "dv", {"distance": 1}),
+                     ("load_do", "dpT", {}), ("dpT", "lddp", {"blocking": True}), ("lddp", "dsT", {}), ("pT", "dsT", {}),
+                     ("dsT", "stds", {}), ("stds", "dk", {"blocking": True}), ("load_q", "dk", {}), ("dk", "dk", {"distance": 1}),
+                     ("stds", "dq", {"blocking": True}), ("dq", "lddq", {"blocking": True}), ("lddq", "red", {})]:
+        g.edge(a, b, **kw)
     g.write()
 
 
@@ -224,5 +240,5 @@ the Twill paper (section 6.3): for a K/V block of 128 rows, iterate over
 64-row Q blocks: five GEMMs and one exponential, then an atomic reduction of
 dQ into global memory. Accumulators dK and dV are loop carried."""
 
-fa_bwd("fa_bwd_hopper", "h100", BWD + "\nHopper: accumulators and GEMM results in registers.")
-fa_bwd("fa_bwd_blackwell", "b200", BWD + "\nBlackwell: GEMM results and accumulators in tensor memory.")
+fa_bwd_hopper("fa_bwd_hopper", BWD + "\nHopper (FA3 layout): two consumer warp groups of 64 K/V rows each; accumulators in registers.")
+fa_bwd_blackwell("fa_bwd_blackwell", BWD + "\nBlackwell: GEMM results and accumulators in tensor memory, dS staged in shared memory.")

@@ -324,7 +324,16 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
                 // Unsatisfiability of "L <= x" refutes every L in [from, x].
                 let ms = (left(&started) * 1000.0).max(1.0) as u32;
                 queries += 1;
-                match encoding.solve(to, ms) {
+                let t0 = Instant::now();
+                let answer = encoding.solve(to, ms);
+                debug!(
+                    ii,
+                    to,
+                    seconds = t0.elapsed().as_secs_f64(),
+                    sat = matches!(answer, EncodingOutcome::Sat(_)),
+                    "joint existence query"
+                );
+                match answer {
                     EncodingOutcome::Unsat => {
                         certificate.push(JointRefuted::Smt {
                             ii,
@@ -470,7 +479,15 @@ fn smt_modulo(
         .unwrap_or(u32::MAX)
         .min(full);
     *queries += 1;
-    let first = match enc.solve(short, ms(&started)) {
+    let t0 = Instant::now();
+    let first = enc.solve(short, ms(&started));
+    debug!(
+        ii,
+        short,
+        seconds = t0.elapsed().as_secs_f64(),
+        "smt modulo first query"
+    );
+    let first = match first {
         EncodingOutcome::Unsat if short < full => {
             enc.set_interval(ii);
             *queries += 1;
@@ -483,8 +500,7 @@ fn smt_modulo(
         EncodingOutcome::Unsat => return zlp::ZlpOutcome::Infeasible,
         EncodingOutcome::Unknown(why) => return zlp::ZlpOutcome::Unknown(why),
     };
-    // No schedule is shorter than its longest op or its critical path.
-    let mut lo = p.ops.iter().map(|o| o.cycles).max().unwrap_or(0);
+    let mut lo = length_lower_bound(p);
     while lo < best.length {
         let mid = lo + (best.length - 1 - lo) / 2;
         *queries += 1;
@@ -512,6 +528,49 @@ fn smt_modulo(
         schedule: best,
         optimal: true,
     }
+}
+
+/// A lower bound on the length of any modulo schedule, whatever I:
+/// * the critical path: issue cycles along distance-0 edges (a DAG) plus the
+///   last op's cycles;
+/// * per unit, all of one iteration's occupancy lies inside [0, L) and never
+///   exceeds the capacity in any cycle, so L >= ceil(busy / capacity).
+pub fn length_lower_bound(p: &Problem) -> u32 {
+    let n = p.ops.len();
+    let mut earliest = vec![0u64; n];
+    for _ in 0..n {
+        let mut changed = false;
+        for e in p.edges.iter().filter(|e| e.distance == 0) {
+            let t = earliest[e.from] + e.delay as u64;
+            if t > earliest[e.to] {
+                earliest[e.to] = t;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let path = (0..n)
+        .map(|v| earliest[v] + p.ops[v].cycles as u64)
+        .max()
+        .unwrap_or(0);
+    let busy = p
+        .capacity
+        .iter()
+        .enumerate()
+        .map(|(f, &cap)| {
+            let total: u64 = p
+                .ops
+                .iter()
+                .flat_map(|o| &o.rrt)
+                .map(|row| row[f] as u64)
+                .sum();
+            total.div_ceil(cap.max(1) as u64)
+        })
+        .max()
+        .unwrap_or(0);
+    u32::try_from(path.max(busy)).unwrap_or(u32::MAX)
 }
 
 /// Records an unsat (I, L), merging with the previous entry when contiguous.
