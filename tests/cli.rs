@@ -143,3 +143,29 @@ fn machines_lists_bundled() {
     assert_eq!(code, 0);
     assert!(out.contains("h100"));
 }
+
+#[test]
+fn fa_fwd_hopper_json_has_warp_groups_and_certificate() {
+    let (code, out, err) = twill(&["solve", "examples/graphs/fa_fwd_hopper.toml", "--machine", "h100", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["ii"].as_u64().unwrap() > 0);
+    assert!(v["length"].as_u64().unwrap() >= v["ii"].as_u64().unwrap());
+    assert_eq!(v["proven"], true);
+    assert!(v["certificate"].is_array());
+    let ops = v["ops"].as_array().unwrap();
+    assert!(ops.iter().all(|o| o["warp_group"].is_u64()));
+    let load_k = ops.iter().find(|o| o["name"] == "load_k").unwrap();
+    assert_eq!(load_k["warp_group"], 0);
+    let ws = &v["warp_specialization"];
+    assert_eq!(ws["encoding"], "default");
+    assert!(ws["streaming"].as_array().unwrap().len() == 2);
+}
+
+#[test]
+fn bad_encoding_and_groups_exit_2() {
+    let (code, _, err) = twill(&["solve", "examples/graphs/fa_simplified.toml", "--encoding", "fancy"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = twill(&["solve", "examples/graphs/fa_simplified.toml", "--groups", "0"]);
+    assert_eq!(code, 2, "{err}");
+}
