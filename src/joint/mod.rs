@@ -79,9 +79,10 @@ impl std::str::FromStr for Encoding {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "default" => Ok(Encoding::Default),
+            "int" => Ok(Encoding::Int),
             "paper" => Ok(Encoding::Paper),
             other => Err(format!(
-                "unknown encoding `{other}` (expected default or paper)"
+                "unknown encoding `{other}` (expected default, int or paper)"
             )),
         }
     }
