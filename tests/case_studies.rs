@@ -8,7 +8,10 @@ use twill::problem::{BuildOptions, Problem};
 use twill::Machine;
 
 fn solve(graph: &str, machine: &str, groups: u32) -> (Problem, JointResult) {
-    let g = load::load_file(std::path::Path::new(&format!("examples/graphs/{graph}.toml"))).unwrap();
+    let g = load::load_file(std::path::Path::new(&format!(
+        "examples/graphs/{graph}.toml"
+    )))
+    .unwrap();
     let m = Machine::select(machine).unwrap();
     let (p, _) = Problem::build(&g, &m, BuildOptions::default()).unwrap();
     let warps = WarpConfig {
@@ -63,14 +66,20 @@ fn hopper_forward_with_one_group_needs_a_larger_interval() {
     let (_, two) = solve("fa_fwd_hopper", "h100", 2);
     let (_, one) = solve("fa_fwd_hopper", "h100", 1);
     assert!(one.schedule.schedule.ii > two.schedule.schedule.ii);
-    assert!(one.certificate.iter().any(|c| matches!(c, JointRefuted::Smt { ii, .. } if *ii == two.schedule.schedule.ii)));
+    assert!(one
+        .certificate
+        .iter()
+        .any(|c| matches!(c, JointRefuted::Smt { ii, .. } if *ii == two.schedule.schedule.ii)));
 }
 
 #[test]
 fn blackwell_forward_without_subtiling_cannot_reach_res_mii() {
     let (_, r) = solve("fa_fwd_blackwell_nosubtile", "b200", 4);
     assert!(r.schedule.schedule.ii > r.res_mii);
-    assert!(r.certificate.iter().any(|c| matches!(c, JointRefuted::Smt { ii, .. } if *ii == r.res_mii)));
+    assert!(r
+        .certificate
+        .iter()
+        .any(|c| matches!(c, JointRefuted::Smt { ii, .. } if *ii == r.res_mii)));
 }
 
 #[test]

@@ -146,7 +146,13 @@ fn machines_lists_bundled() {
 
 #[test]
 fn fa_fwd_hopper_json_has_warp_groups_and_certificate() {
-    let (code, out, err) = twill(&["solve", "examples/graphs/fa_fwd_hopper.toml", "--machine", "h100", "--json"]);
+    let (code, out, err) = twill(&[
+        "solve",
+        "examples/graphs/fa_fwd_hopper.toml",
+        "--machine",
+        "h100",
+        "--json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v["ii"].as_u64().unwrap() > 0);
@@ -164,19 +170,39 @@ fn fa_fwd_hopper_json_has_warp_groups_and_certificate() {
 
 #[test]
 fn bad_encoding_and_groups_exit_2() {
-    let (code, _, err) = twill(&["solve", "examples/graphs/fa_simplified.toml", "--encoding", "fancy"]);
+    let (code, _, err) = twill(&[
+        "solve",
+        "examples/graphs/fa_simplified.toml",
+        "--encoding",
+        "fancy",
+    ]);
     assert_eq!(code, 2, "{err}");
-    let (code, _, err) = twill(&["solve", "examples/graphs/fa_simplified.toml", "--groups", "0"]);
+    let (code, _, err) = twill(&[
+        "solve",
+        "examples/graphs/fa_simplified.toml",
+        "--groups",
+        "0",
+    ]);
     assert_eq!(code, 2, "{err}");
 }
 
 #[test]
 fn every_encoding_is_selectable() {
     for enc in ["default", "int", "paper"] {
-        let (code, out, err) = twill(&["solve", "examples/graphs/fa_simplified.toml", "--encoding", enc, "--json"]);
+        let (code, out, err) = twill(&[
+            "solve",
+            "examples/graphs/fa_simplified.toml",
+            "--encoding",
+            enc,
+            "--json",
+        ]);
         assert_eq!(code, 0, "{enc}: {err}");
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!((v["ii"].as_u64(), v["length"].as_u64()), (Some(2), Some(4)), "{enc}");
+        assert_eq!(
+            (v["ii"].as_u64(), v["length"].as_u64()),
+            (Some(2), Some(4)),
+            "{enc}"
+        );
         assert_eq!(v["warp_specialization"]["encoding"], enc);
     }
 }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use twill::checker::{self, WarpConfig};
 use twill::graph::{Edge, Graph, Op, Segment, Timing};
-use twill::joint::{self, Encoding, JointOptions};
+use twill::joint::{self, sat_encoding::SatEncoding, Encoding, JointOptions};
 use twill::problem::{BuildOptions, Problem};
 use twill::Machine;
 
@@ -159,6 +159,12 @@ proptest! {
                     prop_assert!(checker::check_joint(&p, &r.schedule, &warps).is_empty());
                     let s = &r.schedule;
                     prop_assert!(common::valid_joint(&p, s.schedule.ii, &s.schedule.start, s.schedule.length, &s.group, groups, 255));
+                }
+                // Each encoding admits the schedules the others found (at the
+                // same I and length bound): the encodings and the checker agree.
+                for r in [&b, &c] {
+                    let mut enc = SatEncoding::new(&p, warps, 0);
+                    prop_assert!(enc.admits(&r.schedule, a.schedule.schedule.length), "default encoding rejects {:?}", r.schedule);
                 }
                 let ia = (a.schedule.schedule.ii, a.schedule.schedule.length);
                 let ib = (b.schedule.schedule.ii, b.schedule.schedule.length);

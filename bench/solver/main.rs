@@ -22,7 +22,12 @@ struct Case {
     cross_warp: bool,
 }
 
-const fn case(label: &'static str, graph: &'static str, machine: &'static str, groups: u32) -> Case {
+const fn case(
+    label: &'static str,
+    graph: &'static str,
+    machine: &'static str,
+    groups: u32,
+) -> Case {
     Case {
         label,
         graph,
@@ -39,14 +44,29 @@ fn cases() -> Vec<Case> {
         case("gemm_mainloop", "gemm_mainloop", "h100", 2),
         case("fa_fwd_hopper", "fa_fwd_hopper", "h100", 2),
         case("fa_fwd_hopper, 1 group", "fa_fwd_hopper", "h100", 1),
-        case("fa_fwd_hopper_nosubtile", "fa_fwd_hopper_nosubtile", "h100", 3),
+        case(
+            "fa_fwd_hopper_nosubtile",
+            "fa_fwd_hopper_nosubtile",
+            "h100",
+            3,
+        ),
         case("fa_fwd_blackwell", "fa_fwd_blackwell", "b200", 4),
         case("fa_fwd_blackwell, 2 groups", "fa_fwd_blackwell", "b200", 2),
         Case {
             cross_warp: false,
-            ..case("fa_fwd_blackwell, no cross-warp", "fa_fwd_blackwell", "b200", 4)
+            ..case(
+                "fa_fwd_blackwell, no cross-warp",
+                "fa_fwd_blackwell",
+                "b200",
+                4,
+            )
         },
-        case("fa_fwd_blackwell_nosubtile", "fa_fwd_blackwell_nosubtile", "b200", 4),
+        case(
+            "fa_fwd_blackwell_nosubtile",
+            "fa_fwd_blackwell_nosubtile",
+            "b200",
+            4,
+        ),
         case("fa_bwd_hopper", "fa_bwd_hopper", "h100", 3),
         case("fa_bwd_blackwell", "fa_bwd_blackwell", "b200", 2),
         Case {
@@ -90,7 +110,8 @@ fn main() {
         let path = format!("{root}/examples/graphs/{}.toml", c.graph);
         let g = load::load_file(std::path::Path::new(&path)).expect("case graph");
         let m = Machine::select(c.machine).expect("machine");
-        let (p, _): (Problem, _) = Problem::build(&g, &m, BuildOptions::default()).expect("problem");
+        let (p, _): (Problem, _) =
+            Problem::build(&g, &m, BuildOptions::default()).expect("problem");
         let warps = WarpConfig {
             groups: c.groups,
             reg_limit: c.reg_limit.unwrap_or(m.warps.max_regs_per_thread),
@@ -100,7 +121,15 @@ fn main() {
         let mut secs = Vec::new();
         for (k, &encoding) in encodings.iter().enumerate() {
             let t0 = Instant::now();
-            let r = joint::solve(&p, JointOptions { encoding, warps, timeout, seed: 0 });
+            let r = joint::solve(
+                &p,
+                JointOptions {
+                    encoding,
+                    warps,
+                    timeout,
+                    seed: 0,
+                },
+            );
             let s = t0.elapsed().as_secs_f64();
             totals[k] += s;
             match r {
@@ -121,15 +150,40 @@ fn main() {
         let (ii, len, stages, used, proven) = match &first {
             Some(r) => {
                 let s = &r.schedule.schedule;
-                let used = r.schedule.group.iter().copied().filter(|&g| g > 0).max().unwrap_or(0);
-                (s.ii.to_string(), s.length.to_string(), s.copies().to_string(), used.to_string(), "yes")
+                let used = r
+                    .schedule
+                    .group
+                    .iter()
+                    .copied()
+                    .filter(|&g| g > 0)
+                    .max()
+                    .unwrap_or(0);
+                (
+                    s.ii.to_string(),
+                    s.length.to_string(),
+                    s.copies().to_string(),
+                    used.to_string(),
+                    "yes",
+                )
             }
             None => ("-".into(), "-".into(), "-".into(), "-".into(), "no"),
         };
-        let ratio = match (names.iter().position(|n| *n == "paper"), names.iter().position(|n| *n == "default")) {
+        let ratio = match (
+            names.iter().position(|n| *n == "paper"),
+            names.iter().position(|n| *n == "default"),
+        ) {
             (Some(pi), Some(di)) => {
-                let d: f64 = secs[di].split_whitespace().next().and_then(|x| x.parse().ok()).unwrap_or(f64::NAN);
-                let pv: f64 = secs[pi].trim_start_matches("> ").split_whitespace().next().and_then(|x| x.parse().ok()).unwrap_or(f64::NAN);
+                let d: f64 = secs[di]
+                    .split_whitespace()
+                    .next()
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or(f64::NAN);
+                let pv: f64 = secs[pi]
+                    .trim_start_matches("> ")
+                    .split_whitespace()
+                    .next()
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or(f64::NAN);
                 let bound = if secs[pi].starts_with('>') { ">= " } else { "" };
                 format!("{bound}{:.0}x", pv / d)
             }
@@ -152,7 +206,10 @@ fn main() {
     for t in &totals {
         print!(" {t:.2} |");
     }
-    match (names.iter().position(|n| *n == "paper"), names.iter().position(|n| *n == "default")) {
+    match (
+        names.iter().position(|n| *n == "paper"),
+        names.iter().position(|n| *n == "default"),
+    ) {
         (Some(pi), Some(di)) => println!(" {:.0}x |", totals[pi] / totals[di]),
         _ => println!(" - |"),
     }

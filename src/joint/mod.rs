@@ -18,6 +18,7 @@
 pub mod int_encoding;
 pub mod paper_encoding;
 pub mod sat_encoding;
+pub mod symmetry;
 
 use std::time::Instant;
 

@@ -87,7 +87,9 @@ impl JointEncoding for PaperEncoding<'_> {
         let top = max_group.unwrap_or(self.cfg.groups).min(self.cfg.groups);
         let groups: Vec<usize> = (0..=top as usize).collect();
 
-        let solver = Solver::new();
+        // QF_FD: z3's SAT core with native pseudo-Boolean reasoning (the SMT
+        // core's PB theory is unsound on these encodings in z3 4.8.12).
+        let solver = Solver::new_for_logic("QF_FD").unwrap_or_default();
         let mut params = Params::new();
         params.set_u32("timeout", timeout_ms.max(1));
         params.set_u32("random_seed", self.seed);

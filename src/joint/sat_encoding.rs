@@ -21,8 +21,12 @@
 //! * a length bound L is a set of assumption literals not B[v][L - cycles(v) + 1],
 //!   so one solver per I answers every L query incrementally.
 //!
-//! No integer arithmetic appears, so z3 runs its SAT core with native
-//! cardinality and pseudo-Boolean reasoning.
+//! * interchangeable ops (an involutive automorphism of the problem, such as
+//!   the swap of two sub-tiles) are ordered: M(v) <= M(pi(v)) for the first
+//!   op v that pi moves (see [`super::symmetry`]).
+//!
+//! No integer arithmetic appears, so z3 runs its SAT core (logic QF_FD) with
+//! native cardinality and pseudo-Boolean reasoning.
 
 // Encodings index ops, cycles and residues together; index loops read best.
 #![allow(clippy::needless_range_loop)]
@@ -103,7 +107,10 @@ impl<'p> SatEncoding<'p> {
         self.ii = ii;
         self.built = true;
         self.trivially_unsat = false;
-        self.solver = Solver::new();
+        // QF_FD selects z3's SAT core with native cardinality/PB reasoning.
+        // The default SMT core's pseudo-Boolean theory answered `unsat` for a
+        // satisfiable query of this encoding with z3 4.8.12 (NOTES.md).
+        self.solver = Solver::new_for_logic("QF_FD").unwrap_or_default();
         let mut params = Params::new();
         params.set_u32("random_seed", self.seed);
         self.solver.set_params(&params);
@@ -128,6 +135,14 @@ impl<'p> SatEncoding<'p> {
         for v in 0..n {
             for t in 1..self.last[v] {
                 s.assert(self.ge(v, t + 1).implies(self.ge(v, t)));
+            }
+        }
+
+        // Interchangeable ops (sub-tiles): M(v) <= M(pi(v)) for the first moved op.
+        if let Some((v, perm)) = super::symmetry::find_involution(p) {
+            let u = perm[v];
+            for t in 1..=self.last[v] {
+                s.assert(self.ge(v, t).implies(self.ge(u, t)));
             }
         }
 
@@ -414,6 +429,52 @@ impl<'p> SatEncoding<'p> {
                 }
             }
         }
+    }
+}
+
+impl SatEncoding<'_> {
+    /// Whether the encoding (built for `ii` and bound `max_length`) admits
+    /// this schedule, up to the symmetries it breaks (the schedule is first
+    /// put in canonical form: interchangeable ops ordered, compute groups
+    /// numbered by first use). A self-test of the encoding against the checker.
+    pub fn admits(&mut self, js: &JointSchedule, max_length: u32) -> bool {
+        let mut js = js.clone();
+        if let Some((v, perm)) = super::symmetry::find_involution(self.p) {
+            if js.schedule.start[v] > js.schedule.start[perm[v]] {
+                let (start, group) = (js.schedule.start.clone(), js.group.clone());
+                for x in 0..perm.len() {
+                    js.schedule.start[perm[x]] = start[x];
+                    js.group[perm[x]] = group[x];
+                }
+            }
+        }
+        let mut rename: Vec<u32> = Vec::new();
+        for g in js.group.iter_mut().filter(|g| **g > 0) {
+            let k = match rename.iter().position(|&r| r == *g) {
+                Some(k) => k,
+                None => {
+                    rename.push(*g);
+                    rename.len() - 1
+                }
+            };
+            *g = k as u32 + 1;
+        }
+        let js = &js;
+        self.build(js.schedule.ii, max_length);
+        if self.trivially_unsat {
+            return false;
+        }
+        let mut assumptions = Vec::new();
+        for (v, &m) in js.schedule.start.iter().enumerate() {
+            assumptions.push(self.ge(v, m as i64));
+            assumptions.push(self.ge(v, m as i64 + 1).not());
+            if let Some(b) = self.group[v].get((js.group[v] as usize).wrapping_sub(1)) {
+                if self.group[v].len() > 1 {
+                    assumptions.push(b.clone());
+                }
+            }
+        }
+        matches!(self.solver.check_assumptions(&assumptions), SatResult::Sat)
     }
 }
 
