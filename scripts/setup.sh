@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what twill needs on a fresh Debian 12 machine (as root, or with sudo):
-# the C/C++ toolchain pieces HiGHS builds with (cmake, clang for bindgen).
+# the C/C++ toolchain pieces HiGHS builds with (cmake, clang for bindgen) and
+# the Z3 SMT solver library (libz3-dev, linked by the z3 crate).
 # Rust (cargo) must already be installed. Idempotent.
 set -euo pipefail
 
-packages=(cmake clang libclang-dev)
+packages=(cmake clang libclang-dev libz3-dev pkg-config)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

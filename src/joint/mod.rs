@@ -216,8 +216,13 @@ pub fn streaming_view(p: &Problem) -> (Problem, Vec<usize>) {
     (q, streams)
 }
 
-/// Runs Algorithm 1 on `p` (already the streaming view if wanted).
+/// Runs Algorithm 1 on `p`, in a z3 context of its own (freed on return, so
+/// repeated solves in one process do not accumulate terms).
 pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError> {
+    z3::with_z3_config(&z3::Config::new(), || solve_in_context(p, opts))
+}
+
+fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError> {
     let started = Instant::now();
     let (q, streams) = streaming_view(p);
     let p = &q;
