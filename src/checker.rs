@@ -63,6 +63,18 @@ pub struct WarpConfig {
     pub cross_warp: bool,
 }
 
+impl WarpConfig {
+    /// No warp-specialization limits: one compute group, unbounded registers
+    /// (for encodings restricted to the modulo-scheduling rules).
+    pub fn unconstrained() -> WarpConfig {
+        WarpConfig {
+            groups: 1,
+            reg_limit: u32::MAX,
+            cross_warp: true,
+        }
+    }
+}
+
 /// A joint modulo schedule with a warp-group assignment.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct JointSchedule {

@@ -281,6 +281,19 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// The schedule with issue cycles `start` whose length is the completion
+    /// of its last op, max M(v) + cycles(v).
+    pub fn tight(p: &Problem, ii: u32, start: Vec<u32>) -> Schedule {
+        let length = p
+            .ops
+            .iter()
+            .zip(&start)
+            .map(|(o, &s)| s + o.cycles)
+            .max()
+            .unwrap_or(0);
+        Schedule { ii, start, length }
+    }
+
     /// Stage of op `v`: floor(M(v) / I).
     pub fn stage(&self, v: usize) -> u32 {
         self.start[v] / self.ii

@@ -102,6 +102,15 @@ pub struct StraightLine {
     pub issues: Vec<Issue>,
 }
 
+/// What a search proved, as the report needs it.
+struct Proof {
+    ii_proven: bool,
+    length_proven: bool,
+    res_mii: u32,
+    rec_mii: u32,
+    certificate: Vec<JointRefuted>,
+}
+
 /// Everything `twill solve` reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -140,28 +149,28 @@ impl Report {
         result: &ModuloResult,
         seconds: f64,
     ) -> Report {
-        let certificate = result
-            .certificate
-            .iter()
-            .cloned()
-            .map(JointRefuted::Modulo)
-            .collect();
-        let mut r = Report::new(
+        let proof = Proof {
+            ii_proven: result.ii_proven,
+            length_proven: result.length_proven,
+            res_mii: result.res_mii,
+            rec_mii: result.rec_mii,
+            certificate: result
+                .certificate
+                .iter()
+                .cloned()
+                .map(JointRefuted::Modulo)
+                .collect(),
+        };
+        Report::new(
             graph,
             machine,
             p,
             norm,
             &result.schedule,
             None,
-            certificate,
+            proof,
             seconds,
-        );
-        r.ii_proven = result.ii_proven;
-        r.length_proven = result.length_proven;
-        r.proven = r.ii_proven && r.length_proven;
-        r.res_mii = result.res_mii;
-        r.rec_mii = result.rec_mii;
-        r
+        )
     }
 
     /// The report of a joint (SWP + WS) schedule. `p` is the problem the
@@ -175,6 +184,13 @@ impl Report {
         seconds: f64,
     ) -> Report {
         let js = &result.schedule;
+        let proof = Proof {
+            ii_proven: result.ii_proven,
+            length_proven: result.length_proven,
+            res_mii: result.res_mii,
+            rec_mii: result.rec_mii,
+            certificate: result.certificate.clone(),
+        };
         let mut r = Report::new(
             graph,
             machine,
@@ -182,14 +198,9 @@ impl Report {
             norm,
             &js.schedule,
             Some(&js.group),
-            result.certificate.clone(),
+            proof,
             seconds,
         );
-        r.ii_proven = result.ii_proven;
-        r.length_proven = result.length_proven;
-        r.proven = r.ii_proven && r.length_proven;
-        r.res_mii = result.res_mii;
-        r.rec_mii = result.rec_mii;
         let ngroups = js.group.iter().copied().max().unwrap_or(0) as usize + 1;
         let mut groups = vec![Vec::new(); ngroups];
         for (v, &g) in js.group.iter().enumerate() {
@@ -214,7 +225,7 @@ impl Report {
         norm: &Normalization,
         s: &Schedule,
         groups: Option<&[u32]>,
-        certificate: Vec<JointRefuted>,
+        proof: Proof,
         seconds: f64,
     ) -> Report {
         let ops = p
@@ -295,13 +306,13 @@ impl Report {
             ii: s.ii,
             length: s.length,
             stages: copies,
-            proven: false,
-            ii_proven: false,
-            length_proven: false,
+            proven: proof.ii_proven && proof.length_proven,
+            ii_proven: proof.ii_proven,
+            length_proven: proof.length_proven,
             seconds,
-            res_mii: 0,
-            rec_mii: 0,
-            certificate,
+            res_mii: proof.res_mii,
+            rec_mii: proof.rec_mii,
+            certificate: proof.certificate,
             warp_specialization: None,
             normalization: NormalizationReport {
                 u: norm.u,

@@ -101,12 +101,7 @@ impl<'p> IntEncoding<'p> {
 
     /// An encoding of rules 1-4 only: optimal modulo scheduling in SMT.
     pub fn modulo_only(p: &'p Problem, seed: u32) -> Self {
-        let cfg = WarpConfig {
-            groups: 1,
-            reg_limit: u32::MAX,
-            cross_warp: true,
-        };
-        let mut e = IntEncoding::new(p, cfg, seed);
+        let mut e = IntEncoding::new(p, WarpConfig::unconstrained(), seed);
         e.modulo_only = true;
         e
     }
@@ -423,20 +418,8 @@ impl JointEncoding for IntEncoding<'_> {
                     .map(|(k, r)| (value(k) * self.ii as i64 + value(r)).max(0) as u32)
                     .collect();
                 let group: Vec<u32> = self.group.iter().map(|x| value(x).max(0) as u32).collect();
-                let length = self
-                    .p
-                    .ops
-                    .iter()
-                    .zip(&start)
-                    .map(|(o, &s)| s + o.cycles)
-                    .max()
-                    .unwrap_or(0);
                 EncodingOutcome::Sat(JointSchedule {
-                    schedule: Schedule {
-                        ii: self.ii,
-                        start,
-                        length,
-                    },
+                    schedule: Schedule::tight(self.p, self.ii, start),
                     group,
                 })
             }

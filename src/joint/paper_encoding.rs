@@ -365,19 +365,8 @@ impl JointEncoding for PaperEncoding<'_> {
                 let group: Vec<u32> = (0..n)
                     .map(|v| opw[v].iter().position(truth).unwrap_or(0) as u32)
                     .collect();
-                let length = p
-                    .ops
-                    .iter()
-                    .zip(&start)
-                    .map(|(o, &s)| s + o.cycles)
-                    .max()
-                    .unwrap_or(0);
                 EncodingOutcome::Sat(JointSchedule {
-                    schedule: Schedule {
-                        ii: self.ii,
-                        start,
-                        length,
-                    },
+                    schedule: Schedule::tight(p, self.ii, start),
                     group,
                 })
             }

@@ -78,12 +78,7 @@ impl<'p> SatEncoding<'p> {
 
     /// An encoding of rules 1-4 only: optimal modulo scheduling in SAT.
     pub fn modulo_only(p: &'p Problem, seed: u32) -> Self {
-        let cfg = WarpConfig {
-            groups: 1,
-            reg_limit: u32::MAX,
-            cross_warp: true,
-        };
-        let mut e = SatEncoding::new(p, cfg, seed);
+        let mut e = SatEncoding::new(p, WarpConfig::unconstrained(), seed);
         e.modulo_only = true;
         e
     }
@@ -562,19 +557,8 @@ impl JointEncoding for SatEncoding<'_> {
                         }
                     })
                     .collect();
-                let length = p
-                    .ops
-                    .iter()
-                    .zip(&start)
-                    .map(|(o, &s)| s + o.cycles)
-                    .max()
-                    .unwrap_or(0);
                 EncodingOutcome::Sat(JointSchedule {
-                    schedule: Schedule {
-                        ii: self.ii,
-                        start,
-                        length,
-                    },
+                    schedule: Schedule::tight(p, self.ii, start),
                     group,
                 })
             }

@@ -244,15 +244,8 @@ pub fn solve_with_horizon(p: &Problem, ii: u32, horizon: u64, time_limit: f64) -
                 .iter()
                 .map(|xs| xs.iter().position(|&v| sol.value(v) > 0.5).unwrap_or(0) as u32)
                 .collect();
-            let length = p
-                .ops
-                .iter()
-                .zip(&start)
-                .map(|(o, &s)| s + o.cycles)
-                .max()
-                .unwrap_or(0);
             ZlpOutcome::Feasible {
-                schedule: Schedule { ii, start, length },
+                schedule: Schedule::tight(p, ii, start),
                 optimal,
             }
         }
