@@ -21,6 +21,8 @@
 // Encodings index ops, copies and cycles together; index loops read best.
 #![allow(clippy::needless_range_loop)]
 
+use std::time::{Duration, Instant};
+
 use z3::ast::Bool;
 use z3::{Params, SatResult, Solver};
 
@@ -72,6 +74,18 @@ impl JointEncoding for PaperEncoding<'_> {
         let p = self.p;
         let n = p.ops.len();
         let ii = self.ii as usize;
+        // Building this encoding can itself take long: honour the time limit
+        // while constructing, not only while solving.
+        let deadline = Instant::now() + Duration::from_millis(timeout_ms as u64);
+        macro_rules! check_deadline {
+            () => {
+                if Instant::now() > deadline {
+                    return EncodingOutcome::Unknown(
+                        "time limit while building the paper encoding".into(),
+                    );
+                }
+            };
+        }
         let l = max_length as usize;
         let dmax = p
             .edges
@@ -126,6 +140,7 @@ impl JointEncoding for PaperEncoding<'_> {
             let refs: Vec<(&Bool, i32)> = row.iter().map(|b| (b, 1)).collect();
             solver.assert(Bool::pb_eq(&refs, 1));
         }
+        check_deadline!();
         // Consistency.
         for v in 0..n {
             for t in 0..t_live {
@@ -158,6 +173,7 @@ impl JointEncoding for PaperEncoding<'_> {
         };
         // Dependence and cross-warp spills.
         for e in &p.edges {
+            check_deadline!();
             let (u, v, d, dl) = (e.from, e.to, e.delay as i64, e.distance as usize);
             if !self.cfg.cross_warp && !p.ops[u].variable_latency && !p.ops[v].variable_latency {
                 solver.assert(cross(u, v).not());
@@ -188,6 +204,7 @@ impl JointEncoding for PaperEncoding<'_> {
         }
         // Capacity.
         for (fu, &cap) in p.capacity.iter().enumerate() {
+            check_deadline!();
             for t in 0..t_live as i64 {
                 let mut terms: Vec<(Bool, i32)> = Vec::new();
                 for (v, o) in p.ops.iter().enumerate() {
@@ -226,6 +243,7 @@ impl JointEncoding for PaperEncoding<'_> {
             }
             let blocking = Bool::or(&why);
             for i in 0..copies {
+                check_deadline!();
                 for t in 0..t_live as i64 {
                     let issue = at(v, i, t);
                     if issue.as_bool() == Some(false) {
@@ -277,6 +295,7 @@ impl JointEncoding for PaperEncoding<'_> {
                         .collect()
                 })
                 .collect();
+            check_deadline!();
             for i in 0..copies {
                 let lv = &live[v][i];
                 // Init: live at the end iff some user instance lies beyond Q.
@@ -312,6 +331,7 @@ impl JointEncoding for PaperEncoding<'_> {
         }
         // Memory capacity and register limit on the steady-state window.
         for t in window.clone() {
+            check_deadline!();
             for (mk, (_, cap)) in p.memories.iter().enumerate() {
                 let terms: Vec<(Bool, i32)> = (0..n)
                     .filter(|&v| holds[v] && p.ops[v].memory[mk] > 0)
@@ -342,6 +362,15 @@ impl JointEncoding for PaperEncoding<'_> {
             }
         }
 
+        check_deadline!();
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .as_millis()
+            .max(1);
+        let mut params = Params::new();
+        params.set_u32("timeout", u32::try_from(left).unwrap_or(u32::MAX));
+        params.set_u32("random_seed", self.seed);
+        solver.set_params(&params);
         match solver.check() {
             SatResult::Unsat => EncodingOutcome::Unsat,
             SatResult::Unknown => EncodingOutcome::Unknown(
