@@ -185,7 +185,7 @@ fn main() {
                     .and_then(|x| x.parse().ok())
                     .unwrap_or(f64::NAN);
                 let bound = if secs[pi].starts_with('>') { ">= " } else { "" };
-                format!("{bound}{:.0}x", pv / d)
+                format!("{bound}{:.1}x", pv / d)
             }
             _ => "-".into(),
         };
@@ -210,7 +210,7 @@ fn main() {
         names.iter().position(|n| *n == "paper"),
         names.iter().position(|n| *n == "default"),
     ) {
-        (Some(pi), Some(di)) => println!(" {:.0}x |", totals[pi] / totals[di]),
+        (Some(pi), Some(di)) => println!(" {:.1}x |", totals[pi] / totals[di]),
         _ => println!(" - |"),
     }
 }
