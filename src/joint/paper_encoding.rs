@@ -322,11 +322,8 @@ impl JointEncoding for PaperEncoding<'_> {
                         Bool::and(&[lv[t].not(), Bool::or(&[any_use.not(), issued.clone()])]);
                     solver.assert(dead_quiet.implies(lv[t - 1].not()));
                 }
-                // Nothing is live before it issues at time 0 either.
-                let issued0 = at(v, i, 0);
-                let use0: Vec<Bool> = users.iter().map(|&(u, dl)| at(u, i + dl, 0)).collect();
-                let _ = use0;
-                solver.assert(Bool::and(&[lv[0].clone(), issued0.not()]).implies(f.clone()));
+                // At time 0 a value is live only if it issues at 0.
+                solver.assert(lv[0].implies(at(v, i, 0)));
             }
         }
         // Memory capacity and register limit on the steady-state window.
