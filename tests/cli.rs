@@ -206,3 +206,18 @@ fn every_encoding_is_selectable() {
         assert_eq!(v["warp_specialization"]["encoding"], enc);
     }
 }
+
+#[test]
+fn a_value_larger_than_the_register_file_is_reported() {
+    let p = write(
+        "regs.toml",
+        "[[op]]\nname = \"acc\"\ncycles = 3\nuses = { TC = 1 }\nregs = 300\n[[edge]]\nfrom = \"acc\"\nto = \"acc\"\ndistance = 1\n",
+    );
+    let (code, _, err) = twill(&["solve", p.to_str().unwrap(), "--machine", "h100"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("`acc` needs 300 registers per thread"),
+        "{err}"
+    );
+    assert!(err.contains("limit is 255"), "{err}");
+}

@@ -166,6 +166,14 @@ pub struct JointResult {
 #[derive(Debug, Clone)]
 pub enum JointError {
     NoRecurrenceBound,
+    /// A value can never fit: it is live for at least one cycle and needs
+    /// more registers (or memory) than a group (or the SM) has.
+    TooLarge {
+        op: String,
+        what: String,
+        need: u64,
+        limit: u64,
+    },
     /// Time ran out; `lower_bound` is the smallest I not yet refuted.
     Timeout {
         lower_bound: u32,
@@ -182,6 +190,10 @@ impl std::fmt::Display for JointError {
             JointError::NoRecurrenceBound => {
                 write!(f, "a dependence cycle of distance 0 has positive delay")
             }
+            JointError::TooLarge { op, what, need, limit } => write!(
+                f,
+                "`{op}` needs {need} {what} while its result is live, but the limit is {limit}: no schedule exists at any I"
+            ),
             JointError::Timeout { lower_bound } => write!(
                 f,
                 "timed out before finding a schedule; every I < {lower_bound} is refuted"
@@ -226,6 +238,7 @@ fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, Join
     let started = Instant::now();
     let (q, streams) = streaming_view(p);
     let p = &q;
+    check_fits(p, &opts.warps)?;
     let res = mii::res_mii(p);
     let rec = mii::rec_mii(p).ok_or(JointError::NoRecurrenceBound)?;
     let mut certificate: Vec<JointRefuted> = modulo::lower_bound_certificate(p, res, rec)
@@ -535,6 +548,42 @@ fn smt_modulo(
         schedule: best,
         optimal: true,
     }
+}
+
+/// Rejects problems where a single value can never be held: its result is
+/// live for at least one cycle in every schedule (a user waits a positive
+/// delay, or the op feeds its own next iteration, which comes I > 0 cycles
+/// later) and alone exceeds the register limit of a group or a memory's
+/// capacity.
+fn check_fits(p: &Problem, warps: &WarpConfig) -> Result<(), JointError> {
+    for (v, op) in p.ops.iter().enumerate() {
+        let lives = p
+            .edges
+            .iter()
+            .any(|e| e.from == v && (e.delay > 0 || (e.to == v && e.distance > 0)));
+        if !lives {
+            continue;
+        }
+        if op.regs > warps.reg_limit {
+            return Err(JointError::TooLarge {
+                op: op.name.clone(),
+                what: "registers per thread".into(),
+                need: op.regs as u64,
+                limit: warps.reg_limit as u64,
+            });
+        }
+        for (m, (kind, cap)) in p.memories.iter().enumerate() {
+            if op.memory[m] > *cap {
+                return Err(JointError::TooLarge {
+                    op: op.name.clone(),
+                    what: kind.clone(),
+                    need: op.memory[m],
+                    limit: *cap,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A lower bound on the length of any modulo schedule, whatever I:
