@@ -91,6 +91,43 @@ fn located(origin: &str, field: String, message: String) -> LoadError {
 }
 
 impl Problem {
+    /// Instance-cycles of unit `f` that one iteration occupies.
+    pub fn occupancy(&self, f: usize) -> u64 {
+        self.ops
+            .iter()
+            .flat_map(|o| &o.rrt)
+            .map(|row| row[f] as u64)
+            .sum()
+    }
+
+    /// Cycles one iteration needs on unit `f` at least: ceil(occupancy / capacity).
+    pub fn unit_bound(&self, f: usize) -> u64 {
+        self.occupancy(f).div_ceil(self.capacity[f].max(1) as u64)
+    }
+
+    /// Longest paths from a virtual source joined to every op with weight 0,
+    /// over the edges `weight` keeps (Bellman-Ford). `None` when a cycle of
+    /// positive weight makes them unbounded.
+    pub fn longest_paths(&self, weight: impl Fn(&ProblemEdge) -> Option<i64>) -> Option<Vec<i64>> {
+        let n = self.ops.len();
+        let mut dist = vec![0i64; n];
+        for _ in 0..=n {
+            let mut changed = false;
+            for e in &self.edges {
+                if let Some(w) = weight(e) {
+                    if dist[e.from] + w > dist[e.to] {
+                        dist[e.to] = dist[e.from] + w;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                return Some(dist);
+            }
+        }
+        None
+    }
+
     /// Resolves `graph` on `machine` and normalizes its durations.
     pub fn build(
         graph: &Graph,

@@ -253,6 +253,8 @@ fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, Join
         Encoding::Paper => Box::new(paper_encoding::PaperEncoding::new(p, opts.warps, opts.seed)),
     };
     let left = |started: &Instant| opts.timeout - started.elapsed().as_secs_f64();
+    // Milliseconds left for the next query.
+    let budget_ms = |started: &Instant| (left(started) * 1000.0).max(1.0) as u32;
     let cap = modulo::search_cap(p);
     let mut ii = res.max(rec);
     // The smallest I not refuted so far.
@@ -316,7 +318,7 @@ fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, Join
                 // Algorithm 1 literally: one query per L, upward.
                 let mut l = from;
                 while l <= to {
-                    let ms = (left(&started) * 1000.0).max(1.0) as u32;
+                    let ms = budget_ms(&started);
                     queries += 1;
                     match encoding.solve(l, ms) {
                         EncodingOutcome::Sat(js) => {
@@ -342,7 +344,7 @@ fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, Join
                 // Same answer as the upward search: ask for L <= to at once;
                 // if satisfiable, bisect down to the smallest satisfiable L.
                 // Unsatisfiability of "L <= x" refutes every L in [from, x].
-                let ms = (left(&started) * 1000.0).max(1.0) as u32;
+                let ms = budget_ms(&started);
                 queries += 1;
                 let t0 = Instant::now();
                 let answer = encoding.solve(to, ms);
@@ -373,7 +375,7 @@ fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, Join
                         let mut refuted_to: Option<u32> = None;
                         // The answer is usually Len(M) itself: ask for it first.
                         if best.schedule.length > from {
-                            let ms = (left(&started) * 1000.0).max(1.0) as u32;
+                            let ms = budget_ms(&started);
                             queries += 1;
                             match encoding.solve(from, ms) {
                                 EncodingOutcome::Sat(js) => best = js,
@@ -386,7 +388,7 @@ fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, Join
                         }
                         while length_proven && lo < best.schedule.length {
                             let mid = lo + (best.schedule.length - 1 - lo) / 2;
-                            let ms = (left(&started) * 1000.0).max(1.0) as u32;
+                            let ms = budget_ms(&started);
                             queries += 1;
                             let t0 = Instant::now();
                             let answer = encoding.solve(mid, ms);
@@ -422,7 +424,7 @@ fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, Join
                         // clock: the same input gives the same answer anywhere.
                         let used = best.group.iter().copied().max().unwrap_or(0);
                         for k in 1..used {
-                            let ms = (left(&started) * 1000.0).max(1.0) as u32;
+                            let ms = budget_ms(&started);
                             queries += 1;
                             encoding.set_rlimit(GROUP_RLIMIT);
                             let answer = encoding.solve_within(best.schedule.length, Some(k), ms);
@@ -592,38 +594,16 @@ fn check_fits(p: &Problem, warps: &WarpConfig) -> Result<(), JointError> {
 /// * per unit, all of one iteration's occupancy lies inside [0, L) and never
 ///   exceeds the capacity in any cycle, so L >= ceil(busy / capacity).
 pub fn length_lower_bound(p: &Problem) -> u32 {
-    let n = p.ops.len();
-    let mut earliest = vec![0u64; n];
-    for _ in 0..n {
-        let mut changed = false;
-        for e in p.edges.iter().filter(|e| e.distance == 0) {
-            let t = earliest[e.from] + e.delay as u64;
-            if t > earliest[e.to] {
-                earliest[e.to] = t;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    let path = (0..n)
-        .map(|v| earliest[v] + p.ops[v].cycles as u64)
+    // Distance-0 edges form a DAG (the loaders reject their cycles).
+    let earliest = p
+        .longest_paths(|e| (e.distance == 0).then_some(e.delay as i64))
+        .unwrap_or_else(|| vec![0; p.ops.len()]);
+    let path = (0..p.ops.len())
+        .map(|v| earliest[v] + p.ops[v].cycles as i64)
         .max()
-        .unwrap_or(0);
-    let busy = p
-        .capacity
-        .iter()
-        .enumerate()
-        .map(|(f, &cap)| {
-            let total: u64 = p
-                .ops
-                .iter()
-                .flat_map(|o| &o.rrt)
-                .map(|row| row[f] as u64)
-                .sum();
-            total.div_ceil(cap.max(1) as u64)
-        })
+        .unwrap_or(0) as u64;
+    let busy = (0..p.capacity.len())
+        .map(|f| p.unit_bound(f))
         .max()
         .unwrap_or(0);
     u32::try_from(path.max(busy)).unwrap_or(u32::MAX)

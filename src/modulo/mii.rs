@@ -5,17 +5,11 @@ use crate::problem::Problem;
 /// Resource-constrained lower bound: for every unit, the total occupancy of
 /// one iteration divided by the unit's capacity, rounded up; at least 1.
 pub fn res_mii(p: &Problem) -> u32 {
-    let mut mii = 1u64;
-    for (f, &cap) in p.capacity.iter().enumerate() {
-        let total: u64 = p
-            .ops
-            .iter()
-            .flat_map(|o| o.rrt.iter())
-            .map(|row| row[f] as u64)
-            .sum();
-        mii = mii.max(total.div_ceil(cap.max(1) as u64));
-    }
-    mii as u32
+    let mii = (0..p.capacity.len())
+        .map(|f| p.unit_bound(f))
+        .max()
+        .unwrap_or(1);
+    mii.max(1) as u32
 }
 
 /// Whether the dependence graph with weights d - I*delta has a cycle of

@@ -212,17 +212,10 @@ pub fn lower_bound_certificate(p: &Problem, res: u32, rec: u32) -> Vec<Refuted> 
     let mut certificate = Vec::new();
     if res > 1 {
         // The unit that defines ResMII refutes every smaller I.
-        let (f, demand) = p
-            .capacity
-            .iter()
-            .enumerate()
-            .map(|(f, &cap)| {
-                let d: u64 = p.ops.iter().flat_map(|o| &o.rrt).map(|r| r[f] as u64).sum();
-                (f, d, d.div_ceil(cap.max(1) as u64))
-            })
-            .max_by_key(|&(f, _, need)| (need, std::cmp::Reverse(f)))
-            .map(|(f, d, _)| (f, d))
-            .unwrap_or((0, 0));
+        let f = (0..p.capacity.len())
+            .max_by_key(|&f| (p.unit_bound(f), std::cmp::Reverse(f)))
+            .unwrap_or(0);
+        let demand = p.occupancy(f);
         certificate.push(Refuted {
             from: 1,
             to: res - 1,

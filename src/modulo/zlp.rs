@@ -58,24 +58,8 @@ pub fn horizon(p: &Problem, ii: u32) -> u64 {
         (lag + iv - 1).div_euclid(iv) + i64::from((lag + iv - 1).rem_euclid(iv) != 0)
     };
     let n = p.ops.len();
-    // Longest W-paths from a virtual source (Bellman-Ford, n rounds).
-    let mut k = vec![0i64; n];
-    let mut stable = false;
-    for _ in 0..=n {
-        let mut changed = false;
-        for e in &p.edges {
-            let cand = k[e.from] + bound(e);
-            if cand > k[e.to] {
-                k[e.to] = cand;
-                changed = true;
-            }
-        }
-        if !changed {
-            stable = true;
-            break;
-        }
-    }
-    let kmax = if stable {
+    // Longest W-paths from a virtual source.
+    let kmax = if let Some(k) = p.longest_paths(|e| Some(bound(e))) {
         k.iter().copied().max().unwrap_or(0)
     } else {
         let mut w: Vec<i64> = p.edges.iter().map(bound).filter(|&x| x > 0).collect();
@@ -87,23 +71,13 @@ pub fn horizon(p: &Problem, ii: u32) -> u64 {
 }
 
 /// A short first horizon: the length of an as-soon-as-possible schedule that
-/// ignores resources, plus two intervals of slack.
+/// ignores resources, plus two intervals of slack (the proven [`horizon`] if
+/// the dependences alone admit no schedule at this I).
 pub fn first_horizon(p: &Problem, ii: u32) -> u64 {
     let n = p.ops.len();
-    let mut s = vec![0i64; n];
-    for _ in 0..n {
-        let mut changed = false;
-        for e in &p.edges {
-            let cand = s[e.from] + e.delay as i64 - ii as i64 * e.distance as i64;
-            if cand > s[e.to] {
-                s[e.to] = cand;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    let Some(s) = p.longest_paths(|e| Some(e.delay as i64 - ii as i64 * e.distance as i64)) else {
+        return horizon(p, ii);
+    };
     let end = (0..n)
         .map(|v| s[v] + p.ops[v].cycles as i64)
         .max()
