@@ -38,6 +38,9 @@
 //!    through shared memory behind a barrier wait). When a blocking v issues,
 //!    no other op o of the same group is executing: for every instance,
 //!    the issue cycle of v is not in [M(o) + kI, M(o) + kI + cycles(o)).
+//! 9. **last stage**: an op marked `last_stage` issues in the last stage,
+//!    floor(M(v)/I) = max over all ops w of floor(M(w)/I) (Triton before 3.9
+//!    pipelines Hopper wgmma only there).
 //!
 //! This module shares no code with the encodings that produce schedules (the
 //! ZLP in `modulo::zlp`, the brute force in the tests): it only reads the
@@ -88,6 +91,13 @@ pub struct JointSchedule {
 pub enum Violation {
     /// Rule 1: the initiation interval must be at least 1.
     ZeroInitiationInterval,
+    /// Rule 9: `op` must be in the last stage, but `later` is in a later one.
+    LastStage {
+        op: String,
+        stage: u32,
+        later: String,
+        later_stage: u32,
+    },
     /// Rule 1: M must have one entry per op.
     WrongOpCount { expected: usize, got: usize },
     /// Rule 2: `op` issued at `start` with `cycles` cycles ends after `length`.
@@ -171,6 +181,15 @@ impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Violation::ZeroInitiationInterval => write!(f, "shape: initiation interval is 0"),
+            Violation::LastStage {
+                op,
+                stage,
+                later,
+                later_stage,
+            } => write!(
+                f,
+                "last stage: `{op}` is in stage {stage} but `{later}` is in stage {later_stage}"
+            ),
             Violation::WrongOpCount { expected, got } => {
                 write!(f, "shape: schedule has {got} issue cycles for {expected} ops")
             }
@@ -390,6 +409,20 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
         )
     }) {
         return out;
+    }
+    // Rule 9, by enumerating stages op by op.
+    let stage_of = |v: usize| s.start[v] / s.ii;
+    if let Some(latest) = (0..p.ops.len()).max_by_key(|&w| stage_of(w)) {
+        for (v, op) in p.ops.iter().enumerate() {
+            if op.last_stage && stage_of(v) < stage_of(latest) {
+                out.push(Violation::LastStage {
+                    op: op.name.clone(),
+                    stage: stage_of(v),
+                    later: p.ops[latest].name.clone(),
+                    later_stage: stage_of(latest),
+                });
+            }
+        }
     }
     let g = &js.group;
     for (op, &grp) in p.ops.iter().zip(g) {

@@ -27,6 +27,8 @@ pub struct ProblemOp {
     pub variable_latency: bool,
     pub streaming: bool,
     pub warp_group: bool,
+    /// Must be in the last stage (see [`crate::graph::Op::last_stage`]).
+    pub last_stage: bool,
     pub spill_cost: u32,
     /// For streaming ops: the raw cycles (with latency) before the latency
     /// was dropped (section 5.3); 0 otherwise.
@@ -272,6 +274,7 @@ impl Problem {
                 variable_latency: op.variable_latency,
                 streaming: op.streaming,
                 warp_group: op.warp_group,
+                last_stage: op.last_stage,
                 spill_cost: u32::try_from(spill).map_err(|_| too_big(spill, "spill_cost"))?,
                 stream_cycles,
             });

@@ -33,6 +33,7 @@ struct RawOp {
     smem: u64,
     vl: bool,
     spill: u64,
+    pin: bool,
 }
 
 fn op_strategy() -> impl Strategy<Value = RawOp> {
@@ -43,14 +44,16 @@ fn op_strategy() -> impl Strategy<Value = RawOp> {
         prop::sample::select(vec![0u64, 0, 600]),
         prop::bool::weighted(0.25),
         0u64..=1,
+        prop::bool::weighted(0.15),
     )
-        .prop_map(|(unit, cycles, regs, smem, vl, spill)| RawOp {
+        .prop_map(|(unit, cycles, regs, smem, vl, spill, pin)| RawOp {
             unit,
             cycles,
             regs,
             smem,
             vl,
             spill,
+            pin,
         })
 }
 
@@ -101,6 +104,7 @@ fn graph_strategy() -> impl Strategy<Value = Graph> {
                         variable_latency: r.vl,
                         streaming: false,
                         warp_group: false,
+                        last_stage: r.pin,
                         spill_cost: r.spill,
                         origin: format!("generated:{i}"),
                     }

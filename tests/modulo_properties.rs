@@ -94,6 +94,7 @@ fn graph_strategy() -> impl Strategy<Value = (Graph, u32, u32)> {
                         variable_latency: false,
                         streaming: false,
                         warp_group: false,
+                        last_stage: false,
                         spill_cost: 0,
                         origin: format!("generated:{}", i + 1),
                     }

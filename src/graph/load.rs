@@ -61,6 +61,8 @@ struct RawOp {
     streaming: Option<Spanned<bool>>,
     #[serde(default)]
     warp_group: bool,
+    #[serde(default)]
+    last_stage: bool,
     spill_cost: Option<Spanned<i64>>,
     #[serde(default)]
     origin: Option<String>,
@@ -311,6 +313,7 @@ pub fn parse(file: &str, text: &str) -> Result<Graph, LoadError> {
             variable_latency: op.variable_latency,
             streaming,
             warp_group: op.warp_group,
+            last_stage: op.last_stage,
             spill_cost,
             origin: op.origin.clone().unwrap_or_else(|| at(sop.span())),
         });
@@ -565,6 +568,9 @@ pub fn to_toml(g: &Graph) -> String {
         }
         if op.warp_group {
             out.push_str("warp_group = true\n");
+        }
+        if op.last_stage {
+            out.push_str("last_stage = true\n");
         }
         if op.spill_cost > 0 {
             out.push_str(&format!("spill_cost = {}\n", op.spill_cost));

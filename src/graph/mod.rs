@@ -47,6 +47,9 @@ pub struct Op {
     pub streaming: bool,
     /// Must be issued by a whole warp group (wgmma on Hopper).
     pub warp_group: bool,
+    /// Must be in the last pipeline stage: floor(M(v)/I) >= floor(M(w)/I)
+    /// for every op w (Triton before 3.9 pipelines Hopper wgmma only there).
+    pub last_stage: bool,
     /// Cycles to move this op's result to another warp through shared memory.
     pub spill_cost: u64,
     /// Where the op came from (an MLIR location, or `file:line`).

@@ -158,6 +158,12 @@ impl<'p> IntEncoding<'p> {
             s.assert(k[v].lt(stages));
             s.assert((start(v) + p.ops[v].cycles as i64).le(len));
         }
+        // Last-stage pins.
+        for v in (0..n).filter(|&v| p.ops[v].last_stage) {
+            for w in 0..n {
+                s.assert(k[w].le(&k[v]));
+            }
+        }
         // Groups and symmetry breaking.
         if ws && self.cfg.groups > 1 {
             let mut max_so_far: Option<Int> = None;

@@ -60,6 +60,18 @@ pub trait JointEncoding {
         max_group: Option<u32>,
         timeout_ms: u32,
     ) -> EncodingOutcome;
+    /// As [`JointEncoding::solve_within`], with at most `max_cross` of the
+    /// [`cross_pairs`] in different groups; `None` when the encoding does
+    /// not support the refinement.
+    fn solve_limited(
+        &mut self,
+        _max_length: u32,
+        _max_group: Option<u32>,
+        _max_cross: u32,
+        _timeout_ms: u32,
+    ) -> Option<EncodingOutcome> {
+        None
+    }
 }
 
 /// Which encoding to use.
@@ -257,6 +269,20 @@ fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, Join
     let budget_ms = |started: &Instant| (left(started) * 1000.0).max(1.0) as u32;
     let cap = modulo::search_cap(p);
     let mut ii = res.max(rec);
+    if let Some((bound, a, b, path)) = modulo::last_stage_bound(p) {
+        if bound > ii {
+            certificate.push(JointRefuted::Modulo(Refuted {
+                from: ii,
+                to: bound - 1,
+                why: Infeasibility::LastStageWindow {
+                    first: p.ops[a].name.clone(),
+                    second: p.ops[b].name.clone(),
+                    path,
+                },
+            }));
+            ii = bound;
+        }
+    }
     // The smallest I not refuted so far.
     let mut lower_bound = ii;
     while ii <= cap {
@@ -281,7 +307,11 @@ fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, Join
                 certificate.push(JointRefuted::Modulo(Refuted {
                     from: ii,
                     to: ii,
-                    why: Infeasibility::Zlp,
+                    why: if opts.encoding == Encoding::Paper {
+                        Infeasibility::Zlp
+                    } else {
+                        Infeasibility::ModuloSmt
+                    },
                 }));
                 if ii_proven {
                     lower_bound = ii + 1;
@@ -434,6 +464,36 @@ fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, Join
                                 break;
                             }
                         }
+                        // Then the fewest values crossing between compute
+                        // groups (each crossing is a shared-memory channel in
+                        // Triton's warp specialization), by bisection under
+                        // the same deterministic budget.
+                        let used = best.group.iter().copied().max().unwrap_or(0);
+                        let pairs = cross_pairs(p);
+                        let crossings = |js: &JointSchedule| {
+                            pairs
+                                .iter()
+                                .filter(|&&(u, v)| js.group[u] != js.group[v])
+                                .count() as u32
+                        };
+                        let (mut lo, mut hi) = (0u32, crossings(&best));
+                        while lo < hi && left(&started) > 0.0 {
+                            let mid = lo + (hi - lo) / 2;
+                            let ms = budget_ms(&started);
+                            queries += 1;
+                            encoding.set_rlimit(GROUP_RLIMIT);
+                            let answer =
+                                encoding.solve_limited(best.schedule.length, Some(used), mid, ms);
+                            encoding.set_rlimit(0);
+                            match answer {
+                                Some(EncodingOutcome::Sat(js)) => {
+                                    hi = crossings(&js).min(mid);
+                                    best = js;
+                                }
+                                Some(EncodingOutcome::Unsat) => lo = mid + 1,
+                                _ => break,
+                            }
+                        }
                         found = Some(best);
                     }
                 }
@@ -474,6 +534,21 @@ fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, Join
         ii += 1;
     }
     Err(JointError::Exhausted { cap })
+}
+
+/// Unordered pairs of distinct compute (fixed-latency) ops joined by an
+/// edge: the values that cross between groups when their ends differ.
+pub fn cross_pairs(p: &Problem) -> Vec<(usize, usize)> {
+    let mut pairs: Vec<(usize, usize)> = p
+        .edges
+        .iter()
+        .filter(|e| e.from != e.to)
+        .filter(|e| !p.ops[e.from].variable_latency && !p.ops[e.to].variable_latency)
+        .map(|e| (e.from.min(e.to), e.from.max(e.to)))
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
 }
 
 /// Optimal modulo scheduling at `ii` in SMT (rules 1-4 of the checker):

@@ -149,6 +149,34 @@ impl JointEncoding for PaperEncoding<'_> {
                 }
             }
         }
+        // Last-stage pins (twill's addition for Triton < 3.9 on Hopper): with
+        // st[v][k] = "copy 0 of v issues in stage k", a pinned v in stage k
+        // excludes every other op from the stages after k.
+        if p.ops.iter().any(|o| o.last_stage) {
+            let nstages = t_live.div_ceil(ii).max(1);
+            let st: Vec<Vec<Bool>> = (0..n)
+                .map(|v| {
+                    (0..nstages)
+                        .map(|k| {
+                            let lits: Vec<Bool> = (k * ii..((k + 1) * ii).min(t_live))
+                                .map(|t| op[v][0][t].clone())
+                                .collect();
+                            let refs: Vec<&Bool> = lits.iter().collect();
+                            Bool::or(&refs)
+                        })
+                        .collect()
+                })
+                .collect();
+            for v in (0..n).filter(|&v| p.ops[v].last_stage) {
+                for w in (0..n).filter(|&w| w != v) {
+                    for k in 0..nstages {
+                        for later in k + 1..nstages {
+                            solver.assert(Bool::and(&[&st[v][k], &st[w][later]]).not());
+                        }
+                    }
+                }
+            }
+        }
         // Warp assignment: opw[v][w], uniqueness, variable latency.
         let opw: Vec<Vec<Bool>> = (0..n)
             .map(|v| {

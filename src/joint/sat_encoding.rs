@@ -56,6 +56,11 @@ pub struct SatEncoding<'p> {
     /// G[v][w - 1] for compute ops (empty for variable-latency ops).
     group: Vec<Vec<Bool>>,
     trivially_unsat: bool,
+    /// One literal per pair of compute ops joined by an edge: "in different
+    /// groups" (see [`super::cross_pairs`]).
+    cross: Vec<Bool>,
+    /// Guard literals g_K => (sum of `cross` <= K), made on demand.
+    cross_guards: HashMap<u32, Bool>,
 }
 
 impl<'p> SatEncoding<'p> {
@@ -73,6 +78,8 @@ impl<'p> SatEncoding<'p> {
             last: vec![],
             group: vec![],
             trivially_unsat: false,
+            cross: Vec::new(),
+            cross_guards: HashMap::new(),
         }
     }
 
@@ -130,6 +137,18 @@ impl<'p> SatEncoding<'p> {
         for v in 0..n {
             for t in 1..self.last[v] {
                 s.assert(self.ge(v, t + 1).implies(self.ge(v, t)));
+            }
+        }
+
+        // Last-stage pins: stage(w) <= stage(v) for pinned v, i.e. for every
+        // stage boundary b = kI: M(w) >= b implies M(v) >= b.
+        for v in (0..n).filter(|&v| p.ops[v].last_stage) {
+            for w in (0..n).filter(|&w| w != v) {
+                let mut b = iv;
+                while b <= self.last[w] {
+                    s.assert(self.ge(w, b).implies(self.ge(v, b)));
+                    b += iv;
+                }
             }
         }
 
@@ -198,6 +217,17 @@ impl<'p> SatEncoding<'p> {
             same_cache.insert(key, b.clone());
             b
         };
+
+        // Cross-group pairs, for the fewest-crossings refinement.
+        self.cross = if ws && groups > 1 {
+            super::cross_pairs(p)
+                .into_iter()
+                .map(|(u, v)| same(u, v, &self.group).not())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.cross_guards.clear();
 
         // Dependences (+ cross-warp spill, + prohibited cross-warp edges).
         for e in &p.edges {
@@ -494,6 +524,28 @@ impl JointEncoding for SatEncoding<'_> {
         max_group: Option<u32>,
         timeout_ms: u32,
     ) -> EncodingOutcome {
+        self.solve_assuming(max_length, max_group, None, timeout_ms)
+    }
+
+    fn solve_limited(
+        &mut self,
+        max_length: u32,
+        max_group: Option<u32>,
+        max_cross: u32,
+        timeout_ms: u32,
+    ) -> Option<EncodingOutcome> {
+        Some(self.solve_assuming(max_length, max_group, Some(max_cross), timeout_ms))
+    }
+}
+
+impl SatEncoding<'_> {
+    fn solve_assuming(
+        &mut self,
+        max_length: u32,
+        max_group: Option<u32>,
+        max_cross: Option<u32>,
+        timeout_ms: u32,
+    ) -> EncodingOutcome {
         if !self.built {
             self.build(self.ii, max_length);
         }
@@ -502,6 +554,22 @@ impl JointEncoding for SatEncoding<'_> {
         }
         let p = self.p;
         let mut assumptions: Vec<Bool> = Vec::new();
+        if let Some(k) = max_cross {
+            if !self.cross.is_empty() {
+                let guard = match self.cross_guards.get(&k) {
+                    Some(g) => g.clone(),
+                    None => {
+                        let g = Bool::new_const(format!("cross_le_{k}"));
+                        let terms: Vec<(&Bool, i32)> = self.cross.iter().map(|b| (b, 1)).collect();
+                        self.solver
+                            .assert(g.implies(Bool::pb_le(&terms, k.min(i32::MAX as u32) as i32)));
+                        self.cross_guards.insert(k, g.clone());
+                        g
+                    }
+                };
+                assumptions.push(guard);
+            }
+        }
         for v in 0..p.ops.len() {
             let latest = max_length as i64 - p.ops[v].cycles as i64;
             if latest < 0 {

@@ -19,6 +19,7 @@ fn same_op(a: &ProblemOp, b: &ProblemOp) -> bool {
         && a.variable_latency == b.variable_latency
         && a.streaming == b.streaming
         && a.warp_group == b.warp_group
+        && a.last_stage == b.last_stage
         && a.spill_cost == b.spill_cost
 }
 

@@ -32,6 +32,18 @@ pub enum Infeasibility {
     RecMii,
     /// The ZLP at this I is infeasible (solver proof).
     Zlp,
+    /// The modulo-scheduling query of the SMT encoding is unsatisfiable at
+    /// this I (the modulo rules plus last-stage pins; solver proof).
+    ModuloSmt,
+    /// Last-stage pins put `first` and `second` in one stage: `second`
+    /// issues at least `path` cycles after `first` and both issue within one
+    /// window of I cycles; sharing a single-instance unit adds the rows of
+    /// `second` that must not wrap onto `first`.
+    LastStageWindow {
+        first: String,
+        second: String,
+        path: u32,
+    },
 }
 
 impl std::fmt::Display for Infeasibility {
@@ -50,6 +62,14 @@ impl std::fmt::Display for Infeasibility {
                 "RecMII: a dependence cycle has total delay above I times its iteration distance"
             ),
             Infeasibility::Zlp => write!(f, "the modulo-scheduling ZLP is infeasible"),
+            Infeasibility::ModuloSmt => write!(
+                f,
+                "no modulo schedule satisfies the last-stage pins (SMT proof)"
+            ),
+            Infeasibility::LastStageWindow { first, second, path } => write!(
+                f,
+                "last-stage window: `{first}` and `{second}` share the last stage and `{second}` issues {path} cycles after `{first}`"
+            ),
         }
     }
 }
@@ -234,6 +254,80 @@ pub fn lower_bound_certificate(p: &Problem, res: u32, rec: u32) -> Vec<Refuted> 
         });
     }
     certificate
+}
+
+/// A lower bound on I from last-stage pins, with its witnesses: every op
+/// reachable from a pinned op along distance-0 edges is in the last stage
+/// too, so for two such ops a -> b with longest distance-0 path P,
+/// P <= M(b) - M(a) <= I - 1. If both hold a single-instance unit, with a
+/// using it first at row ra and b using it at the contiguous rows
+/// [rb0, rb1] with rb0 <= ra, b's rows land at offsets
+/// [M(b) - M(a) + rb0 - ra, M(b) - M(a) + rb1 - ra] from a's row, a range
+/// that starts inside (0, I) and must not reach I: I >= P + rb1 - ra + 1.
+/// Returns (bound, a, b, P) for the largest bound above 1.
+pub fn last_stage_bound(p: &Problem) -> Option<(u32, usize, usize, u32)> {
+    let n = p.ops.len();
+    if !p.ops.iter().any(|o| o.last_stage) {
+        return None;
+    }
+    // Longest distance-0 paths (the distance-0 subgraph is acyclic).
+    const NONE: i64 = i64::MIN / 4;
+    let mut path = vec![vec![NONE; n]; n];
+    for (a, row) in path.iter_mut().enumerate() {
+        row[a] = 0;
+    }
+    for _ in 0..n {
+        let mut changed = false;
+        for e in p.edges.iter().filter(|e| e.distance == 0) {
+            for row in path.iter_mut() {
+                if row[e.from] > NONE {
+                    let via = row[e.from] + i64::from(e.delay);
+                    if via > row[e.to] {
+                        row[e.to] = via;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let in_last: Vec<bool> = (0..n)
+        .map(|v| (0..n).any(|q| p.ops[q].last_stage && path[q][v] > NONE))
+        .collect();
+    let mut best: Option<(u32, usize, usize, u32)> = None;
+    for a in (0..n).filter(|&a| in_last[a]) {
+        for b in (0..n).filter(|&b| b != a && in_last[b]) {
+            let pab = path[a][b];
+            if pab <= NONE || pab < 0 {
+                continue;
+            }
+            let mut bound = pab + 1;
+            for f in (0..p.capacity.len()).filter(|&f| p.capacity[f] == 1) {
+                let rows_a: Vec<usize> = (0..p.ops[a].rrt.len())
+                    .filter(|&r| p.ops[a].rrt[r][f] > 0)
+                    .collect();
+                let rows_b: Vec<usize> = (0..p.ops[b].rrt.len())
+                    .filter(|&r| p.ops[b].rrt[r][f] > 0)
+                    .collect();
+                let (Some(&ra), Some(&rb0), Some(&rb1)) =
+                    (rows_a.first(), rows_b.first(), rows_b.last())
+                else {
+                    continue;
+                };
+                let contiguous = rows_b.len() == rb1 - rb0 + 1;
+                if contiguous && rb0 <= ra && pab + rb0 as i64 - ra as i64 >= 1 {
+                    bound = bound.max(pab + rb1 as i64 - ra as i64 + 1);
+                }
+            }
+            let bound = u32::try_from(bound).unwrap_or(u32::MAX);
+            if best.is_none_or(|(x, ..)| bound > x) {
+                best = Some((bound, a, b, pab as u32));
+            }
+        }
+    }
+    best.filter(|&(x, ..)| x > 1)
 }
 
 /// An I at which a schedule certainly exists, bounding every search.

@@ -51,6 +51,15 @@ pub enum ZlpOutcome {
 /// M(v) <= I - 1 + I*K and every op completes by T = I - 1 + I*K + max
 /// cycles. A minimum-length schedule is no longer than this one, and can be
 /// shifted to start at 0.
+///
+/// Last-stage pins add difference constraints k_v - k_w >= 0 (pinned v,
+/// every w): zero-weight edges into pinned ops. The least solution is the
+/// longest w-path over original and pin edges (the system is feasible, so
+/// that path is simple). Split it at its pin edges: the first segment weighs
+/// at most the longest W-path from the source, and each later one starts at
+/// a distinct pinned op v and weighs at most the longest W-path leaving v.
+/// When the W-graph has a positive cycle the sum bound holds as before
+/// (zero-weight edges add nothing to it).
 pub fn horizon(p: &Problem, ii: u32) -> u64 {
     let iv = ii as i64;
     let bound = |e: &crate::problem::ProblemEdge| -> i64 {
@@ -59,8 +68,14 @@ pub fn horizon(p: &Problem, ii: u32) -> u64 {
     };
     let n = p.ops.len();
     // Longest W-paths from a virtual source.
-    let kmax = if let Some(k) = p.longest_paths(|e| Some(bound(e))) {
-        k.iter().copied().max().unwrap_or(0)
+    let arcs: Vec<(usize, usize, i64)> = p.edges.iter().map(|e| (e.from, e.to, bound(e))).collect();
+    let kmax = if let Some(k) = longest_from(n, &arcs, None) {
+        let mut total = k.iter().copied().max().unwrap_or(0);
+        for v in (0..n).filter(|&v| p.ops[v].last_stage) {
+            let from_v = longest_from(n, &arcs, Some(v)).unwrap_or_default();
+            total += from_v.iter().copied().max().unwrap_or(0).max(0);
+        }
+        total
     } else {
         let mut w: Vec<i64> = p.edges.iter().map(bound).filter(|&x| x > 0).collect();
         w.sort_unstable_by(|a, b| b.cmp(a));
@@ -68,6 +83,34 @@ pub fn horizon(p: &Problem, ii: u32) -> u64 {
     };
     let max_cycles = p.ops.iter().map(|o| o.cycles as i64).max().unwrap_or(0);
     (iv - 1 + iv * kmax + max_cycles).max(1) as u64
+}
+
+/// Longest paths from `source`, or from a virtual source joined to every
+/// node with weight 0 when `None` (unreachable nodes: 0); `None` when a
+/// positive cycle makes them unbounded.
+fn longest_from(n: usize, arcs: &[(usize, usize, i64)], source: Option<usize>) -> Option<Vec<i64>> {
+    const UNREACHED: i64 = i64::MIN / 4;
+    let mut dist = match source {
+        None => vec![0i64; n],
+        Some(s) => {
+            let mut d = vec![UNREACHED; n];
+            d[s] = 0;
+            d
+        }
+    };
+    for _ in 0..=n {
+        let mut changed = false;
+        for &(u, v, w) in arcs {
+            if dist[u] > UNREACHED && dist[u] + w > dist[v] {
+                dist[v] = dist[u] + w;
+                changed = true;
+            }
+        }
+        if !changed {
+            return Some(dist.into_iter().map(|d| d.max(0)).collect());
+        }
+    }
+    None
 }
 
 /// A short first horizon: the length of an as-soon-as-possible schedule that

@@ -151,6 +151,11 @@ pub fn valid_joint(
         return false;
     }
     let n = p.ops.len();
+    // Pinned ops are in the last stage.
+    let last = (0..n).map(|v| start[v] / ii).max().unwrap_or(0);
+    if (0..n).any(|v| p.ops[v].last_stage && start[v] / ii != last) {
+        return false;
+    }
     for v in 0..n {
         let ok = if p.ops[v].variable_latency {
             group[v] == 0
