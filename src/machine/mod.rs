@@ -80,6 +80,69 @@ pub struct Cost {
     pub latency: u64,
 }
 
+/// Where an op rule reads the tile shape that its cost rule prices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShapeFrom {
+    /// [M, N, K]: M and N from result 0 (or the accumulator operand when the
+    /// op has no result), K from the last dimension of operand 0.
+    Mnk,
+    /// The shape of result 0.
+    Result,
+    /// The shape of operand 0.
+    Operand,
+}
+
+/// Where an op rule reads the element type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DtypeFrom {
+    Result,
+    Operand,
+}
+
+/// How an MLIR op of a loop body maps onto this machine: its cost class and
+/// its scheduling flags. Used by the MLIR front end only; the solver core
+/// never sees op names. Rules are tried in file order; the first whose
+/// pattern matches wins. A pattern is an op name (`ttng.warp_group_dot`), a
+/// dialect wildcard (`arith.*`) or `*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpRule {
+    pub patterns: Vec<String>,
+    /// Cost class; `None` (`class = "free"`) for ops that cost nothing at tile
+    /// level (views, broadcasts, constants): the front end folds them into
+    /// their users.
+    pub class: Option<String>,
+    pub shape: ShapeFrom,
+    pub dtype: DtypeFrom,
+    /// Issued by a whole warp group (wgmma).
+    pub warp_group: bool,
+    /// Latency unknown statically (TMA loads): scheduled on the load warp.
+    pub variable_latency: bool,
+    /// Users wait on a barrier for the result (mbarrier / TMEM load).
+    pub blocking: bool,
+    /// Result 0 aliases the buffer of operand 0 (memdesc views).
+    pub view: bool,
+    /// Writes the buffers of its memdesc operands.
+    pub writes: bool,
+    /// Memory kind that a memdesc result occupies while live.
+    pub memory: Option<String>,
+    /// Free when its tile operand comes straight from a variable-latency op:
+    /// Triton lowers such a load + `local_alloc` pair to one asynchronous
+    /// copy that lands in shared memory.
+    pub absorbs_load: bool,
+}
+
+impl OpRule {
+    /// Whether this rule applies to the op `name`.
+    pub fn matches(&self, name: &str) -> bool {
+        self.patterns.iter().any(|p| {
+            p == "*"
+                || p == name
+                || p.strip_suffix(".*")
+                    .is_some_and(|d| name.split_once('.').is_some_and(|(nd, _)| nd == d))
+        })
+    }
+}
+
 /// A machine description.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Machine {
@@ -93,6 +156,8 @@ pub struct Machine {
     pub memories: Vec<Memory>,
     pub warps: Warps,
     pub costs: Vec<CostRule>,
+    /// MLIR op name -> class and flags, for front ends (first match wins).
+    pub ops: Vec<OpRule>,
 }
 
 #[derive(Deserialize)]
@@ -110,6 +175,34 @@ struct RawMachine {
     warps: Spanned<RawWarps>,
     #[serde(default)]
     cost: Vec<Spanned<RawCost>>,
+    #[serde(default)]
+    op: Vec<Spanned<RawOpRule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOpRule {
+    #[serde(rename = "match")]
+    patterns: Spanned<Vec<String>>,
+    class: Spanned<String>,
+    #[serde(default)]
+    shape: Option<Spanned<String>>,
+    #[serde(default)]
+    dtype: Option<Spanned<String>>,
+    #[serde(default)]
+    warp_group: bool,
+    #[serde(default)]
+    variable_latency: bool,
+    #[serde(default)]
+    blocking: bool,
+    #[serde(default)]
+    view: bool,
+    #[serde(default)]
+    writes: bool,
+    #[serde(default)]
+    memory: Option<Spanned<String>>,
+    #[serde(default)]
+    absorbs_load: bool,
 }
 
 #[derive(Deserialize)]
@@ -316,6 +409,79 @@ impl Machine {
                 latency,
             });
         }
+        let mut ops = Vec::new();
+        for (i, r) in raw.op.iter().enumerate() {
+            let r = r.get_ref();
+            let field = |f: &str| format!("op[{i}].{f}");
+            if r.patterns.get_ref().is_empty() {
+                return Err(map.error(
+                    Some(r.patterns.span()),
+                    field("match"),
+                    "needs at least one op name pattern",
+                ));
+            }
+            let class = match r.class.get_ref().as_str() {
+                "free" => None,
+                c if costs.iter().any(|k| k.class == c) => Some(c.to_string()),
+                c => {
+                    return Err(map.error(
+                        Some(r.class.span()),
+                        field("class"),
+                        format!(
+                            "unknown class `{c}` (a [[cost]] class of this machine, or `free`)"
+                        ),
+                    ))
+                }
+            };
+            let shape = match r.shape.as_ref().map(|s| s.get_ref().as_str()) {
+                None | Some("result") => ShapeFrom::Result,
+                Some("operand") => ShapeFrom::Operand,
+                Some("mnk") => ShapeFrom::Mnk,
+                Some(other) => {
+                    return Err(map.error(
+                        r.shape.as_ref().map(|s| s.span()),
+                        field("shape"),
+                        format!("unknown shape source `{other}` (expected result, operand or mnk)"),
+                    ))
+                }
+            };
+            let dtype = match r.dtype.as_ref().map(|s| s.get_ref().as_str()) {
+                None | Some("result") => DtypeFrom::Result,
+                Some("operand") => DtypeFrom::Operand,
+                Some(other) => {
+                    return Err(map.error(
+                        r.dtype.as_ref().map(|s| s.span()),
+                        field("dtype"),
+                        format!(
+                            "unknown element-type source `{other}` (expected result or operand)"
+                        ),
+                    ))
+                }
+            };
+            let memory = match &r.memory {
+                Some(m) if !memories.iter().any(|k| &k.name == m.get_ref()) => {
+                    return Err(map.error(
+                        Some(m.span()),
+                        field("memory"),
+                        format!("unknown memory `{}`", m.get_ref()),
+                    ))
+                }
+                m => m.as_ref().map(|m| m.get_ref().clone()),
+            };
+            ops.push(OpRule {
+                patterns: r.patterns.get_ref().clone(),
+                class,
+                shape,
+                dtype,
+                warp_group: r.warp_group,
+                variable_latency: r.variable_latency,
+                blocking: r.blocking,
+                view: r.view,
+                writes: r.writes,
+                memory,
+                absorbs_load: r.absorbs_load,
+            });
+        }
         Ok(Machine {
             name,
             vendor: raw.vendor,
@@ -327,6 +493,7 @@ impl Machine {
             memories,
             warps,
             costs,
+            ops,
         })
     }
 
@@ -338,6 +505,11 @@ impl Machine {
     /// The memory of this name.
     pub fn memory(&self, name: &str) -> Option<&Memory> {
         self.memories.iter().find(|m| m.name == name)
+    }
+
+    /// The first op rule that matches the MLIR op `name`.
+    pub fn op_rule(&self, name: &str) -> Option<&OpRule> {
+        self.ops.iter().find(|r| r.matches(name))
     }
 
     /// The cost rule for an op class.
