@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Installs what twill needs on a fresh Debian 12 machine (as root, or with sudo):
-# the C/C++ toolchain pieces HiGHS builds with (cmake, clang for bindgen) and
-# the Z3 SMT solver library (libz3-dev, linked by the z3 crate).
-# Rust (cargo) must already be installed. Idempotent.
+# the C/C++ toolchain pieces HiGHS builds with (cmake, clang for bindgen), the
+# Z3 SMT solver library (libz3-dev, linked by the z3 crate), and MLIR 22
+# (libmlir-22-dev and friends: melior/mlir-sys link it; mlir-22-tools gives
+# the mlir-opt-22 host of the pass plugin; llvm-22-tools gives lit-22 and
+# FileCheck for the MLIR tests). Rust (cargo) must already be installed.
+# Idempotent.
 set -euo pipefail
 
-packages=(cmake clang libclang-dev libz3-dev pkg-config)
+packages=(cmake clang libclang-dev libz3-dev pkg-config
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools libpolly-22-dev
+  libzstd-dev libclang-22-dev clang-22)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test of the project: formatting, lints (which also compile the
-# benchmark), unit, property, CLI and case-study tests. The solver benchmark
-# itself is not a test: run it with `cargo bench --bench solver`. Prints one `N passed, N failed` summary line per runner and exits
-# non-zero if anything failed.
+# benchmark), unit, property, CLI and case-study tests (cargo), then the MLIR
+# tests of the passes and both hosts (lit, on a release build). The solver
+# benchmark itself is not a test: run it with `cargo bench --bench solver`.
+# Prints one `N passed, N failed` summary line per runner and exits non-zero
+# if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,4 +22,24 @@ failed=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^failed
 echo "cargo: ${passed:-0} passed, ${failed:-0} failed"
 if [ "$rc" -ne 0 ] || [ "${passed:-0}" -eq 0 ]; then status=1; fi
 rm -f "$log"
+
+# MLIR tests: twill-opt, the mlir-opt-22 plugin host, export + solve.
+lit_bin=$(command -v lit-22 || command -v lit || true)
+if ! cargo build --release --locked --bins --lib; then
+  echo "lit: 0 passed, 1 failed"
+  status=1
+elif [ -z "$lit_bin" ]; then
+  echo "lit: not found (install llvm-22-tools)"
+  echo "lit: 0 passed, 1 failed"
+  status=1
+else
+  log=$(mktemp)
+  "$lit_bin" -v test/ 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  passed=$(awk '/^ *Passed *:/ { s += $2 } END { print s + 0 }' "$log")
+  failed=$(awk '/^ *(Failed|Unresolved|Timed Out) *:/ { s += $NF ~ /%/ ? $(NF-1) : $NF } END { print s + 0 }' "$log")
+  echo "lit: ${passed:-0} passed, ${failed:-0} failed"
+  if [ "$rc" -ne 0 ] || [ "${passed:-0}" -eq 0 ]; then status=1; fi
+  rm -f "$log"
+fi
 exit $status

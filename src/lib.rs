@@ -13,9 +13,13 @@
 //!
 //! The solver core (everything above) knows nothing about MLIR or Triton.
 
+pub mod backend;
 pub mod checker;
 pub mod error;
+pub mod frontend;
 pub mod graph;
+#[cfg(feature = "mlir")]
+pub mod host;
 pub mod joint;
 pub mod machine;
 pub mod modulo;

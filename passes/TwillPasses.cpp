@@ -1,0 +1,218 @@
+//===- TwillPasses.cpp - MLIR pass classes that forward to Rust -----------===//
+//
+// See TwillPasses.h. The pass classes own their MLIR-style options (so that
+// `--help`, pipeline parsing and `--dump-pass-pipeline` work as for any MLIR
+// pass), render them as `key=value` lines and call the Rust body, which
+// validates them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TwillPasses.h"
+
+#include "mlir/CAPI/IR.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+#include <string>
+#include <vector>
+
+using namespace mlir;
+
+namespace {
+
+const TwillPassCallbacks *gCallbacks = nullptr;
+
+/// Appends `key=value\n`.
+void render(std::string &out, llvm::StringRef key, const std::string &value) {
+  out += key.str();
+  out += '=';
+  out += value;
+  out += '\n';
+}
+
+/// Runs a Rust pass body on `module`; fails the pass if it reports failure.
+void runBody(Pass &pass, TwillPassBody body, ModuleOp module,
+             const std::string &options, void (*signal)(Pass &)) {
+  if (!body) {
+    module.emitError("twill: pass callbacks were not registered");
+    signal(pass);
+    return;
+  }
+  if (body(wrap(module.getOperation()), options.data(), options.size()) != 0)
+    signal(pass);
+}
+
+struct TwillSchedulePass
+    : public PassWrapper<TwillSchedulePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TwillSchedulePass)
+
+  TwillSchedulePass() = default;
+  TwillSchedulePass(const TwillSchedulePass &other) : PassWrapper(other) {}
+
+  StringRef getArgument() const final { return "twill-schedule"; }
+  StringRef getDescription() const final {
+    return "Optimal software pipelining and warp specialization of Triton "
+           "loops (writes loop.stage, loop.cluster, tt.scheduled_max_stage "
+           "and warp-specialization partitions)";
+  }
+
+  Option<std::string> arch{*this, "arch",
+                           llvm::cl::desc("Target: sm90 (Hopper) or sm100 "
+                                          "(Blackwell)"),
+                           llvm::cl::init("sm90")};
+  Option<std::string> machine{
+      *this, "machine",
+      llvm::cl::desc("Machine description: a bundled name (h100, h200, "
+                     "b200) or a TOML path; default from arch"),
+      llvm::cl::init("")};
+  Option<std::string> triton{
+      *this, "triton",
+      llvm::cl::desc("Triton version whose pipeliner consumes the schedule "
+                     "(3.6 keeps every sm90 warp_group_dot in the last "
+                     "stage)"),
+      llvm::cl::init("3.6")};
+  Option<std::string> scope{
+      *this, "scope",
+      llvm::cl::desc("ws: loops marked tt.warp_specialize; all: every "
+                     "pipelinable innermost scf.for"),
+      llvm::cl::init("ws")};
+  Option<double> timeout{*this, "timeout",
+                         llvm::cl::desc("Solver time limit per loop, seconds"),
+                         llvm::cl::init(30.0)};
+  Option<unsigned> u{*this, "u",
+                     llvm::cl::desc("Cost-normalization bound U (section 5.2)"),
+                     llvm::cl::init(30)};
+  Option<std::string> encoding{
+      *this, "encoding",
+      llvm::cl::desc("Joint solver encoding: default, int or paper"),
+      llvm::cl::init("default")};
+  Option<unsigned> groups{
+      *this, "groups",
+      llvm::cl::desc("Most warp groups to use (0: the target's default)"),
+      llvm::cl::init(0)};
+  Option<bool> ws{*this, "ws",
+                  llvm::cl::desc("Warp-specialize (false: software "
+                                 "pipelining only)"),
+                  llvm::cl::init(true)};
+
+  void runOnOperation() override {
+    std::string o;
+    render(o, "arch", arch);
+    render(o, "machine", machine);
+    render(o, "triton", triton);
+    render(o, "scope", scope);
+    render(o, "timeout", std::to_string(timeout));
+    render(o, "u", std::to_string(u));
+    render(o, "encoding", encoding);
+    render(o, "groups", std::to_string(groups));
+    render(o, "ws", ws ? "true" : "false");
+    runBody(*this, gCallbacks ? gCallbacks->schedule : nullptr,
+            getOperation(), o,
+            [](Pass &p) { static_cast<TwillSchedulePass &>(p).fail(); });
+  }
+  void fail() { signalPassFailure(); }
+};
+
+struct TwillExportGraphPass
+    : public PassWrapper<TwillExportGraphPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TwillExportGraphPass)
+
+  TwillExportGraphPass() = default;
+  TwillExportGraphPass(const TwillExportGraphPass &other)
+      : PassWrapper(other) {}
+
+  StringRef getArgument() const final { return "twill-export-graph"; }
+  StringRef getDescription() const final {
+    return "Write each candidate loop's dependence graph as TOML readable by "
+           "`twill solve`";
+  }
+
+  Option<std::string> dir{*this, "dir",
+                          llvm::cl::desc("Directory to write graphs into"),
+                          llvm::cl::init("")};
+  Option<std::string> arch{*this, "arch",
+                           llvm::cl::desc("Target: sm90 or sm100"),
+                           llvm::cl::init("sm90")};
+  Option<std::string> machine{
+      *this, "machine",
+      llvm::cl::desc("Machine description (default from arch)"),
+      llvm::cl::init("")};
+  Option<std::string> scope{*this, "scope",
+                            llvm::cl::desc("ws or all (as twill-schedule)"),
+                            llvm::cl::init("ws")};
+
+  void runOnOperation() override {
+    std::string o;
+    render(o, "dir", dir);
+    render(o, "arch", arch);
+    render(o, "machine", machine);
+    render(o, "scope", scope);
+    runBody(*this, gCallbacks ? gCallbacks->exportGraph : nullptr,
+            getOperation(), o,
+            [](Pass &p) { static_cast<TwillExportGraphPass &>(p).fail(); });
+  }
+  void fail() { signalPassFailure(); }
+};
+
+} // namespace
+
+extern "C" void twillRegisterPasses(const TwillPassCallbacks *callbacks) {
+  gCallbacks = callbacks;
+  static bool registered = false;
+  if (registered)
+    return;
+  registered = true;
+  PassRegistration<TwillSchedulePass>();
+  PassRegistration<TwillExportGraphPass>();
+}
+
+extern "C" void twillEmitDiagnostic(MlirLocation loc, int severity,
+                                    const char *message, size_t messageLen) {
+  llvm::StringRef text(message, messageLen);
+  Location l = unwrap(loc);
+  switch (severity) {
+  case TWILL_REMARK:
+    emitRemark(l) << text;
+    break;
+  case TWILL_WARNING:
+    emitWarning(l) << text;
+    break;
+  default:
+    emitError(l) << text;
+    break;
+  }
+}
+
+extern "C" int twillOptMain(int argc, char **argv,
+                            const TwillPassCallbacks *callbacks) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllPasses();
+  twillRegisterPasses(callbacks);
+
+  // Triton's dialects are not registered here: allow them (opaque, printed
+  // verbatim) unless the command line already decides.
+  std::vector<char *> args(argv, argv + argc);
+  bool decided = false;
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef a(argv[i]);
+    if (a.ltrim('-').starts_with("allow-unregistered-dialect"))
+      decided = true;
+  }
+  static char allow[] = "--allow-unregistered-dialect";
+  if (!decided)
+    args.insert(args.begin() + 1, allow);
+  return failed(MlirOptMain(static_cast<int>(args.size()), args.data(),
+                            "twill-opt: MLIR driver with twill's passes\n",
+                            registry))
+             ? 1
+             : 0;
+}

@@ -1,0 +1,661 @@
+//! Back ends: from a solved schedule to the attributes Triton consumes.
+//!
+//! [`decide`] turns a joint schedule of a lowered loop into one decision per
+//! top-level body op — `loop.stage`, `loop.cluster` and a warp partition —
+//! following the contract of Triton's pipeliner (see NOTES.md, "Triton's
+//! attribute contract"):
+//!
+//! * stage(v) = floor(M(v) / I); streaming loads (section 5.3) are moved
+//!   `prefetch` stages ahead of the iteration that uses them, and every other
+//!   op `P` stages later, P the largest prefetch, so no stage is negative;
+//! * clusters order the emitted loop body (Triton emits the steady state in
+//!   cluster order, then program order): ops sorted by their slot in the
+//!   kernel (M(v) mod I, then program order) get increasing cluster ids,
+//!   prefetched loads after all others (a use in a later cluster than its
+//!   load would cost one more buffer);
+//! * ops the front end folded (scalars, views, broadcasts) take the stage and
+//!   cluster of their first user, or of the first user of the iteration
+//!   argument they feed;
+//! * on sm90 every `ttng.warp_group_dot` must be in the last stage: the
+//!   solver is told so ([`crate::graph::Op::last_stage`]) and [`validate`]
+//!   checks it;
+//! * partitions: on sm100 `ttg.partition` on every body op (partition 0 the
+//!   default region, the MMA's partition 1) with `ttg.partition.stages` and
+//!   `ttg.warp_specialize.tag` on the loop, without which Triton recomputes
+//!   its own; on sm90 the `async_task_id` anchors Triton's Hopper warp
+//!   specialization propagates from: {0} on loads, {1, 2} on every wgmma and
+//!   every store of the function (all anchors or none);
+//! * `tt.self_latency = 1` on sm100 MMAs, without which Triton's pipeliner
+//!   leaves them synchronous.
+//!
+//! [`validate`] is the back end's own check of the decision against the loop
+//! (every op placed, dependences respect stage then cluster order, the
+//! version rule), independent of the solver and its checker.
+//! The MLIR writer is [`mlir`].
+
+#[cfg(feature = "mlir")]
+pub mod mlir;
+
+use std::collections::BTreeMap;
+
+use crate::checker::JointSchedule;
+use crate::frontend::lower::Lowered;
+use crate::frontend::{LoopIr, ValueSrc};
+use crate::joint::Streaming;
+
+/// The GPU generation whose Triton lowering consumes the decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    /// Hopper: `async_task_id` partitions.
+    Sm90,
+    /// Blackwell: `ttg.partition` partitions.
+    Sm100,
+}
+
+impl Arch {
+    pub fn parse(s: &str) -> Option<Arch> {
+        match s {
+            "sm90" | "sm_90" | "sm90a" | "hopper" => Some(Arch::Sm90),
+            "sm100" | "sm_100" | "sm100a" | "blackwell" => Some(Arch::Sm100),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Sm90 => "sm90",
+            Arch::Sm100 => "sm100",
+        }
+    }
+
+    /// The bundled machine description of this target.
+    pub fn default_machine(self) -> &'static str {
+        match self {
+            Arch::Sm90 => "h100",
+            Arch::Sm100 => "b200",
+        }
+    }
+}
+
+/// The Triton version and target whose rules the decision must obey.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TritonTarget {
+    pub arch: Arch,
+    /// (major, minor), e.g. (3, 6).
+    pub version: (u32, u32),
+}
+
+impl TritonTarget {
+    /// Parses `3.6`, `3.6.0`, `3.9.1`.
+    pub fn parse_version(s: &str) -> Option<(u32, u32)> {
+        let mut it = s.split('.');
+        let major = it.next()?.parse().ok()?;
+        let minor = it.next().map_or(Some(0), |m| m.parse().ok())?;
+        if it.any(|p| p.parse::<u32>().is_err()) {
+            return None;
+        }
+        Some((major, minor))
+    }
+
+    /// Whether every warp-group MMA must sit in the last stage. On sm90,
+    /// Triton 3.6 fails to compile a wgmma below the last stage ("pipeliner
+    /// doesn't know how to predicate this op"); 3.9 compiles it but wraps it
+    /// in `scf.if` and leaves it synchronous, which loses the MMA overlap the
+    /// schedule assumes. So the rule holds for every version we target.
+    pub fn dots_in_last_stage(&self) -> bool {
+        self.arch == Arch::Sm90
+    }
+
+    /// Op names subject to [`Self::dots_in_last_stage`].
+    pub fn last_stage_ops(&self) -> &'static [&'static str] {
+        if self.dots_in_last_stage() {
+            &["ttng.warp_group_dot"]
+        } else {
+            &[]
+        }
+    }
+}
+
+/// What the back end writes on one top-level body op.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpDecision {
+    pub stage: u32,
+    pub cluster: u32,
+    /// Partition ids: `ttg.partition` on sm100 (every op), `async_task_id`
+    /// on sm90 (anchors only: loads, wgmma); empty writes nothing.
+    pub partition: Vec<u32>,
+    /// `tt.self_latency = 1`: Triton's LowerLoops makes an MMAv5 op
+    /// asynchronous only when it carries this.
+    pub self_latency: bool,
+}
+
+/// What the back end writes on one loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopDecision {
+    pub ops: Vec<OpDecision>,
+    /// `tt.scheduled_max_stage`.
+    pub max_stage: u32,
+    /// sm100: `ttg.partition.stages`, one entry per partition (empty: not
+    /// warp-specialized).
+    pub partition_stages: Vec<u32>,
+    /// sm90: every store of the enclosing function gets `async_task_id`
+    /// {1, 2} (Triton's Hopper WS needs all anchors or none).
+    pub anchor_stores: bool,
+}
+
+impl LoopDecision {
+    /// Number of warp partitions written (0 when not warp-specialized).
+    pub fn partitions(&self) -> u32 {
+        if !self.partition_stages.is_empty() {
+            self.partition_stages.len() as u32
+        } else if self.anchor_stores {
+            3
+        } else {
+            0
+        }
+    }
+}
+
+/// Triton's names the back end keys on.
+const MMA_V5: &[&str] = &["ttng.tc_gen5_mma", "ttng.tc_gen5_mma_scaled"];
+const WGMMA: &str = "ttng.warp_group_dot";
+const LOADS: &[&str] = &["tt.descriptor_load", "tt.load", "tt.descriptor_gather"];
+/// Store ops that Hopper warp specialization anchors on consumers.
+pub const STORES: &[&str] = &["tt.store", "tt.descriptor_store", "tt.descriptor_scatter"];
+
+/// Turns a solved schedule into per-op decisions.
+///
+/// `js.group[v]` is the solver's warp group of graph node v (0 = the
+/// variable-latency/producer group); `ws` says whether to emit partitions.
+pub fn decide(
+    ir: &LoopIr,
+    lowered: &Lowered,
+    js: &JointSchedule,
+    streaming: &[Streaming],
+    arch: Arch,
+    ws: bool,
+) -> LoopDecision {
+    let s = &js.schedule;
+    let ii = s.ii.max(1);
+    let nodes = lowered.graph.ops.len();
+    let prefetch: Vec<u32> = (0..nodes)
+        .map(|v| {
+            streaming
+                .iter()
+                .find(|x| x.op == lowered.graph.ops[v].name)
+                .map_or(0, |x| x.prefetch)
+        })
+        .collect();
+    let shift = prefetch.iter().copied().max().unwrap_or(0);
+    let raw_stage: Vec<u32> = (0..nodes).map(|v| s.start[v] / ii).collect();
+    let stage: Vec<u32> = (0..nodes)
+        .map(|v| raw_stage[v] + shift - prefetch[v])
+        .collect();
+    // Kernel order: slot in the period, then program order; prefetched
+    // (streaming) loads go last, as they serve a later iteration: a use in a
+    // later cluster than its load costs Triton one more buffer.
+    let mut order: Vec<usize> = (0..nodes).collect();
+    order.sort_by_key(|&v| (prefetch[v] > 0, s.start[v] % ii, lowered.op_of_node[v]));
+    let mut cluster = vec![0u32; nodes];
+    let mut next = 0u32;
+    let mut last_slot = None;
+    for &v in &order {
+        let slot = (prefetch[v] > 0, s.start[v] % ii);
+        if last_slot.is_some_and(|l| l != slot) {
+            next += 1;
+        }
+        last_slot = Some(slot);
+        cluster[v] = next;
+    }
+
+    // sm100 partitions: Triton's partition 0 is the default region, the
+    // MMA's partition is 1 (one of Triton's fallbacks assumes it), the other
+    // groups follow in order of first appearance in the body.
+    let mut partition_of_group: BTreeMap<u32, u32> = BTreeMap::new();
+    if ws && arch == Arch::Sm100 {
+        let is_mma = |v: usize| MMA_V5.contains(&ir.ops[lowered.op_of_node[v]].name.as_str());
+        let mut by_order: Vec<usize> = (0..nodes).collect();
+        by_order.sort_by_key(|&v| lowered.op_of_node[v]);
+        let mma_group = by_order.iter().find(|&&v| is_mma(v)).map(|&v| js.group[v]);
+        let first_other = by_order
+            .iter()
+            .find(|&&v| !lowered.graph.ops[v].variable_latency && Some(js.group[v]) != mma_group)
+            .map(|&v| js.group[v]);
+        if let Some(g) = first_other {
+            partition_of_group.insert(g, 0);
+        }
+        if let Some(g) = mma_group {
+            partition_of_group.insert(g, 1);
+        }
+        for &v in &by_order {
+            let g = js.group[v];
+            if !partition_of_group.contains_key(&g) {
+                let next = partition_of_group.values().max().map_or(0, |m| m + 1);
+                // Keep 1 for the MMA even when it is absent from this group list.
+                let next = if mma_group.is_none() || next != 1 {
+                    next
+                } else {
+                    2
+                };
+                partition_of_group.insert(g, next);
+            }
+        }
+    }
+    let sm90_ws = ws && arch == Arch::Sm90;
+    let part_of = |v: usize, name: &str| -> Vec<u32> {
+        if sm90_ws {
+            if lowered.graph.ops[v].variable_latency || LOADS.contains(&name) {
+                vec![0]
+            } else if name == WGMMA || STORES.contains(&name) {
+                vec![1, 2]
+            } else {
+                Vec::new()
+            }
+        } else if ws && arch == Arch::Sm100 {
+            vec![partition_of_group[&js.group[v]]]
+        } else {
+            Vec::new()
+        }
+    };
+
+    let n = ir.ops.len();
+    let mut out: Vec<Option<OpDecision>> = vec![None; n];
+    for v in 0..nodes {
+        let name = ir.ops[lowered.op_of_node[v]].name.as_str();
+        out[lowered.op_of_node[v]] = Some(OpDecision {
+            stage: stage[v],
+            cluster: cluster[v],
+            partition: part_of(v, name),
+            self_latency: arch == Arch::Sm100 && MMA_V5.contains(&name),
+        });
+    }
+    // Folded ops: anchor on the earliest node that uses them (through other
+    // folded ops), else on the earliest node that uses the iteration
+    // argument they feed, else on their latest producer.
+    let users = users_of(ir);
+    #[allow(clippy::needless_range_loop)] // i indexes ops, users and decisions together
+    for i in 0..n {
+        if out[i].is_some() {
+            continue;
+        }
+        let mut anchors = Vec::new();
+        forward_nodes(lowered, &users, i, &mut vec![false; n], &mut anchors);
+        if anchors.is_empty() {
+            for (k, y) in ir.yields.iter().enumerate() {
+                if matches!(y.src, ValueSrc::Op { op, .. } if op == i) {
+                    for j in 0..n {
+                        let uses_arg = ir.ops[j]
+                            .operands
+                            .iter()
+                            .chain(ir.ops[j].region_uses.iter())
+                            .any(|v| v.src == ValueSrc::IterArg(k));
+                        if uses_arg {
+                            if lowered.ops[j].node.is_some() {
+                                anchors.push(j);
+                            } else {
+                                forward_nodes(
+                                    lowered,
+                                    &users,
+                                    j,
+                                    &mut vec![false; n],
+                                    &mut anchors,
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let pick = |cands: &[usize]| {
+            cands
+                .iter()
+                .filter_map(|&j| lowered.ops[j].node)
+                .map(|v| (stage[v], cluster[v], v))
+                .min()
+        };
+        let chosen = pick(&anchors).or_else(|| {
+            // Latest producer node.
+            let mut prods = Vec::new();
+            for v in ir.ops[i]
+                .operands
+                .iter()
+                .chain(ir.ops[i].region_uses.iter())
+            {
+                if let ValueSrc::Op { op, .. } = v.src {
+                    if let Some(node) = lowered.ops[op].node {
+                        prods.push((stage[node], cluster[node], node));
+                    }
+                }
+            }
+            prods.into_iter().max()
+        });
+        let name = ir.ops[i].name.as_str();
+        let (st, cl, partition) = match chosen {
+            Some((st, cl, v)) => {
+                // Folded ops run where their anchor runs (sm100); on sm90
+                // only loads and stores are anchors.
+                let p = if sm90_ws {
+                    if LOADS.contains(&name) {
+                        vec![0]
+                    } else if STORES.contains(&name) {
+                        vec![1, 2]
+                    } else {
+                        Vec::new()
+                    }
+                } else {
+                    part_of(v, name)
+                };
+                (st, cl, p)
+            }
+            None => (
+                0,
+                0,
+                if ws && arch == Arch::Sm100 {
+                    vec![0]
+                } else {
+                    Vec::new()
+                },
+            ),
+        };
+        out[i] = Some(OpDecision {
+            stage: st,
+            cluster: cl,
+            partition,
+            self_latency: arch == Arch::Sm100 && MMA_V5.contains(&name),
+        });
+    }
+    let ops: Vec<OpDecision> = out
+        .into_iter()
+        .map(|d| d.expect("every op decided"))
+        .collect();
+    let max_stage = ops.iter().map(|d| d.stage).max().unwrap_or(0);
+    let partition_stages = if ws && arch == Arch::Sm100 {
+        let count = partition_of_group.values().max().map_or(0, |m| m + 1) as usize;
+        // Triton writes 1 for the MMA partition and 0 elsewhere.
+        (0..count)
+            .map(|k| u32::from(k == 1 && partition_of_group.values().any(|&p| p == 1)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    LoopDecision {
+        ops,
+        max_stage,
+        partition_stages,
+        anchor_stores: sm90_ws,
+    }
+}
+
+/// users[i]: body ops that use a result of body op i (operands or inside
+/// their regions).
+fn users_of(ir: &LoopIr) -> Vec<Vec<usize>> {
+    let mut users = vec![Vec::new(); ir.ops.len()];
+    for (j, op) in ir.ops.iter().enumerate() {
+        for v in op.operands.iter().chain(op.region_uses.iter()) {
+            if let ValueSrc::Op { op: i, .. } = v.src {
+                if !users[i].contains(&j) {
+                    users[i].push(j);
+                }
+            }
+        }
+    }
+    users
+}
+
+/// Graph-node ops reachable from body op `i` along uses, through folded ops.
+fn forward_nodes(
+    lowered: &Lowered,
+    users: &[Vec<usize>],
+    i: usize,
+    seen: &mut Vec<bool>,
+    out: &mut Vec<usize>,
+) {
+    for &j in &users[i] {
+        if seen[j] {
+            continue;
+        }
+        seen[j] = true;
+        if lowered.ops[j].node.is_some() {
+            out.push(j);
+        } else {
+            forward_nodes(lowered, users, j, seen, out);
+        }
+    }
+}
+
+/// A broken rule of the attribute contract.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContractViolation {
+    /// `user` is emitted before the `producer` of one of its operands
+    /// (Triton's "operation scheduled before its operands").
+    OrderBroken { producer: usize, user: usize },
+    /// A warp-group MMA is not in the last stage (Triton < 3.9 on sm90).
+    NotLastStage {
+        op: usize,
+        stage: u32,
+        max_stage: u32,
+    },
+    /// The decision does not cover every body op.
+    Incomplete { expected: usize, got: usize },
+}
+
+impl std::fmt::Display for ContractViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ContractViolation::OrderBroken { producer, user } => write!(
+                f,
+                "body op #{user} is placed before body op #{producer} whose result it uses"
+            ),
+            ContractViolation::NotLastStage { op, stage, max_stage } => write!(
+                f,
+                "body op #{op} (a warp-group MMA) is in stage {stage}, not the last stage {max_stage}"
+            ),
+            ContractViolation::Incomplete { expected, got } => {
+                write!(f, "{got} decisions for {expected} body ops")
+            }
+        }
+    }
+}
+
+/// Checks a decision against the loop: every op placed, every use inside an
+/// iteration respects (stage, cluster, program) order, and the version rule.
+pub fn validate(ir: &LoopIr, d: &LoopDecision, target: &TritonTarget) -> Vec<ContractViolation> {
+    let mut out = Vec::new();
+    if d.ops.len() != ir.ops.len() {
+        out.push(ContractViolation::Incomplete {
+            expected: ir.ops.len(),
+            got: d.ops.len(),
+        });
+        return out;
+    }
+    // Triton's verifySchedule: with pos the index in (cluster, IR order) and
+    // N the number of ops, cycle(op) = pos + stage * N must satisfy
+    // cycle(user) >= cycle(producer) - N * distance for every operand.
+    let n = ir.ops.len() as i64;
+    let mut order: Vec<usize> = (0..ir.ops.len()).collect();
+    order.sort_by_key(|&i| (d.ops[i].cluster, i));
+    let mut pos = vec![0i64; ir.ops.len()];
+    for (k, &i) in order.iter().enumerate() {
+        pos[i] = k as i64;
+    }
+    let cycle = |i: usize| pos[i] + i64::from(d.ops[i].stage) * n;
+    for (j, op) in ir.ops.iter().enumerate() {
+        for v in op.operands.iter().chain(op.region_uses.iter()) {
+            let (producer, distance) = match v.src {
+                ValueSrc::Op { op: i, .. } => (i, 0),
+                ValueSrc::IterArg(k) => match ir.yields.get(k).map(|y| y.src) {
+                    Some(ValueSrc::Op { op: i, .. }) => (i, 1),
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            if cycle(j) < cycle(producer) - n * distance {
+                out.push(ContractViolation::OrderBroken { producer, user: j });
+            }
+        }
+    }
+    let names = target.last_stage_ops();
+    for (i, op) in ir.ops.iter().enumerate() {
+        if names.contains(&op.name.as_str()) && d.ops[i].stage != d.max_stage {
+            out.push(ContractViolation::NotLastStage {
+                op: i,
+                stage: d.ops[i].stage,
+                max_stage: d.max_stage,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::WarpConfig;
+    use crate::frontend::lower::{lower, tests::gemm};
+    use crate::joint::{self, Encoding, JointOptions};
+    use crate::machine::Machine;
+    use crate::problem::{BuildOptions, Problem};
+
+    fn solved(arch: Arch, ws: bool) -> (LoopIr, LoopDecision) {
+        let ir = gemm();
+        let m = Machine::select(arch.default_machine()).unwrap();
+        let target = TritonTarget {
+            arch,
+            version: (3, 6),
+        };
+        let l = lower(&ir, &m, target.last_stage_ops()).unwrap();
+        let (p, _) = Problem::build(
+            &l.graph,
+            &m,
+            BuildOptions {
+                u: 30,
+                time_limit: 10.0,
+            },
+        )
+        .unwrap();
+        let warps = WarpConfig {
+            groups: 2,
+            reg_limit: 255,
+            cross_warp: true,
+        };
+        let r = joint::solve(
+            &p,
+            JointOptions {
+                encoding: Encoding::Default,
+                warps,
+                timeout: 20.0,
+                seed: 0,
+            },
+        )
+        .unwrap();
+        let d = decide(&ir, &l, &r.schedule, &r.streaming, arch, ws);
+        (ir, d)
+    }
+
+    #[test]
+    fn gemm_decision_matches_the_triton_contract() {
+        let (ir, d) = solved(Arch::Sm90, true);
+        let target = TritonTarget {
+            arch: Arch::Sm90,
+            version: (3, 6),
+        };
+        assert!(validate(&ir, &d, &target).is_empty());
+        // Loads (and their folded address computation) two stages ahead of
+        // the wgmma, which is in the last stage, after it in the body.
+        let st: Vec<u32> = d.ops.iter().map(|o| o.stage).collect();
+        assert_eq!(st, [0, 0, 2, 0, 2, 2, 2]);
+        assert_eq!(d.max_stage, 2);
+        assert!(d.ops[1].cluster > d.ops[6].cluster);
+        assert_eq!(d.ops[0].cluster, d.ops[1].cluster);
+        // Hopper anchors.
+        assert_eq!(d.ops[1].partition, [0]);
+        assert_eq!(d.ops[3].partition, [0]);
+        assert_eq!(d.ops[6].partition, [1, 2]);
+        assert!(d.ops[2].partition.is_empty());
+        assert!(d.anchor_stores && d.partition_stages.is_empty());
+    }
+
+    #[test]
+    fn blackwell_partitions_cover_every_op_with_the_mma_in_one() {
+        let mut ir = gemm();
+        ir.ops[6].name = "ttng.tc_gen5_mma".into();
+        let m = Machine::select("b200").unwrap();
+        let l = lower(&ir, &m, &[]).unwrap();
+        let (p, _) = Problem::build(
+            &l.graph,
+            &m,
+            BuildOptions {
+                u: 30,
+                time_limit: 10.0,
+            },
+        )
+        .unwrap();
+        let warps = WarpConfig {
+            groups: 2,
+            reg_limit: 255,
+            cross_warp: true,
+        };
+        let r = joint::solve(
+            &p,
+            JointOptions {
+                encoding: Encoding::Default,
+                warps,
+                timeout: 20.0,
+                seed: 0,
+            },
+        )
+        .unwrap();
+        let d = decide(&ir, &l, &r.schedule, &r.streaming, Arch::Sm100, true);
+        assert!(d.ops.iter().all(|o| o.partition.len() == 1));
+        assert_eq!(d.ops[6].partition, [1]);
+        assert!(d.ops[6].self_latency);
+        assert_eq!(d.ops[1].partition, d.ops[3].partition);
+        assert_ne!(d.ops[1].partition, [1]);
+        assert_eq!(d.partition_stages.len(), 3);
+        assert_eq!(d.partition_stages[1], 1);
+    }
+
+    #[test]
+    fn validate_names_broken_rules() {
+        let (ir, mut d) = solved(Arch::Sm90, false);
+        let target = TritonTarget {
+            arch: Arch::Sm90,
+            version: (3, 9),
+        };
+        assert!(validate(&ir, &d, &target).is_empty());
+        // The wgmma before its shared-memory operand in the same iteration.
+        d.ops[6].stage = 1;
+        let v = validate(&ir, &d, &target);
+        assert!(
+            v.contains(&ContractViolation::OrderBroken {
+                producer: 2,
+                user: 6
+            }),
+            "{v:?}"
+        );
+        assert!(
+            v.contains(&ContractViolation::NotLastStage {
+                op: 6,
+                stage: 1,
+                max_stage: 2
+            }),
+            "{v:?}"
+        );
+        d.ops.pop();
+        assert_eq!(
+            validate(&ir, &d, &target),
+            [ContractViolation::Incomplete {
+                expected: 7,
+                got: 6
+            }]
+        );
+    }
+
+    #[test]
+    fn versions_parse() {
+        assert_eq!(TritonTarget::parse_version("3.6"), Some((3, 6)));
+        assert_eq!(TritonTarget::parse_version("3.9.1"), Some((3, 9)));
+        assert_eq!(TritonTarget::parse_version("three"), None);
+        assert_eq!(TritonTarget::parse_version("3.x"), None);
+    }
+}

@@ -1,0 +1,625 @@
+//! Lowering a [`LoopIr`] to a dependence graph with the machine's op rules.
+//!
+//! * Every top-level body op is classified by the first matching op rule of
+//!   the machine. Ops without any tile operand or result (scalar address
+//!   arithmetic) and ops whose rule is `free` (views, broadcasts, constants)
+//!   cost nothing and are *folded*: dependences run through them, and the
+//!   back end places them next to their users.
+//! * Data edges come from SSA use-def inside the body (operands and values
+//!   used inside nested regions); loop-carried edges (delta = 1) from the
+//!   `scf.yield` operand that feeds an iteration argument.
+//! * Memory-ordering edges connect ops touching the same buffer (memdesc
+//!   values traced through views to their root) when one of them writes:
+//!   program order inside an iteration (delta = 0) and the reverse across
+//!   iterations (delta = 1).
+//! * Edges leaving an op whose rule says `blocking` are blocking; a
+//!   variable-latency op with no incoming edge is streaming (section 5.3).
+//! * Registers: a register tile result costs elements x bytes / 4 per thread
+//!   of the CTA's `num_warps` warps; its cross-warp spill cost is a store
+//!   and a load of the tile through shared memory (the `smem_copy` class).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{element_bytes, parse_tile, IrOp, LoopIr, Tile, ValueSrc};
+use crate::graph::{Edge, Graph, Op, Timing};
+use crate::machine::{DtypeFrom, Machine, OpRule, ShapeFrom};
+
+/// Why a loop cannot be scheduled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported {
+    /// Location of the offending op (or the loop).
+    pub location: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.reason)
+    }
+}
+
+/// The cost class that prices moving a register tile between warp groups
+/// (a shared-memory store plus a load): the cross-warp spill cost.
+const SPILL_CLASS: &str = "smem_copy";
+
+/// Ops whose presence in the body makes the loop unpipelinable here: nested
+/// control flow.
+const CONTROL_FLOW: &[&str] = &[
+    "scf.for",
+    "scf.while",
+    "scf.if",
+    "scf.execute_region",
+    "scf.index_switch",
+    "scf.parallel",
+    "cf.br",
+    "cf.cond_br",
+    "cf.switch",
+];
+
+/// How one body op was classified.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Classified {
+    /// Index of the op's node in the graph; `None` for folded ops.
+    pub node: Option<usize>,
+    /// The rule that matched (`None` for scalar ops).
+    pub rule: Option<usize>,
+    /// Why it was folded, for folded ops.
+    pub folded: Option<&'static str>,
+}
+
+/// The graph of a loop and how its ops map onto graph nodes.
+#[derive(Debug, Clone)]
+pub struct Lowered {
+    pub graph: Graph,
+    /// One entry per body op of the [`LoopIr`].
+    pub ops: Vec<Classified>,
+    /// Body op of each graph node.
+    pub op_of_node: Vec<usize>,
+    /// Notes for the user (fallback pricing and the like).
+    pub notes: Vec<String>,
+}
+
+fn short_name(name: &str) -> &str {
+    name.split_once('.').map_or(name, |(_, n)| n)
+}
+
+/// Lowers `ir` on `machine`.
+///
+/// Ops named in `last_stage_ops` must be scheduled in the last stage (a
+/// Triton-version rule, see [`crate::backend::TritonTarget`]).
+pub fn lower(
+    ir: &LoopIr,
+    machine: &Machine,
+    last_stage_ops: &[&str],
+) -> Result<Lowered, Unsupported> {
+    if machine.ops.is_empty() {
+        return Err(Unsupported {
+            location: ir.location.clone(),
+            reason: format!(
+                "machine `{}` has no [[op]] rules, so MLIR ops cannot be priced",
+                machine.name
+            ),
+        });
+    }
+    for op in &ir.ops {
+        if let Some(cf) = std::iter::once(&op.name)
+            .chain(op.nested.iter())
+            .find(|n| CONTROL_FLOW.contains(&n.as_str()))
+        {
+            return Err(Unsupported {
+                location: op.location.clone(),
+                reason: format!("control flow inside the loop body (`{cf}`)"),
+            });
+        }
+    }
+    let threads = u64::from(ir.num_warps.max(1)) * 32;
+    let mut notes = Vec::new();
+
+    // Rules and tiles of every op.
+    let rules: Vec<Option<&OpRule>> = ir
+        .ops
+        .iter()
+        .map(|op| {
+            let tiled = op
+                .results
+                .iter()
+                .chain(op.operands.iter().map(|v| &v.ty))
+                .any(|t| parse_tile(t).is_some());
+            if tiled {
+                machine.op_rule(&op.name)
+            } else {
+                None
+            }
+        })
+        .collect();
+    for (i, op) in ir.ops.iter().enumerate() {
+        let tiled = op
+            .results
+            .iter()
+            .chain(op.operands.iter().map(|v| &v.ty))
+            .any(|t| parse_tile(t).is_some());
+        if tiled && rules[i].is_none() {
+            return Err(Unsupported {
+                location: op.location.clone(),
+                reason: format!(
+                    "machine `{}` has no op rule matching `{}`",
+                    machine.name, op.name
+                ),
+            });
+        }
+    }
+    let is_var = |i: usize| rules[i].is_some_and(|r| r.variable_latency && r.class.is_some());
+    let first_tile_operand = |op: &IrOp| {
+        op.operands
+            .iter()
+            .find_map(|v| parse_tile(&v.ty).map(|t| (t, v.src)))
+    };
+
+    // Classification: node or folded.
+    let mut classified = Vec::with_capacity(ir.ops.len());
+    let mut ops: Vec<Op> = Vec::new();
+    let mut op_of_node = Vec::new();
+    let mut absorbed_into: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (i, op) in ir.ops.iter().enumerate() {
+        let rule_index = rules[i].and_then(|r| machine.ops.iter().position(|x| std::ptr::eq(x, r)));
+        let Some(rule) = rules[i] else {
+            classified.push(Classified {
+                node: None,
+                rule: None,
+                folded: Some("scalar"),
+            });
+            continue;
+        };
+        let Some(class) = &rule.class else {
+            classified.push(Classified {
+                node: None,
+                rule: rule_index,
+                folded: Some("free"),
+            });
+            continue;
+        };
+        if rule.absorbs_load {
+            if let Some((_, ValueSrc::Op { op: p, .. })) = first_tile_operand(op) {
+                if is_var(p) {
+                    absorbed_into.entry(p).or_default().push(i);
+                    classified.push(Classified {
+                        node: None,
+                        rule: rule_index,
+                        folded: Some("absorbed"),
+                    });
+                    continue;
+                }
+            }
+        }
+        let result_tile = op.results.first().and_then(|t| parse_tile(t));
+        let tile_operands: Vec<Tile> = op
+            .operands
+            .iter()
+            .filter_map(|v| parse_tile(&v.ty))
+            .collect();
+        let shape = match rule.shape {
+            ShapeFrom::Mnk => match (tile_operands.first(), tile_operands.get(1)) {
+                (Some(a), Some(b)) if a.shape.len() >= 2 && b.shape.len() >= 2 => Some(vec![
+                    a.shape[a.shape.len() - 2],
+                    b.shape[b.shape.len() - 1],
+                    a.shape[a.shape.len() - 1],
+                ]),
+                _ => None,
+            },
+            ShapeFrom::Result => result_tile
+                .as_ref()
+                .or(tile_operands.first())
+                .map(|t| t.shape.clone()),
+            ShapeFrom::Operand => tile_operands
+                .first()
+                .or(result_tile.as_ref())
+                .map(|t| t.shape.clone()),
+        };
+        let dtype = match rule.dtype {
+            DtypeFrom::Result => result_tile.as_ref().or(tile_operands.first()),
+            DtypeFrom::Operand => tile_operands.first().or(result_tile.as_ref()),
+        }
+        .map(|t| t.dtype.clone());
+        let (Some(shape), Some(mut dtype)) = (shape, dtype) else {
+            // An allocation without a source and the like: no work to price.
+            classified.push(Classified {
+                node: None,
+                rule: rule_index,
+                folded: Some("no tile to price"),
+            });
+            continue;
+        };
+        if let Some(cost) = machine.cost_rule(class) {
+            if !cost.per_cycle.contains_key(&dtype) {
+                let fallback = if cost.per_cycle.contains_key("f32") {
+                    "f32".to_string()
+                } else {
+                    cost.per_cycle.keys().next().cloned().unwrap_or_default()
+                };
+                notes.push(format!(
+                    "`{}` ({}): no `{class}` rate for {dtype}; priced as {fallback}",
+                    op.name, op.location
+                ));
+                dtype = fallback;
+            }
+        }
+        let mut regs = 0u64;
+        let mut memory = BTreeMap::new();
+        let mut spill_cost = 0u64;
+        for t in op.results.iter().filter_map(|t| parse_tile(t)) {
+            if t.memdesc {
+                if let Some(kind) = &rule.memory {
+                    memory.insert(kind.clone(), footprint(&t));
+                }
+            } else {
+                regs += (t.elements() * element_bytes(&t.dtype)).div_ceil(4 * threads);
+                // Handing a register tile to another warp group goes through
+                // shared memory: a store and a load of the tile.
+                if let Ok(c) = machine.cost(SPILL_CLASS, &t.shape, &t.dtype) {
+                    spill_cost += 2 * c.occupancy + c.latency;
+                } else if let Ok(c) = machine.cost(SPILL_CLASS, &t.shape, "f32") {
+                    spill_cost += 2 * c.occupancy + c.latency;
+                }
+            }
+        }
+        classified.push(Classified {
+            node: Some(ops.len()),
+            rule: rule_index,
+            folded: None,
+        });
+        op_of_node.push(i);
+        ops.push(Op {
+            name: format!("{}_{i}", short_name(&op.name)),
+            timing: Timing::Cost {
+                class: class.clone(),
+                shape,
+                dtype,
+            },
+            regs: regs.min(u64::from(u32::MAX)) as u32,
+            memory,
+            variable_latency: rule.variable_latency,
+            streaming: false,
+            warp_group: rule.warp_group,
+            last_stage: last_stage_ops.contains(&op.name.as_str()),
+            spill_cost,
+            origin: op.location.clone(),
+        });
+    }
+    // A load whose tile lands in shared memory through an absorbed
+    // local_alloc holds shared memory, not registers.
+    for (load, allocs) in &absorbed_into {
+        if let Some(n) = classified[*load].node {
+            ops[n].regs = 0;
+            ops[n].spill_cost = 0;
+            for &a in allocs {
+                for t in ir.ops[a].results.iter().filter_map(|t| parse_tile(t)) {
+                    *ops[n].memory.entry("smem".to_string()).or_insert(0) += footprint(&t);
+                }
+            }
+        }
+    }
+
+    // Data edges, through folded ops.
+    let mut edges: BTreeMap<(usize, usize, u32), bool> = BTreeMap::new();
+    let add = |edges: &mut BTreeMap<(usize, usize, u32), bool>,
+               u: usize,
+               v: usize,
+               d: u32,
+               blocking: bool| {
+        let e = edges.entry((u, v, d)).or_insert(false);
+        *e |= blocking;
+    };
+    for (i, op) in ir.ops.iter().enumerate() {
+        let Some(v) = classified[i].node else {
+            continue;
+        };
+        let mut srcs = BTreeSet::new();
+        for val in op.operands.iter().chain(op.region_uses.iter()) {
+            producers(ir, &classified, val.src, 0, &mut BTreeSet::new(), &mut srcs);
+        }
+        for (p, d) in srcs {
+            let Some(u) = classified[p].node else {
+                continue;
+            };
+            if u == v && d == 0 {
+                continue;
+            }
+            let blocking = rules[p].is_some_and(|r| r.blocking);
+            add(&mut edges, u, v, d, blocking);
+        }
+    }
+
+    // Memory-ordering edges between accessors of one buffer.
+    let mut accessors: BTreeMap<Root, Vec<(usize, bool)>> = BTreeMap::new();
+    for (i, op) in ir.ops.iter().enumerate() {
+        if classified[i].node.is_none() {
+            continue;
+        }
+        let writes = rules[i].is_some_and(|r| r.writes);
+        let mut seen = BTreeSet::new();
+        for val in op.operands.iter().chain(op.region_uses.iter()) {
+            if parse_tile(&val.ty).is_some_and(|t| t.memdesc) {
+                let root = root_of(ir, &rules, val.src);
+                if seen.insert(root) {
+                    accessors.entry(root).or_default().push((i, writes));
+                }
+            }
+        }
+    }
+    for list in accessors.values() {
+        for (x, &(a, wa)) in list.iter().enumerate() {
+            for &(b, wb) in &list[x + 1..] {
+                if !(wa || wb) {
+                    continue;
+                }
+                let (Some(u), Some(v)) = (classified[a].node, classified[b].node) else {
+                    continue;
+                };
+                let blocking_ab = rules[a].is_some_and(|r| r.blocking);
+                let blocking_ba = rules[b].is_some_and(|r| r.blocking);
+                add(&mut edges, u, v, 0, blocking_ab);
+                add(&mut edges, v, u, 1, blocking_ba);
+            }
+        }
+    }
+
+    let mut graph_edges: Vec<Edge> = edges
+        .into_iter()
+        .map(|((u, v, d), blocking)| Edge {
+            from: u,
+            to: v,
+            delay: None,
+            distance: d,
+            blocking,
+            origin: ir.ops[op_of_node[v]].location.clone(),
+        })
+        .collect();
+    graph_edges.sort_by_key(|e| (e.from, e.to, e.distance));
+    for (v, op) in ops.iter_mut().enumerate() {
+        if op.variable_latency && !graph_edges.iter().any(|e| e.to == v) {
+            op.streaming = true;
+        }
+    }
+    Ok(Lowered {
+        graph: Graph {
+            name: ir.name.clone(),
+            description: format!(
+                "loop at {}, extracted by twill's MLIR front end",
+                ir.location
+            ),
+            ops,
+            edges: graph_edges,
+        },
+        ops: classified,
+        op_of_node,
+        notes,
+    })
+}
+
+/// Footprint of a buffer in its memory's unit: bytes for shared memory,
+/// 32-bit columns of 128 lanes for tensor memory.
+fn footprint(t: &Tile) -> u64 {
+    let bytes = t.elements() * element_bytes(&t.dtype);
+    if t.tensor_memory {
+        (t.elements() * element_bytes(&t.dtype).max(4)).div_ceil(4 * 128)
+    } else {
+        bytes
+    }
+}
+
+/// The buffer a memdesc value refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Root {
+    Op(usize),
+    Src(ValueSrc),
+}
+
+fn root_of(ir: &LoopIr, rules: &[Option<&OpRule>], mut src: ValueSrc) -> Root {
+    for _ in 0..=ir.ops.len() {
+        match src {
+            ValueSrc::Op { op, .. } => {
+                if rules[op].is_some_and(|r| r.view) {
+                    match ir.ops[op].operands.first() {
+                        Some(v) => src = v.src,
+                        None => return Root::Op(op),
+                    }
+                } else {
+                    return Root::Op(op);
+                }
+            }
+            other => return Root::Src(other),
+        }
+    }
+    Root::Src(src)
+}
+
+/// The graph-node ops (with iteration distance) that `src` depends on,
+/// looking through folded ops and up to one iteration argument hop.
+fn producers(
+    ir: &LoopIr,
+    classified: &[Classified],
+    src: ValueSrc,
+    distance: u32,
+    visiting: &mut BTreeSet<(usize, u32)>,
+    out: &mut BTreeSet<(usize, u32)>,
+) {
+    match src {
+        ValueSrc::Op { op, .. } => {
+            if classified[op].node.is_some() {
+                out.insert((op, distance));
+                return;
+            }
+            if !visiting.insert((op, distance)) {
+                return;
+            }
+            let o = &ir.ops[op];
+            for v in o.operands.iter().chain(o.region_uses.iter()) {
+                producers(ir, classified, v.src, distance, visiting, out);
+            }
+        }
+        ValueSrc::IterArg(k) => {
+            if distance >= 1 {
+                return;
+            }
+            if let Some(y) = ir.yields.get(k) {
+                producers(ir, classified, y.src, distance + 1, visiting, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::frontend::IrValue;
+
+    fn v(src: ValueSrc, ty: &str) -> IrValue {
+        IrValue {
+            src,
+            ty: ty.to_string(),
+        }
+    }
+
+    fn op(name: &str, operands: Vec<IrValue>, results: &[&str]) -> IrOp {
+        IrOp {
+            name: name.to_string(),
+            location: format!("loc(\"{name}\")"),
+            operands,
+            results: results.iter().map(|s| s.to_string()).collect(),
+            region_uses: Vec::new(),
+            nested: Vec::new(),
+        }
+    }
+
+    const T: &str = "tensor<128x64xf16, #blocked>";
+    const S: &str = "!ttg.memdesc<128x64xf16, #shared, #smem>";
+    const ST: &str = "!ttg.memdesc<64x128xf16, #shared1, #smem>";
+    const ACC: &str = "tensor<128x128xf32, #mma>";
+    const DESC: &str = "!tt.tensordesc<tensor<128x64xf16, #shared>>";
+
+    /// The GEMM main loop of Triton 3.6's TTGIR on sm_90 (see
+    /// test/Inputs/triton36/gemm_sm90.before.mlir).
+    pub(crate) fn gemm() -> LoopIr {
+        let r = |op: usize| ValueSrc::Op { op, result: 0 };
+        LoopIr {
+            name: "gemm".into(),
+            location: "loc(\"loop\")".into(),
+            warp_specialize: true,
+            num_warps: 4,
+            ops: vec![
+                op(
+                    "arith.muli",
+                    vec![
+                        v(ValueSrc::InductionVar, "i32"),
+                        v(ValueSrc::Outside(0), "i32"),
+                    ],
+                    &["i32"],
+                ),
+                op(
+                    "tt.descriptor_load",
+                    vec![v(ValueSrc::Outside(1), DESC), v(r(0), "i32")],
+                    &[T],
+                ),
+                op("ttg.local_alloc", vec![v(r(1), T)], &[S]),
+                op(
+                    "tt.descriptor_load",
+                    vec![v(ValueSrc::Outside(2), DESC), v(r(0), "i32")],
+                    &[T],
+                ),
+                op("ttg.local_alloc", vec![v(r(3), T)], &[S]),
+                op("ttg.memdesc_trans", vec![v(r(4), S)], &[ST]),
+                op(
+                    "ttng.warp_group_dot",
+                    vec![v(r(2), S), v(r(5), ST), v(ValueSrc::IterArg(0), ACC)],
+                    &[ACC],
+                ),
+            ],
+            yields: vec![v(r(6), ACC)],
+        }
+    }
+
+    #[test]
+    fn gemm_lowers_to_two_streaming_loads_and_a_pinned_wgmma() {
+        let m = Machine::select("h100").unwrap();
+        let l = lower(&gemm(), &m, &["ttng.warp_group_dot"]).unwrap();
+        let names: Vec<&str> = l.graph.ops.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["descriptor_load_1", "descriptor_load_3", "warp_group_dot_6"]
+        );
+        let load = &l.graph.ops[0];
+        assert!(load.variable_latency && load.streaming);
+        // The local_alloc is absorbed: the tile lands in shared memory.
+        assert_eq!(
+            (load.regs, load.memory.get("smem").copied()),
+            (0, Some(16384))
+        );
+        let dot = &l.graph.ops[2];
+        assert!(dot.warp_group && dot.last_stage);
+        assert_eq!(
+            dot.timing,
+            Timing::Cost {
+                class: "mma".into(),
+                shape: vec![128, 128, 64],
+                dtype: "f16".into()
+            }
+        );
+        // 128x128 f32 over 128 threads.
+        assert_eq!(dot.regs, 128);
+        let e: Vec<(usize, usize, u32, bool)> = l
+            .graph
+            .edges
+            .iter()
+            .map(|e| (e.from, e.to, e.distance, e.blocking))
+            .collect();
+        assert_eq!(e, [(0, 2, 0, true), (1, 2, 0, true), (2, 2, 1, false)]);
+        assert_eq!(l.ops[0].folded, Some("scalar"));
+        assert_eq!(l.ops[2].folded, Some("absorbed"));
+        assert_eq!(l.ops[5].folded, Some("free"));
+    }
+
+    #[test]
+    fn control_flow_is_unsupported_with_its_location() {
+        let mut ir = gemm();
+        ir.ops[6].nested = vec!["scf.if".into(), "scf.yield".into()];
+        let e = lower(&ir, &Machine::select("h100").unwrap(), &[]).unwrap_err();
+        assert!(e.reason.contains("`scf.if`"), "{e}");
+        assert_eq!(e.location, "loc(\"ttng.warp_group_dot\")");
+    }
+
+    #[test]
+    fn buffers_written_and_read_get_ordering_edges_both_ways() {
+        // tmem accumulator of sm_100: the MMA writes it, tmem_load reads it.
+        let tm = "!ttg.memdesc<128x128xf32, #tmem, #ttng.tensor_memory, mutable>";
+        let r = |op: usize| ValueSrc::Op { op, result: 0 };
+        let ir = LoopIr {
+            name: "t".into(),
+            location: "l".into(),
+            warp_specialize: true,
+            num_warps: 4,
+            ops: vec![
+                op(
+                    "ttng.tc_gen5_mma",
+                    vec![
+                        v(ValueSrc::Outside(0), S),
+                        v(ValueSrc::Outside(1), ST),
+                        v(ValueSrc::Outside(2), tm),
+                    ],
+                    &[],
+                ),
+                op("ttng.tmem_load", vec![v(ValueSrc::Outside(2), tm)], &[ACC]),
+                op("math.exp2", vec![v(r(1), ACC)], &[ACC]),
+            ],
+            yields: vec![],
+        };
+        let l = lower(&ir, &Machine::select("b200").unwrap(), &[]).unwrap();
+        let e: Vec<(usize, usize, u32, bool)> = l
+            .graph
+            .edges
+            .iter()
+            .map(|e| (e.from, e.to, e.distance, e.blocking))
+            .collect();
+        assert_eq!(e, [(0, 1, 0, true), (1, 0, 1, false), (1, 2, 0, false)]);
+    }
+}

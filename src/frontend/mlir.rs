@@ -1,0 +1,318 @@
+//! Reading candidate loops out of an MLIR module (generic-form TTGIR with
+//! Triton's dialects unregistered) into [`LoopIr`], through melior and the
+//! MLIR C API. Nothing here prices, solves or writes: see [`super::lower`]
+//! and [`crate::backend`].
+
+use std::collections::HashMap;
+
+use melior::ir::{Location, Type};
+use mlir_sys::*;
+
+use super::{IrOp, IrValue, LoopIr, ValueSrc};
+
+/// Which loops are candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Loops that carry `tt.warp_specialize`.
+    WarpSpecialized,
+    /// Every innermost `scf.for`.
+    All,
+}
+
+/// A `scf.for` seen in the module and what became of it.
+pub struct FoundLoop {
+    pub op: MlirOperation,
+    /// The loop's IR when it is a candidate; why not otherwise.
+    pub ir: Result<LoopIr, String>,
+}
+
+pub(crate) fn string_ref(s: MlirStringRef) -> String {
+    if s.data.is_null() {
+        return String::new();
+    }
+    // SAFETY: MLIR string refs point at `length` valid bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(s.data as *const u8, s.length) };
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The op's name, e.g. `scf.for`.
+pub(crate) fn op_name(op: MlirOperation) -> String {
+    // SAFETY: `op` is a live operation.
+    unsafe { string_ref(mlirIdentifierStr(mlirOperationGetName(op))) }
+}
+
+pub(crate) fn location_text(op: MlirOperation) -> String {
+    // SAFETY: `op` is live; the location outlives the call.
+    unsafe { Location::from_raw(mlirOperationGetLocation(op)).to_string() }
+}
+
+fn type_text(v: MlirValue) -> String {
+    // SAFETY: `v` is a live value.
+    unsafe { Type::from_raw(mlirValueGetType(v)).to_string() }
+}
+
+/// Operations of the first block of region `r` of `op`, in order.
+pub(crate) fn block_ops(block: MlirBlock) -> Vec<MlirOperation> {
+    let mut out = Vec::new();
+    // SAFETY: walking a live block's operation list.
+    unsafe {
+        let mut o = mlirBlockGetFirstOperation(block);
+        while !o.ptr.is_null() {
+            out.push(o);
+            o = mlirOperationGetNextInBlock(o);
+        }
+    }
+    out
+}
+
+fn regions(op: MlirOperation) -> Vec<MlirRegion> {
+    // SAFETY: `op` is live.
+    unsafe {
+        (0..mlirOperationGetNumRegions(op))
+            .map(|i| mlirOperationGetRegion(op, i))
+            .collect()
+    }
+}
+
+fn blocks(r: MlirRegion) -> Vec<MlirBlock> {
+    let mut out = Vec::new();
+    // SAFETY: walking a live region's block list.
+    unsafe {
+        let mut b = mlirRegionGetFirstBlock(r);
+        while !b.ptr.is_null() {
+            out.push(b);
+            b = mlirBlockGetNextInRegion(b);
+        }
+    }
+    out
+}
+
+/// Every op nested (at any depth) in `op`'s regions, in pre-order.
+fn nested_ops(op: MlirOperation, out: &mut Vec<MlirOperation>) {
+    for r in regions(op) {
+        for b in blocks(r) {
+            for o in block_ops(b) {
+                out.push(o);
+                nested_ops(o, out);
+            }
+        }
+    }
+}
+
+pub(crate) fn has_attr(op: MlirOperation, name: &str) -> bool {
+    // SAFETY: `op` is live; the string ref points into `name` for the call.
+    unsafe {
+        let a = mlirOperationGetAttributeByName(
+            op,
+            MlirStringRef {
+                data: name.as_ptr() as *const _,
+                length: name.len(),
+            },
+        );
+        !a.ptr.is_null()
+    }
+}
+
+fn int_attr(op: MlirOperation, name: &str) -> Option<i64> {
+    // SAFETY: as in has_attr; the attribute is checked to be an integer.
+    unsafe {
+        let a = mlirOperationGetAttributeByName(
+            op,
+            MlirStringRef {
+                data: name.as_ptr() as *const _,
+                length: name.len(),
+            },
+        );
+        (!a.ptr.is_null() && mlirAttributeIsAInteger(a)).then(|| mlirIntegerAttrGetValueInt(a))
+    }
+}
+
+/// Every `scf.for` under `root` in pre-order, each either extracted as a
+/// candidate or with the reason it is not one.
+pub fn find_loops(root: MlirOperation, scope: Scope) -> Vec<FoundLoop> {
+    let mut all = Vec::new();
+    nested_ops(root, &mut all);
+    let num_warps = all
+        .iter()
+        .copied()
+        .chain(std::iter::once(root))
+        .find_map(|o| int_attr(o, "ttg.num-warps"))
+        .unwrap_or(4)
+        .clamp(1, 1024) as u32;
+    let mut kernel = String::new();
+    let mut found = Vec::new();
+    let mut count = 0usize;
+    for &op in &all {
+        let name = op_name(op);
+        if name == "tt.func" || name == "func.func" {
+            // SAFETY: reading the symbol name attribute of a live op.
+            kernel = unsafe {
+                let a = mlirOperationGetAttributeByName(
+                    op,
+                    MlirStringRef {
+                        data: c"sym_name".as_ptr(),
+                        length: 8,
+                    },
+                );
+                if !a.ptr.is_null() && mlirAttributeIsAString(a) {
+                    string_ref(mlirStringAttrGetValue(a))
+                } else {
+                    String::new()
+                }
+            };
+            count = 0;
+        }
+        if name != "scf.for" {
+            continue;
+        }
+        count += 1;
+        let mut inner = Vec::new();
+        nested_ops(op, &mut inner);
+        let ir = if inner.iter().any(|&o| op_name(o) == "scf.for") {
+            Err("not an innermost loop (it contains an scf.for)".to_string())
+        } else if scope == Scope::WarpSpecialized && !has_attr(op, "tt.warp_specialize") {
+            Err("not marked tt.warp_specialize (scope=ws; scope=all schedules it)".to_string())
+        } else {
+            let label = if kernel.is_empty() {
+                "loop".to_string()
+            } else {
+                kernel.clone()
+            };
+            extract(op, format!("{label}_loop{count}"), num_warps)
+        };
+        found.push(FoundLoop { op, ir });
+    }
+    found
+}
+
+/// Extracts one `scf.for` (single-block body) into a [`LoopIr`].
+fn extract(for_op: MlirOperation, name: String, num_warps: u32) -> Result<LoopIr, String> {
+    let body_region = regions(for_op);
+    let body_blocks = body_region.first().map(|r| blocks(*r)).unwrap_or_default();
+    let [body] = body_blocks[..] else {
+        return Err(format!(
+            "the loop body has {} blocks, expected 1",
+            body_blocks.len()
+        ));
+    };
+    let ops = block_ops(body);
+    let Some((&terminator, body_ops)) = ops.split_last() else {
+        return Err("the loop body is empty".to_string());
+    };
+    if op_name(terminator) != "scf.yield" {
+        return Err(format!(
+            "the loop body ends in `{}`, not scf.yield",
+            op_name(terminator)
+        ));
+    }
+
+    let mut sources: HashMap<*const std::ffi::c_void, ValueSrc> = HashMap::new();
+    // SAFETY: reading arguments and results of live ops and blocks.
+    unsafe {
+        let nargs = mlirBlockGetNumArguments(body);
+        for a in 0..nargs {
+            let v = mlirBlockGetArgument(body, a);
+            let src = if a == 0 {
+                ValueSrc::InductionVar
+            } else {
+                ValueSrc::IterArg(a as usize - 1)
+            };
+            sources.insert(v.ptr, src);
+        }
+        for (i, &op) in body_ops.iter().enumerate() {
+            for r in 0..mlirOperationGetNumResults(op) {
+                sources.insert(
+                    mlirOperationGetResult(op, r).ptr,
+                    ValueSrc::Op {
+                        op: i,
+                        result: r as usize,
+                    },
+                );
+            }
+        }
+    }
+    let mut outside: HashMap<*const std::ffi::c_void, usize> = HashMap::new();
+    let mut resolve =
+        |v: MlirValue, local: &std::collections::HashSet<*const std::ffi::c_void>| -> IrValue {
+            let src = if let Some(s) = sources.get(&v.ptr) {
+                *s
+            } else if local.contains(&v.ptr) {
+                ValueSrc::Local
+            } else {
+                let n = outside.len();
+                ValueSrc::Outside(*outside.entry(v.ptr).or_insert(n))
+            };
+            IrValue {
+                src,
+                ty: type_text(v),
+            }
+        };
+
+    let mut ir_ops = Vec::with_capacity(body_ops.len());
+    let empty = std::collections::HashSet::new();
+    for &op in body_ops {
+        // SAFETY: reading operands, results and nested ops of a live op.
+        unsafe {
+            let operands: Vec<IrValue> = (0..mlirOperationGetNumOperands(op))
+                .map(|k| resolve(mlirOperationGetOperand(op, k), &empty))
+                .collect();
+            let results: Vec<String> = (0..mlirOperationGetNumResults(op))
+                .map(|k| type_text(mlirOperationGetResult(op, k)))
+                .collect();
+            let mut inner = Vec::new();
+            nested_ops(op, &mut inner);
+            // Values defined inside the op's regions.
+            let mut local = std::collections::HashSet::new();
+            for r in regions(op) {
+                for b in blocks(r) {
+                    for a in 0..mlirBlockGetNumArguments(b) {
+                        local.insert(mlirBlockGetArgument(b, a).ptr);
+                    }
+                }
+            }
+            for &o in &inner {
+                for r in 0..mlirOperationGetNumResults(o) {
+                    local.insert(mlirOperationGetResult(o, r).ptr);
+                }
+                for r in regions(o) {
+                    for b in blocks(r) {
+                        for a in 0..mlirBlockGetNumArguments(b) {
+                            local.insert(mlirBlockGetArgument(b, a).ptr);
+                        }
+                    }
+                }
+            }
+            let mut region_uses = Vec::new();
+            for &o in &inner {
+                for k in 0..mlirOperationGetNumOperands(o) {
+                    let v = mlirOperationGetOperand(o, k);
+                    if !local.contains(&v.ptr) {
+                        region_uses.push(resolve(v, &local));
+                    }
+                }
+            }
+            ir_ops.push(IrOp {
+                name: op_name(op),
+                location: location_text(op),
+                operands,
+                results,
+                region_uses,
+                nested: inner.iter().map(|&o| op_name(o)).collect(),
+            });
+        }
+    }
+    // SAFETY: reading the terminator's operands.
+    let yields = unsafe {
+        (0..mlirOperationGetNumOperands(terminator))
+            .map(|k| resolve(mlirOperationGetOperand(terminator, k), &empty))
+            .collect()
+    };
+    Ok(LoopIr {
+        name,
+        location: location_text(for_op),
+        warp_specialize: has_attr(for_op, "tt.warp_specialize"),
+        num_warps,
+        ops: ir_ops,
+        yields,
+    })
+}

@@ -1,0 +1,501 @@
+//! The bodies of `twill-schedule` and `twill-export-graph`.
+//!
+//! Per candidate loop: extract ([`crate::frontend::mlir`]), lower with the
+//! machine's op rules ([`crate::frontend::lower`]), solve the joint problem
+//! ([`crate::joint`]), re-check the schedule with the independent checker,
+//! turn it into Triton's attributes ([`crate::backend::decide`]), check
+//! those against the loop ([`crate::backend::validate`]) and write them. A
+//! loop that fails any step is left untouched with a remark saying why; only
+//! invalid pass options fail the pass.
+
+use std::ffi::{c_char, c_int};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use mlir_sys::{mlirOperationGetLocation, MlirOperation};
+
+use super::ffi::{self, TWILL_ERROR, TWILL_REMARK, TWILL_WARNING};
+use crate::backend::{self, Arch, TritonTarget};
+use crate::checker::{self, WarpConfig};
+use crate::frontend::lower::{lower, Lowered};
+use crate::frontend::mlir::{find_loops, Scope};
+use crate::frontend::LoopIr;
+use crate::graph::load::to_toml;
+use crate::joint::{self, Encoding, JointOptions};
+use crate::machine::Machine;
+use crate::problem::{BuildOptions, Problem};
+
+/// Options of `--twill-schedule` (see `passes/TwillPasses.cpp` for their
+/// MLIR declarations and help texts).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduleOptions {
+    pub target: TritonTarget,
+    pub machine: String,
+    pub scope: Scope,
+    pub timeout: f64,
+    pub u: u64,
+    pub encoding: Encoding,
+    pub groups: u32,
+    pub ws: bool,
+}
+
+/// Options of `--twill-export-graph`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExportOptions {
+    pub dir: PathBuf,
+    pub arch: Arch,
+    pub machine: String,
+    pub scope: Scope,
+}
+
+fn pairs(text: &str) -> Vec<(&str, &str)> {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim(), v.trim()))
+        .collect()
+}
+
+fn parse_scope(v: &str) -> Result<Scope, String> {
+    match v {
+        "ws" => Ok(Scope::WarpSpecialized),
+        "all" => Ok(Scope::All),
+        other => Err(format!("scope: expected ws or all, got `{other}`")),
+    }
+}
+
+fn parse_arch(v: &str) -> Result<Arch, String> {
+    Arch::parse(v).ok_or_else(|| format!("arch: expected sm90 or sm100, got `{v}`"))
+}
+
+impl ScheduleOptions {
+    /// Parses the `key=value` lines the C++ pass renders.
+    pub fn parse(text: &str) -> Result<ScheduleOptions, String> {
+        let mut arch = Arch::Sm90;
+        let mut version = (3, 6);
+        let mut o = ScheduleOptions {
+            target: TritonTarget { arch, version },
+            machine: String::new(),
+            scope: Scope::WarpSpecialized,
+            timeout: 30.0,
+            u: 30,
+            encoding: Encoding::Default,
+            groups: 0,
+            ws: true,
+        };
+        for (k, v) in pairs(text) {
+            match k {
+                "arch" => arch = parse_arch(v)?,
+                "machine" => o.machine = v.to_string(),
+                "triton" => {
+                    version = TritonTarget::parse_version(v).ok_or_else(|| {
+                        format!("triton: expected a version such as 3.6, got `{v}`")
+                    })?
+                }
+                "scope" => o.scope = parse_scope(v)?,
+                "timeout" => {
+                    o.timeout = v
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|t| t.is_finite() && *t > 0.0)
+                        .ok_or_else(|| format!("timeout: expected positive seconds, got `{v}`"))?
+                }
+                "u" => {
+                    o.u = v
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|u| *u >= 1)
+                        .ok_or_else(|| format!("u: expected an integer >= 1, got `{v}`"))?
+                }
+                "encoding" => o.encoding = v.parse()?,
+                "groups" => {
+                    o.groups = v
+                        .parse::<u32>()
+                        .map_err(|_| format!("groups: expected an integer, got `{v}`"))?
+                }
+                "ws" => {
+                    o.ws = match v {
+                        "true" | "1" => true,
+                        "false" | "0" => false,
+                        other => return Err(format!("ws: expected true or false, got `{other}`")),
+                    }
+                }
+                other => return Err(format!("unknown option `{other}`")),
+            }
+        }
+        o.target = TritonTarget { arch, version };
+        if o.machine.is_empty() {
+            o.machine = arch.default_machine().to_string();
+        }
+        if o.groups == 0 {
+            // One producer + two consumers on Hopper; loads, MMA issue, two
+            // softmax groups and a correction group on Blackwell (FA4).
+            o.groups = match arch {
+                Arch::Sm90 => 2,
+                Arch::Sm100 => 4,
+            };
+        }
+        if !o.ws {
+            o.groups = 1;
+        }
+        Ok(o)
+    }
+}
+
+impl ExportOptions {
+    pub fn parse(text: &str) -> Result<ExportOptions, String> {
+        let mut o = ExportOptions {
+            dir: PathBuf::new(),
+            arch: Arch::Sm90,
+            machine: String::new(),
+            scope: Scope::WarpSpecialized,
+        };
+        for (k, v) in pairs(text) {
+            match k {
+                "dir" => o.dir = PathBuf::from(v),
+                "arch" => o.arch = parse_arch(v)?,
+                "machine" => o.machine = v.to_string(),
+                "scope" => o.scope = parse_scope(v)?,
+                other => return Err(format!("unknown option `{other}`")),
+            }
+        }
+        if o.dir.as_os_str().is_empty() {
+            return Err("dir: a directory to write the graphs into is required".to_string());
+        }
+        if o.machine.is_empty() {
+            o.machine = o.arch.default_machine().to_string();
+        }
+        Ok(o)
+    }
+}
+
+/// What happened to one loop.
+enum Outcome {
+    Scheduled(String),
+    Skipped(String),
+}
+
+/// Schedules one extracted loop; writes attributes when everything holds.
+fn schedule_loop(
+    for_op: MlirOperation,
+    ir: &LoopIr,
+    machine: &Machine,
+    o: &ScheduleOptions,
+    tag: u32,
+) -> Outcome {
+    let started = Instant::now();
+    let lowered: Lowered = match lower(ir, machine, o.target.last_stage_ops()) {
+        Ok(l) => l,
+        Err(e) => return Outcome::Skipped(format!("{} (at {})", e.reason, e.location)),
+    };
+    if lowered.graph.ops.is_empty() {
+        return Outcome::Skipped("no op of the body costs anything on this machine".to_string());
+    }
+    let build = BuildOptions {
+        u: o.u,
+        time_limit: o.timeout,
+    };
+    let (problem, _norm) = match Problem::build(&lowered.graph, machine, build) {
+        Ok(p) => p,
+        Err(e) => return Outcome::Skipped(format!("cannot price the loop: {e}")),
+    };
+    // Triton warp-specializes only loops marked tt.warp_specialize (and, on
+    // sm90, only at num_warps = 4); other loops are software-pipelined by
+    // one instruction stream.
+    let ws_loop = o.ws && ir.warp_specialize;
+    let ws = ws_loop && !(o.target.arch == Arch::Sm90 && ir.num_warps != 4);
+    let warps = WarpConfig {
+        groups: if ws_loop { o.groups } else { 1 },
+        reg_limit: machine.warps.max_regs_per_thread,
+        cross_warp: true,
+    };
+    let left = (o.timeout - started.elapsed().as_secs_f64()).max(0.01);
+    let result = match joint::solve(
+        &problem,
+        JointOptions {
+            encoding: o.encoding,
+            warps,
+            timeout: left,
+            seed: 0,
+        },
+    ) {
+        Ok(r) => r,
+        Err(e) => return Outcome::Skipped(format!("no schedule: {e}")),
+    };
+    // The independent checker, once more, on exactly what is written.
+    let (view, _) = joint::streaming_view(&problem);
+    let violations = checker::check_joint(&view, &result.schedule, &warps);
+    if !violations.is_empty() {
+        let list: Vec<String> = violations.iter().map(|v| v.to_string()).collect();
+        return Outcome::Skipped(format!(
+            "the checker rejected the schedule: {}",
+            list.join("; ")
+        ));
+    }
+    let decision = backend::decide(
+        ir,
+        &lowered,
+        &result.schedule,
+        &result.streaming,
+        o.target.arch,
+        ws,
+    );
+    let broken = backend::validate(ir, &decision, &o.target);
+    if !broken.is_empty() {
+        let list: Vec<String> = broken.iter().map(|v| v.to_string()).collect();
+        return Outcome::Skipped(format!(
+            "the decision breaks Triton's contract: {}",
+            list.join("; ")
+        ));
+    }
+    if let Err(e) = backend::mlir::write(for_op, &decision, o.target.arch, tag) {
+        return Outcome::Skipped(format!("cannot write attributes: {e}"));
+    }
+    let s = &result.schedule.schedule;
+    let proven = if result.ii_proven && result.length_proven {
+        "proven optimal"
+    } else if result.ii_proven {
+        "I proven optimal, L not proven"
+    } else {
+        "not proven optimal"
+    };
+    let mut msg = format!(
+        "twill: scheduled {}: I={} (~{:.0} cycles) L={} stages={} {}, {} ops in the graph, {:.2}s",
+        ir.name,
+        s.ii,
+        f64::from(s.ii) * problem.cycle_scale,
+        s.length,
+        decision.max_stage + 1,
+        if ws {
+            format!("partitions={}", decision.partitions())
+        } else if ws_loop {
+            "no partitions (Triton's Hopper warp specialization needs num_warps=4)".to_string()
+        } else if o.ws {
+            "no partitions (the loop is not marked tt.warp_specialize)".to_string()
+        } else {
+            "no warp specialization (ws=false)".to_string()
+        },
+        lowered.graph.ops.len(),
+        started.elapsed().as_secs_f64()
+    );
+    msg.push_str(&format!(" ({proven}"));
+    if !result.streaming.is_empty() {
+        let pf: Vec<String> = result
+            .streaming
+            .iter()
+            .map(|x| format!("{} prefetch {}", x.op, x.prefetch))
+            .collect();
+        msg.push_str(&format!("; {}", pf.join(", ")));
+    }
+    msg.push(')');
+    for n in &lowered.notes {
+        tracing::debug!(target: "twill", "{n}");
+    }
+    Outcome::Scheduled(msg)
+}
+
+fn options_text(options: *const c_char, len: usize) -> String {
+    if options.is_null() {
+        return String::new();
+    }
+    // SAFETY: the shim passes a pointer/length pair to its own std::string.
+    String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(options as *const u8, len) })
+        .into_owned()
+}
+
+/// `--twill-schedule`.
+///
+/// # Safety
+/// `module` must be a live operation and `options`/`len` a valid buffer;
+/// the C++ shim guarantees both.
+pub unsafe extern "C" fn schedule_body(
+    module: MlirOperation,
+    options: *const c_char,
+    len: usize,
+) -> c_int {
+    let text = options_text(options, len);
+    let run = AssertUnwindSafe(|| -> c_int {
+        let module_loc = mlirOperationGetLocation(module);
+        let o = match ScheduleOptions::parse(&text) {
+            Ok(o) => o,
+            Err(e) => {
+                ffi::emit(module_loc, TWILL_ERROR, &format!("twill-schedule: {e}"));
+                return 1;
+            }
+        };
+        let machine = match Machine::select(&o.machine) {
+            Ok(m) => m,
+            Err(e) => {
+                ffi::emit(
+                    module_loc,
+                    TWILL_ERROR,
+                    &format!("twill-schedule: machine: {e}"),
+                );
+                return 1;
+            }
+        };
+        let mut tag = 0;
+        for found in find_loops(module, o.scope) {
+            let loc = mlirOperationGetLocation(found.op);
+            let outcome = match &found.ir {
+                Err(why) => Outcome::Skipped(why.clone()),
+                Ok(ir) => {
+                    let out = catch_unwind(AssertUnwindSafe(|| {
+                        schedule_loop(found.op, ir, &machine, &o, tag)
+                    }))
+                    .unwrap_or_else(|_| {
+                        Outcome::Skipped("internal error (a panic); see stderr".into())
+                    });
+                    tag += 1;
+                    out
+                }
+            };
+            match outcome {
+                Outcome::Scheduled(msg) => ffi::emit(loc, TWILL_REMARK, &msg),
+                Outcome::Skipped(why) => ffi::emit(
+                    loc,
+                    TWILL_REMARK,
+                    &format!("twill: skipped loop: {why}; Triton's own schedule applies"),
+                ),
+            }
+        }
+        0
+    });
+    catch_unwind(run).unwrap_or_else(|_| {
+        ffi::emit(
+            mlirOperationGetLocation(module),
+            TWILL_WARNING,
+            "twill-schedule: internal error (a panic); the module is left unscheduled",
+        );
+        0
+    })
+}
+
+/// `--twill-export-graph`.
+///
+/// # Safety
+/// As [`schedule_body`].
+pub unsafe extern "C" fn export_graph_body(
+    module: MlirOperation,
+    options: *const c_char,
+    len: usize,
+) -> c_int {
+    let text = options_text(options, len);
+    let run = AssertUnwindSafe(|| -> c_int {
+        let module_loc = mlirOperationGetLocation(module);
+        let o = match ExportOptions::parse(&text) {
+            Ok(o) => o,
+            Err(e) => {
+                ffi::emit(module_loc, TWILL_ERROR, &format!("twill-export-graph: {e}"));
+                return 1;
+            }
+        };
+        let machine = match Machine::select(&o.machine) {
+            Ok(m) => m,
+            Err(e) => {
+                ffi::emit(
+                    module_loc,
+                    TWILL_ERROR,
+                    &format!("twill-export-graph: machine: {e}"),
+                );
+                return 1;
+            }
+        };
+        if let Err(e) = std::fs::create_dir_all(&o.dir) {
+            ffi::emit(
+                module_loc,
+                TWILL_ERROR,
+                &format!("twill-export-graph: cannot create {}: {e}", o.dir.display()),
+            );
+            return 1;
+        }
+        let target = TritonTarget {
+            arch: o.arch,
+            version: (3, 6),
+        };
+        for found in find_loops(module, o.scope) {
+            let loc = mlirOperationGetLocation(found.op);
+            let msg = match &found.ir {
+                Err(why) => format!("twill: skipped loop: {why}"),
+                Ok(ir) => match lower(ir, &machine, target.last_stage_ops()) {
+                    Err(e) => format!("twill: skipped loop: {} (at {})", e.reason, e.location),
+                    Ok(l) => {
+                        let path = o.dir.join(format!("{}.toml", ir.name));
+                        match std::fs::write(&path, to_toml(&l.graph)) {
+                            Ok(()) => format!(
+                                "twill: wrote {} ({} ops, {} edges)",
+                                path.display(),
+                                l.graph.ops.len(),
+                                l.graph.edges.len()
+                            ),
+                            Err(e) => {
+                                ffi::emit(
+                                    loc,
+                                    TWILL_ERROR,
+                                    &format!(
+                                        "twill-export-graph: cannot write {}: {e}",
+                                        path.display()
+                                    ),
+                                );
+                                return 1;
+                            }
+                        }
+                    }
+                },
+            };
+            ffi::emit(loc, TWILL_REMARK, &msg);
+        }
+        0
+    });
+    catch_unwind(run).unwrap_or_else(|_| {
+        ffi::emit(
+            mlirOperationGetLocation(module),
+            TWILL_WARNING,
+            "twill-export-graph: internal error (a panic)",
+        );
+        0
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_options_default_by_arch() {
+        let o = ScheduleOptions::parse("arch=sm100\nmachine=\ntriton=3.9.0\n").unwrap();
+        assert_eq!(
+            o.target,
+            TritonTarget {
+                arch: Arch::Sm100,
+                version: (3, 9)
+            }
+        );
+        assert_eq!((o.machine.as_str(), o.groups, o.u), ("b200", 4, 30));
+        let o = ScheduleOptions::parse("arch=sm90\nws=false\ngroups=3\nscope=all").unwrap();
+        assert_eq!(
+            (o.machine.as_str(), o.groups, o.ws, o.scope),
+            ("h100", 1, false, Scope::All)
+        );
+    }
+
+    #[test]
+    fn schedule_options_reject_bad_values() {
+        for (text, needle) in [
+            ("arch=sm75", "arch"),
+            ("timeout=-1", "timeout"),
+            ("u=0", "u:"),
+            ("encoding=x", "encoding"),
+            ("groups=two", "groups"),
+            ("ws=maybe", "ws"),
+            ("frobnicate=1", "unknown option"),
+        ] {
+            let e = ScheduleOptions::parse(text).unwrap_err();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+        assert!(ExportOptions::parse("arch=sm90")
+            .unwrap_err()
+            .contains("dir"));
+        assert_eq!(ExportOptions::parse("dir=/tmp/x").unwrap().machine, "h100");
+    }
+}

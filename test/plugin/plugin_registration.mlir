@@ -1,0 +1,14 @@
+// The plugin registers both passes with their options in mlir-opt's
+// registry, and the pipeline round-trips with the options it was given.
+
+// RUN: %mlir-opt --load-pass-plugin=%twill-plugin --help | FileCheck %s --check-prefix=HELP
+// RUN: %mlir-opt --allow-unregistered-dialect --load-pass-plugin=%twill-plugin --pass-pipeline='builtin.module(twill-schedule{arch=sm100 timeout=5})' --dump-pass-pipeline %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPE
+
+// HELP: --twill-export-graph
+// HELP: --twill-schedule
+// HELP-DAG: --arch=
+// HELP-DAG: --scope=
+// HELP-DAG: --triton=
+// PIPE: twill-schedule{arch=sm100 encoding=default groups=0 machine= scope=ws timeout=5.000000e+00 triton=3.6 u=30 ws=true}
+module {
+}

@@ -1,0 +1,37 @@
+// FlashAttention forward on sm_100 (B200 model, tensor memory). Input: real
+// Triton 3.6.0 TTGIR of bench/kernels/fa_fwd.py for cuda:100 (head dim 128,
+// BLOCK_M = BLOCK_N = 128, fp16, num_warps = 4, loop marked
+// tt.warp_specialize), captured just before add_assign_latencies by
+// Inputs/triton36/capture.py.
+//
+// Expected: a stage and a cluster on every top-level body op and a
+// ttg.partition on each (Triton's warp specialization requires all of them),
+// ttg.partition.stages with one entry per partition and the
+// ttg.warp_specialize.tag without which Triton would recompute its own
+// partitions; tt.self_latency = 1 on both MMAs, the QK^T MMA in partition 1
+// (Triton's convention for the MMA partition), the loads in a partition of
+// their own.
+
+// RUN: %twill-opt %inputs/triton36/fa_fwd_sm100.before.mlir --twill-schedule="arch=sm100" 2>&1 | FileCheck %s
+
+// CHECK: remark: twill: scheduled attn_fwd_kernel_loop1: I={{[0-9]+}} (~{{[0-9]+}} cycles) L={{[0-9]+}} stages={{[0-9]+}} partitions={{[3-5]}}, 21 ops in the graph
+// CHECK-SAME: proven optimal
+// CHECK-LABEL: scf.for
+// CHECK-NEXT:  "tt.descriptor_load"{{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = 0 : i32, ttg.partition = array<i32: [[LOAD:[0-9]]]>}
+// CHECK-NEXT:  "ttg.local_alloc"{{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = {{[0-9]}} : i32, ttg.partition = array<i32: 1>}
+// CHECK-NEXT:  "ttg.memdesc_trans"{{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = {{[0-9]}} : i32, ttg.partition = array<i32: 1>}
+// CHECK-NEXT:  "ttng.tc_gen5_mma"{{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = {{[0-9]}} : i32, tt.self_latency = 1 : i32, ttg.partition = array<i32: 1>}
+// CHECK-NEXT:  "ttng.tmem_load"{{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = {{[0-9]}} : i32, ttg.partition = array<i32: {{[0-9]}}>}
+// CHECK-NEXT:  "tt.reduce"
+// CHECK:       }) {loop.cluster = {{[0-9]+}} : i32, loop.stage = {{[0-9]}} : i32, ttg.partition = array<i32: {{[0-9]}}>}
+// CHECK-COUNT-3: {loop.cluster = {{[0-9]+}} : i32, loop.stage = {{[0-9]}} : i32, ttg.partition = array<i32: {{[0-9]}}>}
+// CHECK-NEXT:  "tt.expand_dims"{{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = {{[0-9]}} : i32, ttg.partition = array<i32: {{[0-9]}}>}
+// CHECK:       math.exp2 {{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = {{[0-9]}} : i32, ttg.partition = array<i32: {{[0-9]}}>}
+// CHECK:       "tt.descriptor_load"{{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = {{[0-9]}} : i32, ttg.partition = array<i32: [[LOAD]]>}
+// CHECK:       "ttng.tmem_alloc"{{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = {{[0-9]}} : i32, ttg.partition = array<i32: {{[0-9]}}>}
+// CHECK-NEXT:  "ttng.tmem_store"{{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = {{[0-9]}} : i32, ttg.partition = array<i32: {{[0-9]}}>}
+// CHECK-NEXT:  "ttng.tc_gen5_mma"{{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = {{[0-9]}} : i32, tt.self_latency = 1 : i32, ttg.partition = array<i32: {{[0-9]}}>}
+// CHECK-NEXT:  arith.addi {{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = 0 : i32, ttg.partition = array<i32: [[LOAD]]>}
+// CHECK-NEXT:  scf.yield
+// CHECK-NOT:   ttg.partition =
+// CHECK-NEXT:  } {tt.scheduled_max_stage = {{[0-9]}} : i32, tt.warp_specialize, ttg.partition.stages = [0 : i32, 1 : i32, 0 : i32{{(, 0 : i32)*}}], ttg.warp_specialize.tag = 0 : i32}
