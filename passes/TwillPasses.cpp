@@ -101,6 +101,12 @@ struct TwillSchedulePass
                   llvm::cl::desc("Warp-specialize (false: software "
                                  "pipelining only)"),
                   llvm::cl::init(true)};
+  Option<bool> partitions{
+      *this, "partitions",
+      llvm::cl::desc("Write the solved warp partitions (false: solve for "
+                     "warp specialization but write stages only, and let "
+                     "Triton partition)"),
+      llvm::cl::init(true)};
 
   void runOnOperation() override {
     std::string o;
@@ -113,6 +119,7 @@ struct TwillSchedulePass
     render(o, "encoding", encoding);
     render(o, "groups", std::to_string(groups));
     render(o, "ws", ws ? "true" : "false");
+    render(o, "partitions", partitions ? "true" : "false");
     runBody(*this, gCallbacks ? gCallbacks->schedule : nullptr,
             getOperation(), o,
             [](Pass &p) { static_cast<TwillSchedulePass &>(p).fail(); });

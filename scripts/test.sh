@@ -42,4 +42,25 @@ else
   if [ "$rc" -ne 0 ] || [ "${passed:-0}" -eq 0 ]; then status=1; fi
   rm -f "$log"
 fi
+
+# Triton integration (third_party/triton): compile tests on the CPU for every
+# Triton version we support, each in its own virtual environment under
+# target/ (rebuilt from PyPI when missing).
+for ver in ${TWILL_TRITON_VERSIONS:-3.6.0 3.9.0}; do
+  venv="target/venv-triton-$ver"
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import triton, pytest" 2>/dev/null; then
+    rm -rf "$venv"
+    python3 -m venv "$venv" && "$venv/bin/pip" install -q "triton==$ver" pytest ./third_party/triton \
+      || { echo "pytest (triton $ver): 0 passed, 1 failed"; status=1; continue; }
+  fi
+  log=$(mktemp)
+  TWILL_OPT="$PWD/target/release/twill-opt" "$venv/bin/python" -m pytest -q -p no:cacheprovider third_party/triton/tests 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  summary=$(grep -E "[0-9]+ (passed|failed|errors?)( |,|$)" "$log" | tail -1)
+  passed=$(echo "$summary" | grep -oE "[0-9]+ passed" | awk '{ s += $1 } END { print s + 0 }')
+  failed=$(echo "$summary" | grep -oE "[0-9]+ (failed|errors?)" | awk '{ s += $1 } END { print s + 0 }')
+  echo "pytest (triton $ver): ${passed:-0} passed, ${failed:-0} failed"
+  if [ "$rc" -ne 0 ] || [ "${passed:-0}" -eq 0 ]; then status=1; fi
+  rm -f "$log"
+done
 exit $status

@@ -65,6 +65,15 @@ pub fn write(for_op: MlirOperation, d: &LoopDecision, arch: Arch, tag: u32) -> R
                 Arch::Sm100 => "ttg.partition",
             };
             set(op, name, &ids(&od.partition))?;
+            if arch == Arch::Sm100 {
+                // Triton's verifier wants the partition on every op nested
+                // in a partitioned op (a tt.reduce combiner, say).
+                let mut nested = Vec::new();
+                collect(op, &mut nested);
+                for n in nested {
+                    set(n, name, &ids(&od.partition))?;
+                }
+            }
         }
         if od.self_latency {
             set(op, "tt.self_latency", "1 : i32")?;

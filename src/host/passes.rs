@@ -38,6 +38,8 @@ pub struct ScheduleOptions {
     pub encoding: Encoding,
     pub groups: u32,
     pub ws: bool,
+    /// Write the solved partitions (false: stages only; Triton partitions).
+    pub partitions: bool,
 }
 
 /// Options of `--twill-export-graph`.
@@ -82,6 +84,7 @@ impl ScheduleOptions {
             encoding: Encoding::Default,
             groups: 0,
             ws: true,
+            partitions: true,
         };
         for (k, v) in pairs(text) {
             match k {
@@ -113,11 +116,16 @@ impl ScheduleOptions {
                         .parse::<u32>()
                         .map_err(|_| format!("groups: expected an integer, got `{v}`"))?
                 }
-                "ws" => {
-                    o.ws = match v {
+                "ws" | "partitions" => {
+                    let b = match v {
                         "true" | "1" => true,
                         "false" | "0" => false,
-                        other => return Err(format!("ws: expected true or false, got `{other}`")),
+                        other => return Err(format!("{k}: expected true or false, got `{other}`")),
+                    };
+                    if k == "ws" {
+                        o.ws = b;
+                    } else {
+                        o.partitions = b;
                     }
                 }
                 other => return Err(format!("unknown option `{other}`")),
@@ -195,14 +203,21 @@ fn schedule_loop(
         u: o.u,
         time_limit: o.timeout,
     };
-    let (problem, _norm) = match Problem::build(&lowered.graph, machine, build) {
+    // Triton warp-specializes only loops marked tt.warp_specialize (and, on
+    // sm90, only at num_warps = 4); other loops are software-pipelined by
+    // one instruction stream, whose barrier waits do not stop the
+    // asynchronous units (TMA, tensor cores) it feeds: no blocking rule.
+    let ws_loop = o.ws && ir.warp_specialize;
+    let mut graph = lowered.graph.clone();
+    if !ws_loop {
+        for e in &mut graph.edges {
+            e.blocking = false;
+        }
+    }
+    let (problem, _norm) = match Problem::build(&graph, machine, build) {
         Ok(p) => p,
         Err(e) => return Outcome::Skipped(format!("cannot price the loop: {e}")),
     };
-    // Triton warp-specializes only loops marked tt.warp_specialize (and, on
-    // sm90, only at num_warps = 4); other loops are software-pipelined by
-    // one instruction stream.
-    let ws_loop = o.ws && ir.warp_specialize;
     let ws = ws_loop && !(o.target.arch == Arch::Sm90 && ir.num_warps != 4);
     let warps = WarpConfig {
         groups: if ws_loop { o.groups } else { 1 },
@@ -238,7 +253,7 @@ fn schedule_loop(
         &result.schedule,
         &result.streaming,
         o.target.arch,
-        ws,
+        ws && o.partitions,
     );
     let broken = backend::validate(ir, &decision, &o.target);
     if !broken.is_empty() {
@@ -266,8 +281,10 @@ fn schedule_loop(
         f64::from(s.ii) * problem.cycle_scale,
         s.length,
         decision.max_stage + 1,
-        if ws {
+        if ws && o.partitions {
             format!("partitions={}", decision.partitions())
+        } else if ws {
+            "partitions left to Triton (partitions=false)".to_string()
         } else if ws_loop {
             "no partitions (Triton's Hopper warp specialization needs num_warps=4)".to_string()
         } else if o.ws {

@@ -35,3 +35,14 @@
 // CHECK-NEXT:  scf.yield
 // CHECK-NOT:   ttg.partition =
 // CHECK-NEXT:  } {tt.scheduled_max_stage = {{[0-9]}} : i32, tt.warp_specialize, ttg.partition.stages = [0 : i32, 1 : i32, 0 : i32{{(, 0 : i32)*}}], ttg.warp_specialize.tag = 0 : i32}
+
+// With partitions=false the schedule is still solved for warp specialization
+// but only stages, clusters and tt.self_latency are written: Triton's own
+// partition scheduling (which runs when the loop has no
+// ttg.warp_specialize.tag) assigns the partitions around twill's stages.
+// RUN: %twill-opt %inputs/triton36/fa_fwd_sm100.before.mlir --twill-schedule="arch=sm100 partitions=false" 2>&1 | FileCheck %s --check-prefix=NOPART
+// NOPART: remark: twill: scheduled attn_fwd_kernel_loop1: {{.*}} partitions left to Triton (partitions=false)
+// NOPART-NOT: ttg.partition
+// NOPART: "ttng.tc_gen5_mma"{{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = {{[0-9]}} : i32, tt.self_latency = 1 : i32}
+// NOPART-NOT: ttg.partition
+// NOPART: } {tt.scheduled_max_stage = {{[0-9]}} : i32, tt.warp_specialize}

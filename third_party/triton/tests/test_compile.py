@@ -1,0 +1,227 @@
+"""Compile tests of twill in a pip-installed Triton, on the CPU.
+
+Every kernel of bench/kernels is compiled to cubin for cuda:90 and cuda:100
+with an explicit target (ptxas ships in the Triton wheel), with twill on and
+off. With twill on, the test reads twill's own output (the module it handed
+back to Triton, kept by TWILL_DUMP_DIR) and checks that the final TTGIR
+carries its decisions: the shared-memory buffer count Triton derives from
+each load's stages and clusters (LowerLoops' getDefUseStageDiff: stage gap,
++1 when the first use is in a later cluster, +1 for an MMA operand: wgmma or tcgen05), and
+warp specialization where the loop asked for it. The fallback path is checked
+on a loop with control flow.
+
+Needs twill-opt (TWILL_OPT, or target/release/twill-opt of this checkout).
+"""
+
+import logging
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "bench" / "kernels"))
+sys.path.insert(0, str(REPO / "test" / "Inputs" / "triton36"))
+sys.path.insert(0, str(REPO / "third_party" / "triton"))
+
+triton = pytest.importorskip("triton")
+from triton.backends.compiler import GPUTarget  # noqa: E402
+
+import fa_fwd  # noqa: E402
+import matmul  # noqa: E402
+import test_kernels  # noqa: E402
+import twill_triton  # noqa: E402
+
+TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")
+
+
+def _fa(cap):
+    cfg = dict(fa_fwd.DEFAULT_CONFIGS[cap])
+    opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages", "maxnreg") if k in cfg}
+    return fa_fwd.make_ast_source(**cfg), opts
+
+
+def _gemm(cap):
+    cfg = dict(matmul.DEFAULT_CONFIG)
+    opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages")}
+    return matmul.make_ast_source(**cfg), opts
+
+
+def _loop_with_if(cap):
+    cfg = dict(test_kernels.LOOP_WITH_IF_CONFIG)
+    opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages")}
+    return test_kernels.make_ast_source(**cfg), opts
+
+
+KERNELS = {"fa_fwd": _fa, "matmul": _gemm}
+
+
+@pytest.fixture
+def twill(tmp_path, monkeypatch):
+    """twill enabled with a dump directory and a private Triton cache."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    dump = tmp_path / "dump"
+
+
+    def on(**kw):
+        kw.setdefault("scope", "all")
+        kw.setdefault("dump_dir", str(dump))
+        twill_triton.enable(twill_opt=TWILL_OPT, **kw)
+        return dump
+
+    yield on
+    twill_triton.disable()
+
+
+def _compile(make, cap):
+    src, opts = make(cap)
+    return triton.compile(src, target=GPUTarget("cuda", cap, 32), options=opts)
+
+
+_OP = re.compile(r'^\s*(%[\w#:]+) = "(tt\.descriptor_load|ttg\.local_alloc)"\((%[\w#]+)?')
+_ATTRS = re.compile(r"loop\.cluster = (\d+) : i32, loop\.stage = (\d+) : i32")
+
+
+def _solved_buffers(scheduled, mma):
+    """Buffer count of every pipelined load of twill's module, by Triton's
+    rule, in load order."""
+    loads, allocs = {}, {}
+    for line in scheduled.splitlines():
+        m = _OP.match(line)
+        a = _ATTRS.search(line)
+        if not m or not a:
+            continue
+        name, op, operand = m.group(1), m.group(2), m.group(3)
+        cluster, stage = int(a.group(1)), int(a.group(2))
+        if op == "tt.descriptor_load":
+            loads[name] = (stage, cluster)
+        elif operand in loads:
+            allocs[operand] = (stage, cluster)
+    out = []
+    for name, (s, c) in loads.items():
+        us, uc = allocs[name]
+        gap = us - s
+        if gap > 0:
+            out.append(gap + (1 if uc > c else 0) + (1 if mma else 0))
+    return sorted(out)
+
+
+def _final_buffers(ttgir, tile):
+    """Leading dimension of every multi-buffered shared-memory tile `tile`
+    (e.g. '128x128xf16') allocated in the final TTGIR."""
+    return sorted(int(n) for n in re.findall(r"ttg\.local_alloc.*-> !ttg\.memdesc<(\d+)x" + tile, ttgir))
+
+
+@pytest.mark.parametrize("cap", [90, 100])
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
+def test_twill_schedule_reaches_cubin(twill, kernel, cap):
+    dump = twill()
+    k = _compile(KERNELS[kernel], cap)
+    assert len(k.asm["cubin"]) > 0
+    d = twill_triton.decisions()[-1]
+    assert d.scheduled, d.reason
+    assert any("twill: scheduled" in r for r in d.remarks), d.remarks
+    scheduled = (Path(d.dump) / "scheduled.mlir").read_text()
+    # twill's attributes are on the module Triton continued with.
+    assert "tt.scheduled_max_stage" in scheduled and "loop.stage" in scheduled
+    ttgir = k.asm["ttgir"]
+    tile = "128x128xf16" if kernel == "fa_fwd" else "128x64xf16"
+    if kernel == "fa_fwd" and cap == 100:
+        # Warp-specialized: buffers between partitions follow num_stages, and
+        # the partitions are Triton's, built around twill's stages.
+        assert "ttg.warp_specialize" in ttgir
+        assert "partitions left to Triton" in " ".join(d.remarks)
+    else:
+        solved = _solved_buffers(scheduled, mma=True)
+        assert solved, scheduled
+        final = _final_buffers(ttgir, tile)
+        assert final == solved, (final, solved)
+    assert dump.exists()
+
+
+def test_fa_sm90_buffers_differ_from_triton(tmp_path, monkeypatch, twill):
+    """On Hopper FA forward twill proves one stage of prefetch enough (its
+    I is ~4000 cycles against ~1000 of TMA latency); Triton's default
+    schedule uses two, so the K and V buffers go from 3 to 2."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "stock"))
+    stock = _final_buffers(_compile(_fa, 90).asm["ttgir"], "128x128xf16")
+    twill()
+    ours = _final_buffers(_compile(_fa, 90).asm["ttgir"], "128x128xf16")
+    assert stock == [3, 3]
+    assert ours == [2, 2]
+
+
+def test_fallback_on_control_flow(twill, caplog):
+    twill()
+    with caplog.at_level(logging.WARNING, logger="twill"):
+        k = _compile(_loop_with_if, 90)
+    assert len(k.asm["cubin"]) > 0
+    d = twill_triton.decisions()[-1]
+    assert not d.scheduled
+    assert "control flow inside the loop body (`scf.if`)" in d.reason
+    warnings = [r for r in caplog.records if r.name == "twill"]
+    assert len(warnings) == 1 and "uses Triton's own schedule" in warnings[0].getMessage()
+
+
+def test_strict_mode_raises(twill):
+    twill(strict=True)
+    with pytest.raises(Exception, match="control flow inside the loop body"):
+        _compile(_loop_with_if, 90)
+
+
+def test_dump_reproduces_with_twill_opt(twill):
+    twill()
+    _compile(_gemm, 90)
+    d = twill_triton.decisions()[-1]
+    work = Path(d.dump)
+    for f in ("input.mlir", "output.mlir", "scheduled.mlir", "command.txt", "remarks.txt"):
+        assert (work / f).exists(), f
+    r = subprocess.run(
+        [TWILL_OPT, str(work / "input.mlir"), "--twill-schedule=arch=sm90 scope=all", "--mlir-print-op-generic"],
+        capture_output=True, text=True, check=True)
+    assert "twill: scheduled" in r.stderr
+    assert r.stdout.count("loop.stage") == (work / "output.mlir").read_text().count("loop.stage")
+
+
+def test_enable_disable_and_cache_dir(tmp_path, monkeypatch):
+    from triton import knobs
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "c"))
+    before = knobs.cache.dir
+    twill_triton.enable(twill_opt=TWILL_OPT)
+    try:
+        assert twill_triton.is_enabled()
+        assert knobs.cache.dir.startswith(os.path.join(str(tmp_path / "c"), "twill"))
+        assert knobs.runtime.add_stages_inspection_hook is not None
+    finally:
+        twill_triton.disable()
+    assert not twill_triton.is_enabled()
+    assert knobs.cache.dir == before
+    assert knobs.runtime.add_stages_inspection_hook is None
+
+
+def test_triton_twill_env_enables_at_startup(tmp_path):
+    env = dict(os.environ, TRITON_TWILL="1", TWILL_OPT=TWILL_OPT, TRITON_CACHE_DIR=str(tmp_path))
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "third_party" / "triton"), env.get("PYTHONPATH", "")])
+    # What twill_triton.pth runs at startup in an installed environment.
+    code = "import twill_triton.autoload, twill_triton; print(twill_triton.is_enabled())"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "True", r.stderr
+
+
+def test_cache_key_protocol():
+    """Triton >= 3.7 calls the hook without arguments for a cache-key suffix:
+    it must name twill and change with twill's options."""
+    from triton import knobs
+
+    try:
+        twill_triton.enable(twill_opt=TWILL_OPT, timeout=10)
+        k10, h10 = knobs.runtime.add_stages_inspection_hook()
+        twill_triton.enable(twill_opt=TWILL_OPT, timeout=20)
+        k20, h20 = knobs.runtime.add_stages_inspection_hook()
+    finally:
+        twill_triton.disable()
+    assert k10.startswith("twill-") and k10 != k20 and h10 != h20

@@ -1,0 +1,30 @@
+"""twill for pip-installed Triton.
+
+    import twill_triton
+    twill_triton.enable()      # or TRITON_TWILL=1 in the environment
+    ...                        # compile / launch Triton kernels as usual
+    twill_triton.disable()
+
+twill replaces Triton's own loop scheduler (`add_assign_latencies` +
+`add_schedule_loops`) in the `ttgir` stage: the module is exported in MLIR
+generic form, the loops are scheduled by twill's MLIR pass (`twill-opt
+--twill-schedule`, run as a subprocess with a timeout), the result is parsed
+back by Triton, and Triton continues from `add_pipeline` (and its warp
+specialization) to cubin. Any failure falls back to Triton's own schedule with
+one warning on the `twill` logger (`TWILL_STRICT=1` raises instead).
+
+Environment:
+    TRITON_TWILL=1      enable at startup (needs `pip install ./third_party/triton`)
+    TWILL_OPT=PATH      the twill-opt binary (default: on PATH, or the repo's target/release)
+    TWILL_TIMEOUT=SECS  solver time per loop (default 30)
+    TWILL_SCOPE=ws|all  which loops (default ws: those marked warp_specialize)
+    TWILL_DUMP_DIR=DIR  write every exported loop, the pass output and the decisions
+    TWILL_STRICT=1      raise TwillError instead of falling back
+    TWILL_PARTITIONS=1  on sm100, write twill's own partitions (default: stages
+                        only; Triton partitions around them)
+"""
+
+from .hook import TwillError, decisions, disable, enable, is_enabled
+
+__all__ = ["enable", "disable", "is_enabled", "decisions", "TwillError"]
+__version__ = "0.1.0"

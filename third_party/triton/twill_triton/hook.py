@@ -1,0 +1,448 @@
+"""The stages hook that puts twill into Triton's `make_ttgir`.
+
+Triton's pass list is never copied: the installed backend's own `make_ttgir`
+runs with its module globals `ir`, `passes` and `nvidia` replaced by
+recorders, so every `passes.*.add_*(pm, ...)` call is recorded instead of
+applied. When `make_ttgir` runs its pass manager, the recorded list is split
+at `add_assign_latencies` / `add_schedule_loops`: the first part runs on the
+real module, twill schedules the loops, and the rest (from `add_pipeline` on)
+runs on the module twill wrote. Whatever Triton version is installed, the
+passes, their order and arguments are exactly its own.
+"""
+
+import functools
+import hashlib
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional
+
+log = logging.getLogger("twill")
+
+SPLIT_FIRST = "passes.ttgpuir.add_assign_latencies"
+SPLIT_LAST = "passes.ttgpuir.add_schedule_loops"
+
+
+class TwillError(RuntimeError):
+    """twill could not schedule a kernel (raised only in strict mode)."""
+
+
+class _Fallback(Exception):
+    pass
+
+
+@dataclass
+class Decision:
+    """What twill did to one kernel: the pass remarks, and whether Triton
+    compiled twill's schedule (False: Triton's own schedule was used)."""
+    kernel: str
+    capability: int
+    scheduled: bool
+    remarks: List[str] = field(default_factory=list)
+    reason: str = ""
+    dump: Optional[str] = None
+
+
+_lock = threading.Lock()
+_state = {"enabled": False, "prev_hook": None, "config": None, "cache": None}
+_decisions: List[Decision] = []
+
+
+def decisions() -> List[Decision]:
+    """Decisions of this process so far, oldest first."""
+    return list(_decisions)
+
+
+def _env_bool(name):
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _find_twill_opt(explicit=None):
+    cand = explicit or os.environ.get("TWILL_OPT") or shutil.which("twill-opt")
+    if not cand:
+        # The checkout this package was installed from (recorded at build
+        # time), or the one it is imported from.
+        repos = [Path(__file__).resolve().parents[3]]
+        try:
+            from ._build_info import REPO
+
+            repos.insert(0, Path(REPO))
+        except ImportError:
+            pass
+        for repo in repos:
+            guess = repo / "target" / "release" / "twill-opt"
+            if guess.exists():
+                cand = str(guess)
+                break
+    return cand
+
+
+@dataclass
+class Config:
+    twill_opt: Optional[str]
+    timeout: float
+    scope: str
+    strict: bool
+    dump_dir: Optional[str]
+    extra: str
+
+
+def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra=""):
+    return Config(
+        twill_opt=_find_twill_opt(twill_opt),
+        timeout=float(timeout if timeout is not None else os.environ.get("TWILL_TIMEOUT", 30)),
+        scope=scope or os.environ.get("TWILL_SCOPE", "ws"),
+        strict=_env_bool("TWILL_STRICT") if strict is None else bool(strict),
+        dump_dir=dump_dir if dump_dir is not None else os.environ.get("TWILL_DUMP_DIR") or None,
+        extra=extra,
+    )
+
+
+def _binary_hash(path):
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        h.update(b"missing")
+    return h.hexdigest()[:16]
+
+
+def _cache_key(cfg):
+    """What makes a twill compilation differ from Triton's: the twill binary
+    (hence its machine descriptions and solver) and the pass options."""
+    return f"twill-{_binary_hash(cfg.twill_opt)}-{cfg.scope}-{cfg.timeout}-{cfg.extra}"
+
+
+def enable(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra_options=""):
+    """Schedule the loops of every Triton kernel compiled from now on with
+    twill. Arguments override the environment (see the package doc)."""
+    import triton
+    from triton import knobs
+
+    cfg = _config(twill_opt, timeout, scope, strict, dump_dir, extra_options)
+    if not cfg.twill_opt or not os.path.exists(cfg.twill_opt):
+        raise TwillError("twill-opt not found: set TWILL_OPT, put it on PATH, or build it "
+                         "(cargo build --release)")
+    with _lock:
+        if not _state["enabled"]:
+            _state["prev_hook"] = knobs.runtime.add_stages_inspection_hook
+        _state["config"] = cfg
+        knobs.runtime.add_stages_inspection_hook = _hook
+        # Triton 3.6's cache key ignores the stages hook: give twill's
+        # compilations a cache directory of their own, keyed by twill's
+        # binary and options (3.7+ also get the key through the hook).
+        if _state["cache"] is None:
+            _state["cache"] = (knobs.cache.__dict__.get("dir"), os.environ.get("TRITON_CACHE_DIR"))
+        base = _state["cache"][0] or os.environ.get("TRITON_CACHE_DIR") or knobs.cache.dir
+        key = hashlib.sha256(_cache_key(cfg).encode()).hexdigest()[:24]
+        knobs.cache.dir = os.path.join(base, "twill", key)
+        _state["enabled"] = True
+    log.debug("twill enabled: %s (triton %s)", cfg, triton.__version__)
+
+
+def disable():
+    """Back to Triton's own scheduling (and cache directory)."""
+    from triton import knobs
+
+    with _lock:
+        if not _state["enabled"]:
+            return
+        knobs.runtime.add_stages_inspection_hook = _state["prev_hook"]
+        saved_dir, saved_env = _state["cache"]
+        if saved_dir is None:
+            knobs.cache.__dict__.pop("dir", None)
+        else:
+            knobs.cache.dir = saved_dir
+        if saved_env is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = saved_env
+        _state.update(enabled=False, prev_hook=None, cache=None)
+
+
+def is_enabled():
+    return _state["enabled"]
+
+
+def _hook(*args):
+    cfg = _state["config"]
+    if not args:
+        # Triton >= 3.7 asks the hook for a cache-key suffix and its hash.
+        key = _cache_key(cfg)
+        prev = _state["prev_hook"]
+        if prev is not None:
+            pkey, _ = prev()
+            key = pkey + key
+        return key, hashlib.sha256(key.encode()).hexdigest()
+    backend, stages, options, language, capability = args
+    prev = _state["prev_hook"]
+    if prev is not None:
+        prev(*args)
+    if "ttgir" not in stages or type(backend).__name__ != "CUDABackend":
+        return
+    if getattr(language, "name", str(language)).upper().endswith("GLUON"):
+        return
+    stages["ttgir"] = functools.partial(_ttgir_stage, stages["ttgir"], backend, options, capability, cfg)
+
+
+# --------------------------------------------------------------------------
+# Recording proxies for make_ttgir's module globals.
+# --------------------------------------------------------------------------
+class _PassRecorder:
+
+    def __init__(self, target, path):
+        self._target = target
+        self._path = path
+
+    def __getattr__(self, name):
+        attr = getattr(self._target, name)
+        path = f"{self._path}.{name}"
+        if isinstance(attr, types.ModuleType):
+            return _PassRecorder(attr, path)
+        if callable(attr) and name.startswith("add_"):
+
+            def record(pm, *a):
+                pm.calls.append((path, attr, a))
+
+            return record
+        return attr
+
+
+class _RecordingPassManager:
+
+    def __init__(self, ir, context, on_run):
+        self._ir = ir
+        self.context = context
+        self.calls = []
+        self._on_run = on_run
+
+    def enable_debug(self):
+        return self._ir.pass_manager(self.context).enable_debug()
+
+    def run(self, mod, tag):
+        self._on_run(self, mod, tag)
+
+
+class _IRProxy:
+
+    def __init__(self, ir, on_run):
+        self._ir = ir
+        self._on_run = on_run
+
+    def pass_manager(self, context):
+        return _RecordingPassManager(self._ir, context, self._on_run)
+
+    def __getattr__(self, name):
+        return getattr(self._ir, name)
+
+
+def _run(ir, mod, calls, tag):
+    pm = ir.pass_manager(mod.context)
+    pm.enable_debug()
+    for _path, fn, a in calls:
+        fn(pm, *a)
+    pm.run(mod, tag)
+
+
+def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
+    from triton._C.libtriton import ir
+
+    compiler_module = sys.modules[type(backend).__module__]
+    g = vars(compiler_module)
+    result = {}
+
+    def on_run(fake_pm, mod, tag):
+        calls = fake_pm.calls
+        names = [c[0] for c in calls]
+        if SPLIT_FIRST not in names or names[names.index(SPLIT_FIRST) + 1:][:1] != [SPLIT_LAST]:
+            _record(cfg, mod, capability, None, f"{SPLIT_FIRST} + {SPLIT_LAST} not found in make_ttgir")
+            _run(ir, mod, calls, tag)
+            result["mod"] = mod
+            return
+        i = names.index(SPLIT_FIRST)
+        _run(ir, mod, calls[:i], tag + "_before_twill")
+        try:
+            new, decision = _schedule(ir, mod, capability, options, cfg)
+            try:
+                _run(ir, new, calls[i + 2:], tag + "_after_twill")
+            except Exception as e:  # Triton rejected the schedule
+                raise _Fallback(f"Triton rejected twill's schedule: {e}") from e
+            _decisions.append(decision)
+            result["mod"] = new
+        except _Fallback as e:
+            _record(cfg, mod, capability, getattr(e, "decision", None), str(e))
+            _run(ir, mod, calls[i:], tag)
+            result["mod"] = mod
+
+    saved = {k: g[k] for k in ("ir", "passes", "nvidia")}
+    g["ir"] = _IRProxy(saved["ir"], on_run)
+    g["passes"] = _PassRecorder(saved["passes"], "passes")
+    g["nvidia"] = _PassRecorder(saved["nvidia"], "nvidia")
+    try:
+        orig(src, metadata)
+    finally:
+        g.update(saved)
+    final = result["mod"]
+    if hasattr(final, "get_tensordesc_metadata"):
+        metadata["tensordesc_meta"] = final.get_tensordesc_metadata()
+    return final
+
+
+def _record(cfg, mod, capability, decision, reason):
+    try:
+        kernel = mod.get_entry_func_name()
+    except Exception:
+        kernel = "?"
+    d = decision or Decision(kernel=kernel, capability=capability, scheduled=False)
+    d.scheduled = False
+    d.reason = reason
+    _decisions.append(d)
+    msg = f"twill: kernel {kernel} (cuda:{capability}) uses Triton's own schedule: {reason}"
+    if cfg.strict:
+        raise TwillError(msg)
+    log.warning(msg)
+
+
+# --------------------------------------------------------------------------
+# Export, twill-opt, import.
+# --------------------------------------------------------------------------
+_BOGUS_ATTR = "llvm.data_layout"
+_ALIAS_DEF = re.compile(r"^([#!][\w.$-]+) = ", re.M)
+
+
+def _generic_text(ir, mod, workdir):
+    """The module in MLIR generic form, printed by Triton's own printer.
+
+    Triton's bindings print only the custom form, but MLIR's printer falls
+    back to the generic form for an op that fails verification. A copy of the
+    module (parsed back from its custom form) gets an invalid
+    `llvm.data_layout = 0 : i32`, is printed, and that attribute is removed
+    from the text. The live module is never touched.
+    """
+    pretty = Path(workdir) / "export.pretty.mlir"
+    pretty.write_text(mod.str())
+    copy = ir.parse_mlir_module(str(pretty), mod.context)
+    copy.context = mod.context
+    copy.set_attr(_BOGUS_ATTR, ir.builder(mod.context).get_int32_attr(0))
+    text = copy.str()
+    if '"builtin.module"()' not in text:
+        raise _Fallback("Triton's printer did not produce the generic form")
+    text, n = re.subn(r"\b" + re.escape(_BOGUS_ATTR) + r" = 0 : i32(, )?", "", text)
+    if n != 1:
+        raise _Fallback("could not strip the export marker attribute")
+    return text.replace("}) {} : () -> ()", "}) : () -> ()")
+
+
+def _restore_aliases(exported, scheduled):
+    """Upstream MLIR keeps Triton's types opaque, so alias names used inside
+    them (`!ttg.memdesc<128x64xf16, #shared, #smem>`) lose their definitions
+    when twill-opt prints the module; put back the exported ones it lacks
+    (location aliases excepted: twill-opt prints its own)."""
+    have = set(_ALIAS_DEF.findall(scheduled))
+    lines = []
+    for line in exported.splitlines():
+        m = _ALIAS_DEF.match(line)
+        if m and m.group(1) not in have and not m.group(1).startswith("#loc"):
+            lines.append(line)
+    return "\n".join(lines) + ("\n" if lines else "") + scheduled
+
+
+def _arch(capability):
+    if capability // 10 == 9:
+        return "sm90"
+    if capability // 10 >= 10:
+        return "sm100"
+    raise _Fallback(f"twill has no machine model for cuda:{capability}")
+
+
+def _triton_version():
+    import triton
+
+    m = re.match(r"(\d+)\.(\d+)", triton.__version__)
+    return f"{m.group(1)}.{m.group(2)}" if m else "3.6"
+
+
+def _schedule(ir, mod, capability, options, cfg):
+    """Runs twill-opt on `mod`; returns (new module, Decision) or raises
+    _Fallback."""
+    kernel = mod.get_entry_func_name()
+    arch = _arch(capability)
+    with tempfile.TemporaryDirectory(prefix="twill-") as tmp:
+        work = Path(tmp)
+        if cfg.dump_dir:
+            digest = hashlib.sha256(mod.str().encode()).hexdigest()[:12]
+            work = Path(cfg.dump_dir) / f"{kernel}-cuda{capability}-{digest}"
+            work.mkdir(parents=True, exist_ok=True)
+        decision = Decision(kernel=kernel, capability=capability, scheduled=False,
+                            dump=str(work) if cfg.dump_dir else None)
+        exported = _generic_text(ir, mod, work)
+        inp = work / "input.mlir"
+        out = work / "output.mlir"
+        inp.write_text(exported)
+        pass_opts = f"arch={arch} triton={_triton_version()} scope={cfg.scope} timeout={cfg.timeout:g}"
+        if arch == "sm100" and not _env_bool("TWILL_PARTITIONS"):
+            # Triton 3.6 rejects twill's own Blackwell partitions for
+            # FlashAttention ("'scf.for' op using value defined outside the
+            # region" after its warp specialization): by default twill writes
+            # the stages it solved for warp specialization and lets Triton
+            # partition around them. TWILL_PARTITIONS=1 writes twill's.
+            pass_opts += " partitions=false"
+        if cfg.extra:
+            pass_opts += " " + cfg.extra
+        cmd = [
+            cfg.twill_opt,
+            str(inp),
+            f"--twill-schedule={pass_opts}",
+            "--mlir-print-op-generic",
+            "--mlir-print-debuginfo",
+            "-o",
+            str(out),
+        ]
+        if cfg.dump_dir:
+            (work / "command.txt").write_text(" ".join(f"'{c}'" if " " in c else c for c in cmd) + "\n")
+        try:
+            # A loop gets `timeout` seconds; allow for several loops and startup.
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=4 * cfg.timeout + 60)
+        except subprocess.TimeoutExpired:
+            e = _Fallback(f"twill-opt did not finish within {4 * cfg.timeout + 60:g} s")
+            e.decision = decision
+            raise e
+        remarks = [ln for ln in r.stderr.splitlines() if "twill" in ln and ("remark:" in ln or "error:" in ln)]
+        decision.remarks = remarks
+        if cfg.dump_dir:
+            (work / "remarks.txt").write_text(r.stderr)
+        if r.returncode != 0:
+            e = _Fallback(f"twill-opt failed (exit {r.returncode}): {r.stderr.strip()[-500:]}")
+            e.decision = decision
+            raise e
+        scheduled = [ln for ln in remarks if "twill: scheduled" in ln]
+        if not scheduled:
+            why = "; ".join(ln.split("remark: ", 1)[-1] for ln in remarks) or "no candidate loop"
+            e = _Fallback(why)
+            e.decision = decision
+            raise e
+        text = _restore_aliases(exported, out.read_text())
+        final = work / "scheduled.mlir"
+        final.write_text(text)
+        try:
+            new = ir.parse_mlir_module(str(final), mod.context)
+        except Exception as ex:
+            e = _Fallback(f"Triton could not parse twill's output: {ex}")
+            e.decision = decision
+            raise e
+        # Triton's Python code reads `module.context` (set on modules it makes).
+        new.context = mod.context
+        decision.scheduled = True
+        for ln in scheduled:
+            log.info("%s", ln.split("remark: ", 1)[-1])
+        return new, decision
