@@ -101,6 +101,11 @@ struct TwillSchedulePass
                   llvm::cl::desc("Warp-specialize (false: software "
                                  "pipelining only)"),
                   llvm::cl::init(true)};
+  Option<unsigned> prefetch{
+      *this, "prefetch",
+      llvm::cl::desc("Extra stages of prefetch for streaming (TMA) loads, on "
+                     "top of the depth that hides their modeled latency"),
+      llvm::cl::init(0)};
   Option<bool> partitions{
       *this, "partitions",
       llvm::cl::desc("Write the solved warp partitions (false: solve for "
@@ -120,6 +125,7 @@ struct TwillSchedulePass
     render(o, "groups", std::to_string(groups));
     render(o, "ws", ws ? "true" : "false");
     render(o, "partitions", partitions ? "true" : "false");
+    render(o, "prefetch", std::to_string(prefetch));
     runBody(*this, gCallbacks ? gCallbacks->schedule : nullptr,
             getOperation(), o,
             [](Pass &p) { static_cast<TwillSchedulePass &>(p).fail(); });

@@ -9,10 +9,11 @@
 //!   `prefetch` stages ahead of the iteration that uses them, and every other
 //!   op `P` stages later, P the largest prefetch, so no stage is negative;
 //! * clusters order the emitted loop body (Triton emits the steady state in
-//!   cluster order, then program order): ops sorted by their slot in the
-//!   kernel (M(v) mod I, then program order) get increasing cluster ids,
-//!   prefetched loads after all others (a use in a later cluster than its
-//!   load would cost one more buffer);
+//!   cluster order, then program order): prefetched loads first, in one
+//!   cluster (they get the prefetch * I cycles of lead time the model
+//!   assumed; Triton gives their use in a later cluster one more buffer),
+//!   then the other ops sorted by their slot in the kernel (M(v) mod I, then
+//!   program order);
 //! * ops the front end folded (scalars, views, broadcasts) take the stage and
 //!   cluster of their first user, or of the first user of the iteration
 //!   argument they feed;
@@ -166,7 +167,9 @@ pub const STORES: &[&str] = &["tt.store", "tt.descriptor_store", "tt.descriptor_
 /// Turns a solved schedule into per-op decisions.
 ///
 /// `js.group[v]` is the solver's warp group of graph node v (0 = the
-/// variable-latency/producer group); `ws` says whether to emit partitions.
+/// variable-latency/producer group); `ws` says whether to emit partitions;
+/// `extra_prefetch` adds stages of prefetch to every streaming load on top
+/// of the depth that hides its modeled latency (section 5.3's tunable).
 pub fn decide(
     ir: &LoopIr,
     lowered: &Lowered,
@@ -174,6 +177,7 @@ pub fn decide(
     streaming: &[Streaming],
     arch: Arch,
     ws: bool,
+    extra_prefetch: u32,
 ) -> LoopDecision {
     let s = &js.schedule;
     let ii = s.ii.max(1);
@@ -183,7 +187,7 @@ pub fn decide(
             streaming
                 .iter()
                 .find(|x| x.op == lowered.graph.ops[v].name)
-                .map_or(0, |x| x.prefetch)
+                .map_or(0, |x| x.prefetch + extra_prefetch)
         })
         .collect();
     let shift = prefetch.iter().copied().max().unwrap_or(0);
@@ -195,12 +199,24 @@ pub fn decide(
     // (streaming) loads go last, as they serve a later iteration: a use in a
     // later cluster than its load costs Triton one more buffer.
     let mut order: Vec<usize> = (0..nodes).collect();
-    order.sort_by_key(|&v| (prefetch[v] > 0, s.start[v] % ii, lowered.op_of_node[v]));
+    // Prefetched loads come first in the body, all in one cluster: issued
+    // at the start of the iteration that runs `prefetch` iterations ahead of
+    // their use, they get the prefetch * I cycles of lead time the solver
+    // assumed (Triton adds the buffer this costs), and Triton gives
+    // consecutive TMA loads of one (stage, cluster) a single barrier.
+    let slot_of = |v: usize| {
+        if prefetch[v] > 0 {
+            (false, 0)
+        } else {
+            (true, s.start[v] % ii)
+        }
+    };
+    order.sort_by_key(|&v| (slot_of(v), lowered.op_of_node[v]));
     let mut cluster = vec![0u32; nodes];
     let mut next = 0u32;
     let mut last_slot = None;
     for &v in &order {
-        let slot = (prefetch[v] > 0, s.start[v] % ii);
+        let slot = slot_of(v);
         if last_slot.is_some_and(|l| l != slot) {
             next += 1;
         }
@@ -548,7 +564,7 @@ mod tests {
             },
         )
         .unwrap();
-        let d = decide(&ir, &l, &r.schedule, &r.streaming, arch, ws);
+        let d = decide(&ir, &l, &r.schedule, &r.streaming, arch, ws, 0);
         (ir, d)
     }
 
@@ -565,7 +581,7 @@ mod tests {
         let st: Vec<u32> = d.ops.iter().map(|o| o.stage).collect();
         assert_eq!(st, [0, 0, 2, 0, 2, 2, 2]);
         assert_eq!(d.max_stage, 2);
-        assert!(d.ops[1].cluster > d.ops[6].cluster);
+        assert!(d.ops[1].cluster < d.ops[6].cluster && d.ops[1].cluster == d.ops[3].cluster);
         assert_eq!(d.ops[0].cluster, d.ops[1].cluster);
         // Hopper anchors.
         assert_eq!(d.ops[1].partition, [0]);
@@ -605,7 +621,7 @@ mod tests {
             },
         )
         .unwrap();
-        let d = decide(&ir, &l, &r.schedule, &r.streaming, Arch::Sm100, true);
+        let d = decide(&ir, &l, &r.schedule, &r.streaming, Arch::Sm100, true, 0);
         assert!(d.ops.iter().all(|o| o.partition.len() == 1));
         assert_eq!(d.ops[6].partition, [1]);
         assert!(d.ops[6].self_latency);

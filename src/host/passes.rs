@@ -40,6 +40,8 @@ pub struct ScheduleOptions {
     pub ws: bool,
     /// Write the solved partitions (false: stages only; Triton partitions).
     pub partitions: bool,
+    /// Extra stages of prefetch for streaming loads (section 5.3's tunable).
+    pub prefetch: u32,
 }
 
 /// Options of `--twill-export-graph`.
@@ -85,6 +87,7 @@ impl ScheduleOptions {
             groups: 0,
             ws: true,
             partitions: true,
+            prefetch: 0,
         };
         for (k, v) in pairs(text) {
             match k {
@@ -111,6 +114,11 @@ impl ScheduleOptions {
                         .ok_or_else(|| format!("u: expected an integer >= 1, got `{v}`"))?
                 }
                 "encoding" => o.encoding = v.parse()?,
+                "prefetch" => {
+                    o.prefetch = v.parse::<u32>().ok().filter(|p| *p <= 8).ok_or_else(|| {
+                        format!("prefetch: expected 0..=8 extra stages, got `{v}`")
+                    })?
+                }
                 "groups" => {
                     o.groups = v
                         .parse::<u32>()
@@ -254,7 +262,29 @@ fn schedule_loop(
         &result.streaming,
         o.target.arch,
         ws && o.partitions,
+        o.prefetch,
     );
+    // The solver models a streaming load's tile for its modeled lifetime;
+    // Triton allocates (prefetch + 1 for the use in a later cluster + 1 for
+    // an MMA operand) buffers of it. Refuse a pipeline whose buffers cannot
+    // fit in shared memory (Triton would fail at launch).
+    if let Some(cap) = machine.memory("smem").map(|m| m.capacity) {
+        let need: u64 = result
+            .streaming
+            .iter()
+            .filter_map(|st| {
+                let op = lowered.graph.ops.iter().find(|g| g.name == st.op)?;
+                let bytes = op.memory.get("smem").copied().unwrap_or(0);
+                Some(u64::from(st.prefetch + o.prefetch + 2) * bytes)
+            })
+            .sum();
+        if need > cap {
+            return Outcome::Skipped(format!(
+                "the prefetch buffers need {need} bytes of shared memory, more than the {cap} of machine `{}` (prefetch={} extra stages)",
+                machine.name, o.prefetch
+            ));
+        }
+    }
     let broken = backend::validate(ir, &decision, &o.target);
     if !broken.is_empty() {
         let list: Vec<String> = broken.iter().map(|v| v.to_string()).collect();

@@ -13,6 +13,6 @@
 // CHECK: remark: twill: scheduled matmul_tma_kernel_loop1: I={{[0-9]+}} (~{{5[0-9][0-9]}} cycles) L={{[0-9]+}} stages=3
 // CHECK-LABEL: scf.for
 // CHECK: "tt.descriptor_load"{{.*}}{loop.cluster = {{[0-9]+}} : i32, loop.stage = 0 : i32}
-// CHECK: "ttng.tc_gen5_mma"{{.*}}{loop.cluster = 0 : i32, loop.stage = 2 : i32, tt.self_latency = 1 : i32}
+// CHECK: "ttng.tc_gen5_mma"{{.*}}{loop.cluster = {{[1-9][0-9]*}} : i32, loop.stage = 2 : i32, tt.self_latency = 1 : i32}
 // CHECK-NOT: ttg.partition
 // CHECK: } {tt.scheduled_max_stage = 2 : i32}

@@ -20,6 +20,9 @@ Environment:
     TWILL_SCOPE=ws|all  which loops (default ws: those marked warp_specialize)
     TWILL_DUMP_DIR=DIR  write every exported loop, the pass output and the decisions
     TWILL_STRICT=1      raise TwillError instead of falling back
+    TWILL_REPLAY_DIR=D  use schedules recorded in D (a TWILL_DUMP_DIR made where
+                        twill-opt runs) for modules with the same replay key
+                        (same kernel and Triton; locations and SSA names aside)
     TWILL_PARTITIONS=1  on sm100, write twill's own partitions (default: stages
                         only; Triton partitions around them)
 """

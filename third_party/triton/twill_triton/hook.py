@@ -109,6 +109,8 @@ def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None
 def _binary_hash(path):
     h = hashlib.sha256()
     try:
+        if not path:
+            raise OSError("no path")
         with open(path, "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
@@ -120,7 +122,8 @@ def _binary_hash(path):
 def _cache_key(cfg):
     """What makes a twill compilation differ from Triton's: the twill binary
     (hence its machine descriptions and solver) and the pass options."""
-    return f"twill-{_binary_hash(cfg.twill_opt)}-{cfg.scope}-{cfg.timeout}-{cfg.extra}"
+    replay = os.environ.get("TWILL_REPLAY_DIR", "")
+    return f"twill-{_binary_hash(cfg.twill_opt)}-{cfg.scope}-{cfg.timeout}-{cfg.extra}-{replay}"
 
 
 def enable(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra_options=""):
@@ -130,9 +133,9 @@ def enable(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None,
     from triton import knobs
 
     cfg = _config(twill_opt, timeout, scope, strict, dump_dir, extra_options)
-    if not cfg.twill_opt or not os.path.exists(cfg.twill_opt):
+    if (not cfg.twill_opt or not os.path.exists(cfg.twill_opt)) and not os.environ.get("TWILL_REPLAY_DIR"):
         raise TwillError("twill-opt not found: set TWILL_OPT, put it on PATH, or build it "
-                         "(cargo build --release)")
+                         "(cargo build --release); or set TWILL_REPLAY_DIR to replay recorded schedules")
     with _lock:
         if not _state["enabled"]:
             _state["prev_hook"] = knobs.runtime.add_stages_inspection_hook
@@ -357,6 +360,53 @@ def _restore_aliases(exported, scheduled):
     return "\n".join(lines) + ("\n" if lines else "") + scheduled
 
 
+def _strip_locations(text):
+    """`text` without location information: `#loc` definitions and every
+    `loc(...)` (balanced parentheses)."""
+    text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("#loc"))
+    out, i = [], 0
+    while True:
+        j = text.find("loc(", i)
+        if j < 0:
+            out.append(text[i:])
+            return "".join(out)
+        out.append(text[i:j])
+        depth, k = 0, j + 3
+        while k < len(text):
+            if text[k] == "(":
+                depth += 1
+            elif text[k] == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            k += 1
+        i = k + 1
+
+
+def replay_key(exported):
+    """A key of an exported module that ignores what differs between machines
+    compiling the same kernel with the same Triton: locations (absolute source
+    paths) and SSA value names."""
+    text = _strip_locations(exported)
+    names = {}
+    text = re.sub(r"%[A-Za-z_$.][\w$.-]*|%\d+", lambda m: names.setdefault(m.group(0), f"%v{len(names)}"), text)
+    text = re.sub(r"[ \t]+", " ", text)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _replayed(cfg, key):
+    """The scheduled module and remarks stored under TWILL_REPLAY_DIR for
+    `key` (a TWILL_DUMP_DIR of a machine that has twill-opt), if any."""
+    root = os.environ.get("TWILL_REPLAY_DIR")
+    if not root:
+        return None
+    for k in sorted(Path(root).rglob("key.txt")):
+        if k.read_text().strip() == key and (k.parent / "scheduled.mlir").exists():
+            remarks = k.parent / "remarks.txt"
+            return ((k.parent / "scheduled.mlir").read_text(), remarks.read_text() if remarks.exists() else "")
+    return None
+
+
 def _arch(capability):
     if capability // 10 == 9:
         return "sm90"
@@ -386,9 +436,20 @@ def _schedule(ir, mod, capability, options, cfg):
         decision = Decision(kernel=kernel, capability=capability, scheduled=False,
                             dump=str(work) if cfg.dump_dir else None)
         exported = _generic_text(ir, mod, work)
+        key = replay_key(exported)
         inp = work / "input.mlir"
         out = work / "output.mlir"
         inp.write_text(exported)
+        (work / "key.txt").write_text(key + "\n")
+        replay = _replayed(cfg, key)
+        if replay is not None:
+            text, stderr = replay
+            decision.remarks = [ln for ln in stderr.splitlines() if "twill: scheduled" in ln]
+            return _parse_back(ir, mod, work, text, decision)
+        if not cfg.twill_opt or not os.path.exists(cfg.twill_opt):
+            e = _Fallback(f"no twill-opt and no replay entry for key {key[:16]}")
+            e.decision = decision
+            raise e
         pass_opts = f"arch={arch} triton={_triton_version()} scope={cfg.scope} timeout={cfg.timeout:g}"
         if arch == "sm100" and not _env_bool("TWILL_PARTITIONS"):
             # Triton 3.6 rejects twill's own Blackwell partitions for
@@ -432,17 +493,21 @@ def _schedule(ir, mod, capability, options, cfg):
             e.decision = decision
             raise e
         text = _restore_aliases(exported, out.read_text())
-        final = work / "scheduled.mlir"
-        final.write_text(text)
-        try:
-            new = ir.parse_mlir_module(str(final), mod.context)
-        except Exception as ex:
-            e = _Fallback(f"Triton could not parse twill's output: {ex}")
-            e.decision = decision
-            raise e
-        # Triton's Python code reads `module.context` (set on modules it makes).
-        new.context = mod.context
-        decision.scheduled = True
         for ln in scheduled:
             log.info("%s", ln.split("remark: ", 1)[-1])
-        return new, decision
+        return _parse_back(ir, mod, work, text, decision)
+
+
+def _parse_back(ir, mod, work, text, decision):
+    final = Path(work) / "scheduled.mlir"
+    final.write_text(text)
+    try:
+        new = ir.parse_mlir_module(str(final), mod.context)
+    except Exception as ex:
+        e = _Fallback(f"Triton could not parse twill's output: {ex}")
+        e.decision = decision
+        raise e
+    # Triton's Python code reads `module.context` (set on modules it makes).
+    new.context = mod.context
+    decision.scheduled = True
+    return new, decision

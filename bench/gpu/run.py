@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""One GPU benchmark run: correctness and TFLOPS of twill-scheduled Triton
+kernels against stock Triton (a config grid) and cuDNN / cuBLAS via torch.
+
+    python bench/gpu/run.py --record          # on a machine with twill-opt (no GPU needed)
+    python bench/gpu/run.py --out DIR         # on the GPU machine (no twill-opt needed)
+
+--record compiles the twill variants for cuda:90 with twill (TWILL_DUMP_DIR =
+bench/gpu/replay): the schedules are computed here. On the GPU machine, which
+has Triton but no MLIR, the same kernels are compiled with TWILL_REPLAY_DIR
+= bench/gpu/replay: the hook matches each exported module by its replay key
+(the module text without locations and SSA names) and uses the recorded
+schedule; a kernel whose key is not found is reported as "twill not applied".
+
+Every variant's output is poisoned (NaN) before it runs and checked against
+a float32 reference; NaN never passes. Times are medians of
+triton.testing.do_bench. Results: a table on stdout, results.json (and
+results.png when matplotlib is there) in --out.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench" / "kernels"))
+sys.path.insert(0, str(REPO / "third_party" / "triton"))
+REPLAY = REPO / "bench" / "gpu" / "replay"
+
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+
+import fa_fwd  # noqa: E402
+import matmul  # noqa: E402
+import twill_triton  # noqa: E402
+
+TARGET = GPUTarget("cuda", 90, 32)
+FA_SIZES = [1024, 4096, 16384]
+FA_SHAPE = dict(Z=4, H=32, D=128)
+GEMM_SIZES = [4096, 8192]
+# twill variants: (label, extra pass options). The first is twill's default;
+# the second adds one stage of prefetch to every TMA load (section 5.3's
+# tunable), to measure what the uncalibrated latency model leaves on the table.
+TWILL_VARIANTS = [("twill", ""), ("twill prefetch+1", "prefetch=1")]
+
+
+def fa_configs():
+    """(name, constexprs, options): twill's single configuration first."""
+    twill = (dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, WARP_SPECIALIZE=True), dict(num_warps=8, num_stages=3))
+    grid = []
+    for bn in (64, 128):
+        for nw in (4, 8):
+            for ns in (2, 3, 4):
+                grid.append((dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=bn, WARP_SPECIALIZE=False),
+                             dict(num_warps=nw, num_stages=ns)))
+    for ns in (2, 3, 4):
+        grid.append((dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, WARP_SPECIALIZE=True), dict(num_warps=8,
+                                                                                            num_stages=ns)))
+    return twill, grid
+
+
+def gemm_configs():
+    base = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8)
+    twill = (base, dict(num_warps=4, num_stages=3))
+    grid = [(base, dict(num_warps=nw, num_stages=ns)) for nw in (4, 8) for ns in (2, 3, 4, 5)]
+    return twill, grid
+
+
+def name_of(kind, cx, opts):
+    if kind == "fa":
+        return f"BN{cx['BLOCK_N']} w{opts['num_warps']} s{opts['num_stages']}{' ws' if cx['WARP_SPECIALIZE'] else ''}"
+    return f"w{opts['num_warps']} s{opts['num_stages']}"
+
+
+def compile_kernel(kind, cx, opts):
+    src = fa_fwd.make_ast_source(**cx) if kind == "fa" else matmul.make_ast_source(**cx)
+    return triton.compile(src, target=TARGET, options=opts)
+
+
+def twill_compile(kind, cx, opts, extra="", **enable):
+    scope = "ws" if kind == "fa" else "all"
+    twill_triton.enable(scope=scope, extra_options=extra, **enable)
+    try:
+        k = compile_kernel(kind, cx, opts)
+    finally:
+        twill_triton.disable()
+    d = twill_triton.decisions()[-1]
+    return k, d
+
+
+def record():
+    for label, extra in TWILL_VARIANTS:
+        for kind, (cx, opts) in (("fa", fa_configs()[0]), ("gemm", gemm_configs()[0])):
+            os.environ["TRITON_CACHE_DIR"] = str(REPO / "target" / "record-cache" / label.replace(" ", "_"))
+            _, d = twill_compile(kind, cx, opts, extra, dump_dir=str(REPLAY / label.replace(" ", "_") / kind))
+            print(label, kind, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
+            for r in d.remarks:
+                print("  ", r.split("remark: ", 1)[-1])
+    print("recorded under", REPLAY)
+
+
+# --------------------------------------------------------------------------
+# GPU side.
+# --------------------------------------------------------------------------
+def bench_all(out):
+    import torch
+    from triton.testing import do_bench
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    torch.manual_seed(0)
+    dev = torch.cuda.get_device_name()
+    results = {"device": dev, "triton": triton.__version__, "torch": torch.__version__,
+               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": []}
+
+    def med(fn):
+        return do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+    def row(kernel, size, variant, ms, flops, ok, err, note=""):
+        tf = flops / (ms * 1e-3) / 1e12 if ms else None
+        results["rows"].append(dict(kernel=kernel, size=size, variant=variant, ms=ms, tflops=tf, correct=ok,
+                                    max_err=err, note=note))
+        print(f"{kernel:8s} {size:>6} {variant:24s} {('%.3f' % ms) if ms else '-':>8} ms "
+              f"{('%.1f' % tf) if tf else '-':>7} TFLOPS  correct={ok} err={err if err is None else '%.2e' % err} "
+              f"{note}", flush=True)
+
+    # Compile everything first (stock grid, then twill by replay).
+    os.environ["TRITON_CACHE_DIR"] = str(Path(out) / "cache")
+    compiled = {}
+    for kind, (tw, grid) in (("fa", fa_configs()), ("gemm", gemm_configs())):
+        for cx, opts in grid:
+            n = name_of(kind, cx, opts)
+            try:
+                compiled[(kind, "triton " + n)] = (compile_kernel(kind, cx, opts), cx, None)
+            except Exception as e:
+                print(f"compile failed: {kind} {n}: {str(e).splitlines()[-1][:200]}", flush=True)
+        cx, opts = tw
+        for label, extra in TWILL_VARIANTS:
+            os.environ["TWILL_REPLAY_DIR"] = str(REPLAY / label.replace(" ", "_"))
+            try:
+                k, d = twill_compile(kind, cx, opts, extra)
+                note = "twill applied" if d.scheduled else f"twill NOT applied: {d.reason[:150]}"
+                compiled[(kind, f"{label} " + name_of(kind, cx, opts))] = (k, cx, note)
+                results.setdefault("twill", {})[f"{kind} {label}"] = dict(scheduled=d.scheduled, reason=d.reason,
+                                                                          remarks=d.remarks)
+                print(kind, label, note, *d.remarks, sep="\n  ", flush=True)
+            except Exception as e:
+                print(f"twill compile failed: {kind} {label}: {e}", flush=True)
+
+    # FlashAttention forward.
+    Z, H, D = FA_SHAPE["Z"], FA_SHAPE["H"], FA_SHAPE["D"]
+    for N in FA_SIZES:
+        q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+        sm_scale = 1.0 / math.sqrt(D)
+        flops = 4.0 * Z * H * N * N * D
+        heads = [(0, 0), (Z - 1, H - 1)]  # reference on two heads
+        ref = {}
+        for z, h in heads:
+            s = (q[z, h].float() @ k[z, h].float().T) * sm_scale
+            ref[(z, h)] = torch.softmax(s, dim=-1) @ v[z, h].float()
+            del s
+
+        def check(o):
+            if not torch.isfinite(o).all():
+                return False, float("nan")
+            err = max((o[z, h].float() - ref[(z, h)]).abs().max().item() for z, h in heads)
+            return err < 2e-2, err
+
+        for (kind, variant), (kern, cx, note) in compiled.items():
+            if kind != "fa":
+                continue
+            if N % cx["BLOCK_N"] or N % cx["BLOCK_M"]:
+                continue
+            o = torch.empty_like(q)
+            lse = torch.empty(Z * H * N, device="cuda", dtype=torch.float32)
+            BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
+
+            def desc(t, rows):
+                return TensorDescriptor.from_tensor(t.view(Z * H * N, D), [rows, D])
+
+            dq, dk, dv, do = desc(q, BM), desc(k, BN), desc(v, BN), desc(o, BM)
+            grid = (triton.cdiv(N, BM), Z * H, 1)
+
+            def fn():
+                kern[grid](sm_scale, lse, Z, H, dq, dk, dv, do, N, cx["HEAD_DIM"], BM, BN, cx["WARP_SPECIALIZE"])
+
+            try:
+                o.fill_(float("nan"))
+                fn()
+                torch.cuda.synchronize()
+                ok, err = check(o)
+                ms = med(fn)
+            except Exception as e:
+                ok, err, ms = False, None, None
+                note = f"launch failed: {str(e)[:120]}"
+            row("fa_fwd", N, variant, ms, flops, ok, err, note or "")
+        # cuDNN through torch SDPA.
+        try:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            import torch.nn.functional as F
+
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                f = lambda: F.scaled_dot_product_attention(q, k, v, scale=sm_scale)  # noqa: E731
+                o = f()
+                ok, err = check(o)
+                row("fa_fwd", N, "cudnn (torch sdpa)", med(f), flops, ok, err)
+        except Exception as e:
+            row("fa_fwd", N, "cudnn (torch sdpa)", None, flops, False, None, f"failed: {str(e)[:100]}")
+        del q, k, v, ref
+        torch.cuda.empty_cache()
+
+    # GEMM (C = A B^T, A: MxK, B: NxK).
+    for S in GEMM_SIZES:
+        M = N = K = S
+        a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+        b = torch.randn(N, K, device="cuda", dtype=torch.float16)
+        ref = a.float() @ b.float().T
+        flops = 2.0 * M * N * K
+        scale = ref.abs().max().item()
+
+        def check(c):
+            if not torch.isfinite(c).all():
+                return False, float("nan")
+            err = (c.float() - ref).abs().max().item() / scale
+            return err < 1e-2, err
+
+        for (kind, variant), (kern, cx, note) in compiled.items():
+            if kind != "gemm":
+                continue
+            c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+            BM, BN, BK = cx["BLOCK_M"], cx["BLOCK_N"], cx["BLOCK_K"]
+            ad = TensorDescriptor.from_tensor(a, [BM, BK])
+            bd = TensorDescriptor.from_tensor(b, [BN, BK])
+            cd = TensorDescriptor.from_tensor(c, [BM, BN])
+            grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN), 1, 1)
+
+            def fn():
+                kern[grid](ad, bd, cd, M, N, K, BM, BN, BK, cx["GROUP_M"])
+
+            try:
+                c.fill_(float("nan"))
+                fn()
+                torch.cuda.synchronize()
+                ok, err = check(c)
+                ms = med(fn)
+            except Exception as e:
+                ok, err, ms = False, None, None
+                note = f"launch failed: {str(e)[:120]}"
+            row("matmul", S, variant, ms, flops, ok, err, note or "")
+        f = lambda: a @ b.T  # noqa: E731
+        ok, err = check(f())
+        row("matmul", S, "cublas (torch)", med(f), flops, ok, err)
+        del a, b, ref
+        torch.cuda.empty_cache()
+
+    Path(out).mkdir(parents=True, exist_ok=True)
+    (Path(out) / "results.json").write_text(json.dumps(results, indent=1))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(14, 5))
+        for ax, kernel in zip(axes, ("fa_fwd", "matmul")):
+            rows = [r for r in results["rows"] if r["kernel"] == kernel and r["tflops"]]
+            sizes = sorted({r["size"] for r in rows})
+            best_stock = {s: max((r["tflops"] for r in rows if r["size"] == s and r["variant"].startswith("triton")
+                                  and r["correct"]), default=0) for s in sizes}
+            tw = {s: max((r["tflops"] for r in rows if r["size"] == s and r["variant"].startswith("twill ")
+                          and "prefetch" not in r["variant"] and r["correct"]), default=0) for s in sizes}
+            ref = {s: max((r["tflops"] for r in rows if r["size"] == s and ("cudnn" in r["variant"]
+                                                                         or "cublas" in r["variant"])), default=0)
+                   for s in sizes}
+            xs = range(len(sizes))
+            ax.bar([x - 0.25 for x in xs], [best_stock[s] for s in sizes], 0.25, label="best stock Triton")
+            ax.bar(list(xs), [tw[s] for s in sizes], 0.25, label="twill")
+            ax.bar([x + 0.25 for x in xs], [ref[s] for s in sizes], 0.25, label="cuDNN/cuBLAS")
+            ax.set_xticks(list(xs), [str(s) for s in sizes])
+            ax.set_title(f"{kernel} on {dev}")
+            ax.set_ylabel("TFLOPS")
+            ax.legend()
+        fig.tight_layout()
+        fig.savefig(Path(out) / "results.png", dpi=100)
+    except Exception as e:
+        print("no chart:", e)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--record", action="store_true", help="record twill's schedules (machine with twill-opt)")
+    ap.add_argument("--out", default=os.environ.get("OUT", "bench/gpu/out"))
+    args = ap.parse_args()
+    if args.record:
+        record()
+    else:
+        bench_all(args.out)
