@@ -383,6 +383,20 @@ pub fn check(p: &Problem, s: &Schedule) -> Vec<Violation> {
             }
         }
     }
+    // Rule 9, by enumerating stages op by op.
+    let stage_of = |v: usize| s.start[v] / s.ii;
+    if let Some(latest) = (0..p.ops.len()).max_by_key(|&w| stage_of(w)) {
+        for (v, op) in p.ops.iter().enumerate() {
+            if op.last_stage && stage_of(v) < stage_of(latest) {
+                out.push(Violation::LastStage {
+                    op: op.name.clone(),
+                    stage: stage_of(v),
+                    later: p.ops[latest].name.clone(),
+                    later_stage: stage_of(latest),
+                });
+            }
+        }
+    }
     out
 }
 
@@ -391,8 +405,8 @@ pub fn is_valid(p: &Problem, s: &Schedule) -> bool {
     check(p, s).is_empty()
 }
 
-/// Validates a joint schedule: rules 1-4 of [`check`] with the cross-warp
-/// spill delays of rule 6, and rules 5-8. Returns every violation.
+/// Validates a joint schedule: rules 1-4 and 9 of [`check`] with the
+/// cross-warp spill delays of rule 6, and rules 5-8. Returns every violation.
 pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Violation> {
     let s = &js.schedule;
     let mut out = check(p, s);
@@ -409,20 +423,6 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
         )
     }) {
         return out;
-    }
-    // Rule 9, by enumerating stages op by op.
-    let stage_of = |v: usize| s.start[v] / s.ii;
-    if let Some(latest) = (0..p.ops.len()).max_by_key(|&w| stage_of(w)) {
-        for (v, op) in p.ops.iter().enumerate() {
-            if op.last_stage && stage_of(v) < stage_of(latest) {
-                out.push(Violation::LastStage {
-                    op: op.name.clone(),
-                    stage: stage_of(v),
-                    later: p.ops[latest].name.clone(),
-                    later_stage: stage_of(latest),
-                });
-            }
-        }
     }
     let g = &js.group;
     for (op, &grp) in p.ops.iter().zip(g) {

@@ -276,3 +276,39 @@ distance = 1
         assert!(!x.to_string().is_empty());
     }
 }
+
+#[test]
+fn last_stage_pin_counts_the_latest_occupied_stage() {
+    // Found by the property test: the pin asks for no op in a later stage
+    // than the pinned one, where stages are those the schedule occupies, not
+    // ceil(L / I). I = 2: op0 at 1, op1 at 2 and op2 at 3 put op1 and op2
+    // in stage 1 and end at cycle 5.
+    let p = problem(
+        r#"
+name = "pin"
+[[op]]
+name = "op0"
+cycles = 1
+uses = { SFU = 1 }
+[[op]]
+name = "op1"
+cycles = 1
+uses = { SFU = 1 }
+last_stage = true
+[[op]]
+name = "op2"
+cycles = 2
+uses = { TC = 1 }
+[[edge]]
+from = "op0"
+to = "op2"
+delay = 2
+[[edge]]
+from = "op1"
+to = "op0"
+distance = 1
+"#,
+    );
+    let r = both(&p, 1).expect("schedulable");
+    assert_eq!((r.schedule.schedule.ii, r.schedule.schedule.length), (2, 5));
+}

@@ -78,3 +78,41 @@ distance = 1
     assert_eq!(r.schedule.length, 5);
     assert!(matches!(r.certificate[1].why, Infeasibility::RecMii));
 }
+
+#[test]
+fn zlp_proves_an_interval_infeasible_where_presolve_fails() {
+    // Found by the property tests: HiGHS's presolve ends in a bare error on
+    // the ZLP at I = ResMII = 3; solved again without presolve, it is
+    // infeasible, so I = 4 is proven minimal.
+    let r = solve(
+        r#"
+[[op]]
+name = "op0"
+rrt = [{ TC = 1 }, { SFU = 1 }, {}]
+[[op]]
+name = "op1"
+rrt = [{ SFU = 1, TC = 1 }]
+[[op]]
+name = "op2"
+rrt = [{}, { SFU = 1, TC = 1 }]
+[[edge]]
+from = "op2"
+to = "op2"
+distance = 1
+[[edge]]
+from = "op2"
+to = "op0"
+distance = 1
+[[edge]]
+from = "op1"
+to = "op2"
+distance = 1
+"#,
+    );
+    assert_eq!((r.schedule.ii, r.schedule.length), (4, 4));
+    assert!(r.ii_proven && r.length_proven);
+    assert!(r
+        .certificate
+        .iter()
+        .any(|c| c.from == 3 && c.to == 3 && c.why == Infeasibility::Zlp));
+}

@@ -1,7 +1,8 @@
-//! Property tests of the scheduling core on random small graphs: the ZLP's
-//! minimum I and minimum L equal the exhaustive search's, the checker accepts
-//! every solver schedule, the checker agrees with the reference validity test
-//! on arbitrary schedules, and graphs survive a TOML round trip.
+//! Property tests of the scheduling core on random small graphs (some with
+//! last-stage pins): the ZLP's minimum I and minimum L equal the exhaustive
+//! search's, the checker accepts every solver schedule, the checker agrees
+//! with the reference validity test on arbitrary schedules, and graphs
+//! survive a TOML round trip.
 //!
 //! The number of cases is PROPTEST_CASES (default 500 per property).
 
@@ -23,11 +24,13 @@ fn cases() -> u32 {
         .unwrap_or(500)
 }
 
-/// A random op: 1 or 2 RRT rows, each using TC and/or SFU or nothing.
-fn op_strategy() -> impl Strategy<Value = (Vec<(u32, u32)>, u32)> {
+/// A random op: 1 or 2 RRT rows, each using TC and/or SFU or nothing, and
+/// sometimes a last-stage pin.
+fn op_strategy() -> impl Strategy<Value = (Vec<(u32, u32)>, u32, bool)> {
     (
         prop::collection::vec((0u32..=1, 0u32..=1), 1..=2),
         0u32..=1, // extra idle cycles after the busy rows
+        prop::bool::weighted(0.15),
     )
 }
 
@@ -62,7 +65,7 @@ fn graph_strategy() -> impl Strategy<Value = (Graph, u32, u32)> {
             let ops = ops
                 .into_iter()
                 .enumerate()
-                .map(|(i, (rows, idle))| {
+                .map(|(i, (rows, idle, pin))| {
                     let mut segs: Vec<Segment> = Vec::new();
                     for (a, b) in rows {
                         let mut uses = BTreeMap::new();
@@ -94,7 +97,7 @@ fn graph_strategy() -> impl Strategy<Value = (Graph, u32, u32)> {
                         variable_latency: false,
                         streaming: false,
                         warp_group: false,
-                        last_stage: false,
+                        last_stage: pin,
                         spill_cost: 0,
                         origin: format!("generated:{}", i + 1),
                     }

@@ -19,9 +19,12 @@
 //! by weighting L with one more than the largest possible sum).
 
 use good_lp::{
-    constraint, solvers::highs::highs, variable, Expression, ProblemVariables, ResolutionError,
-    Solution, SolutionStatus, SolverModel, Variable,
+    constraint,
+    solvers::highs::{highs, HighsPresolveType},
+    variable, Expression, ProblemVariables, ResolutionError, Solution, SolutionStatus, SolverModel,
+    Variable,
 };
+use tracing::debug;
 
 use crate::problem::{Problem, Schedule};
 
@@ -159,7 +162,26 @@ pub fn solve_at(p: &Problem, ii: u32, time_limit: f64) -> ZlpOutcome {
 }
 
 /// The ZLP at `ii` with start times restricted to finish by `horizon`.
+///
+/// HiGHS's presolve occasionally ends in a bare solver error on tiny
+/// infeasible models (found by the property tests); the model is then
+/// solved again without presolve, which answers them.
 pub fn solve_with_horizon(p: &Problem, ii: u32, horizon: u64, time_limit: f64) -> ZlpOutcome {
+    let started = std::time::Instant::now();
+    match solve_model(p, ii, horizon, time_limit, true) {
+        ZlpOutcome::Unknown(why) if why.contains("HiGHS error while solving") => {
+            debug!(
+                ii,
+                horizon, why, "HiGHS failed with presolve; solving without"
+            );
+            let left = time_limit - started.elapsed().as_secs_f64();
+            solve_model(p, ii, horizon, left, false)
+        }
+        other => other,
+    }
+}
+
+fn solve_model(p: &Problem, ii: u32, horizon: u64, time_limit: f64, presolve: bool) -> ZlpOutcome {
     let n = p.ops.len();
     if n == 0 {
         return ZlpOutcome::Feasible {
@@ -192,6 +214,9 @@ pub fn solve_with_horizon(p: &Problem, ii: u32, horizon: u64, time_limit: f64) -
     let objective: Expression = weight * length + starts.iter().cloned().sum::<Expression>();
     let mut model = highs(vars.minimise(objective));
     model.set_verbose(false);
+    if !presolve {
+        model = model.set_presolve(HighsPresolveType::Off);
+    }
     let mut model = match model
         .set_time_limit(time_limit.max(0.01))
         .set_threads(1)
@@ -246,6 +271,19 @@ pub fn solve_with_horizon(p: &Problem, ii: u32, horizon: u64, time_limit: f64) -
             let lhs: Expression = xu[t as usize..].iter().copied().sum::<Expression>()
                 + xv[..end_v as usize].iter().copied().sum::<Expression>();
             model.add_constraint(constraint!(lhs <= 1.0));
+        }
+    }
+    // Last-stage pins: stage(w) <= stage(v) for pinned v and every other w,
+    // with stage(v) = sum over t of floor(t / I) x[v][t].
+    let stage = |v: usize| -> Expression {
+        x[v].iter()
+            .enumerate()
+            .map(|(t, &var)| ((t as u64 / ii as u64) as f64) * var)
+            .sum()
+    };
+    for v in (0..n).filter(|&v| p.ops[v].last_stage) {
+        for w in (0..n).filter(|&w| w != v) {
+            model.add_constraint(constraint!(stage(w) <= stage(v)));
         }
     }
     // Length.

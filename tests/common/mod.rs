@@ -31,6 +31,16 @@ pub fn valid(p: &Problem, ii: u32, start: &[u32], length: u32) -> bool {
     table
         .iter()
         .all(|row| row.iter().zip(&p.capacity).all(|(n, cap)| n <= cap))
+        && pins_hold(p, ii, start)
+}
+
+/// Last-stage pins: no op issues in a later stage than a pinned op.
+pub fn pins_hold(p: &Problem, ii: u32, start: &[u32]) -> bool {
+    let last = start.iter().map(|&s| s / ii).max().unwrap_or(0);
+    p.ops
+        .iter()
+        .zip(start)
+        .all(|(o, &s)| !o.last_stage || s / ii == last)
 }
 
 /// Exhaustive search: the smallest I that admits a modulo schedule, and the
@@ -52,7 +62,9 @@ pub fn min_ii_and_length(p: &Problem, max_ii: u32) -> Option<(u32, u32)> {
 pub fn naive_horizon(p: &Problem, ii: u32) -> u32 {
     let cycles: u32 = p.ops.iter().map(|o| o.cycles).sum();
     let delays: u32 = p.edges.iter().map(|e| e.delay).sum();
-    cycles + delays + ii * (p.ops.len() as u32 + 1)
+    // A pinned op may have to wait for the last stage: up to one more I each.
+    let pinned = p.ops.iter().filter(|o| o.last_stage).count() as u32;
+    cycles + delays + ii * (p.ops.len() as u32 + 1 + pinned)
 }
 
 /// Smallest schedule length at `ii`, by exhaustive enumeration.
@@ -81,7 +93,7 @@ fn dfs(
     best: &mut Option<u32>,
 ) {
     if v == p.ops.len() {
-        if best.is_none_or(|b| end < b) {
+        if best.is_none_or(|b| end < b) && pins_hold(p, ii, start) {
             *best = Some(end);
         }
         return;
