@@ -26,6 +26,7 @@ fn solve(graph: &str, machine: &str, groups: u32) -> (Problem, JointResult) {
             warps,
             timeout: 120.0,
             seed: 0,
+            threads: 0,
         },
     )
     .unwrap();

@@ -2,7 +2,8 @@
 //! register footprints, memory footprints, variable-latency ops, spill costs
 //! and blocking edges: all three encodings return schedules the checker accepts,
 //! they agree on (I, L), and an exhaustive search following Algorithm 1
-//! finds the same (I, L).
+//! finds the same (I, L); the parallel search over I (three threads) gives
+//! the sequential answer and certificate.
 //!
 //! Cases: PROPTEST_CASES (default 500) / 2.
 
@@ -151,9 +152,11 @@ proptest! {
     fn joint_encodings_agree_with_brute_force(g in graph_strategy(), groups in 1u32..=2) {
         let p = build(&g);
         let warps = WarpConfig { groups, reg_limit: 255, cross_warp: true };
-        let run = |encoding| joint::solve(&p, JointOptions { encoding, warps, timeout: 60.0, seed: 0 });
+        let run = |encoding| joint::solve(&p, JointOptions { encoding, warps, timeout: 60.0, seed: 0, threads: 1 });
         let expected = common::joint_brute_force(&p, groups, 255, 12);
         let int = run(Encoding::Int);
+        // The parallel search over I gives the sequential search's answer.
+        let parallel = joint::solve(&p, JointOptions { encoding: Encoding::Default, warps, timeout: 60.0, seed: 0, threads: 3 });
         match (run(Encoding::Default), run(Encoding::Paper)) {
             (Ok(a), Ok(b)) => {
                 let c = int.expect("the int encoding agrees that a schedule exists");
@@ -171,12 +174,16 @@ proptest! {
                     prop_assert!(enc.admits(&r.schedule, a.schedule.schedule.length), "default encoding rejects {:?}", r.schedule);
                 }
                 let ia = (a.schedule.schedule.ii, a.schedule.schedule.length);
+                let par = parallel.expect("the parallel search finds a schedule too");
+                prop_assert_eq!((par.schedule.schedule.ii, par.schedule.schedule.length), ia, "parallel vs sequential");
+                prop_assert_eq!(&par.certificate, &a.certificate, "parallel vs sequential certificate");
                 let ib = (b.schedule.schedule.ii, b.schedule.schedule.length);
                 prop_assert_eq!(ia, ib, "default vs paper encoding");
                 prop_assert_eq!(Some(ia), expected, "solver vs exhaustive Algorithm 1");
             }
             (Err(ea), Err(eb)) => {
                 prop_assert!(int.is_err());
+                prop_assert!(parallel.is_err());
                 // Only unschedulable within the search cap; the brute force must agree up to 12.
                 prop_assert!(expected.is_none() || expected.unwrap().0 > 12, "{} / {}", ea, eb);
             }

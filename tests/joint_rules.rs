@@ -29,6 +29,7 @@ fn both(p: &Problem, groups: u32) -> Option<JointResult> {
                 warps,
                 timeout: 60.0,
                 seed: 0,
+                threads: 1,
             },
         )
     };

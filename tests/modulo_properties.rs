@@ -155,6 +155,19 @@ proptest! {
     }
 
     #[test]
+    fn greedy_schedules_are_valid_upper_bounds((g, tc, sfu) in graph_strategy(), extra in 0u32..=3) {
+        let p = build(&g, tc, sfu);
+        let ii = modulo::mii::res_mii(&p).max(modulo::mii::rec_mii(&p).unwrap_or(1)) + extra;
+        if let Some(h) = modulo::heuristic::schedule(&p, ii) {
+            prop_assert_eq!(h.ii, ii);
+            prop_assert!(checker::check(&p, &h).is_empty(), "{:?}", checker::check(&p, &h));
+            prop_assert!(common::valid(&p, ii, &h.start, h.length));
+            let best = common::min_length(&p, ii).expect("a greedy schedule exists, so an optimum does");
+            prop_assert!(h.length >= best);
+        }
+    }
+
+    #[test]
     fn checker_agrees_with_reference(
         (g, tc, sfu) in graph_strategy(),
         ii in 1u32..=4,

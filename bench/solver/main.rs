@@ -128,6 +128,7 @@ fn main() {
                     warps,
                     timeout,
                     seed: 0,
+                    threads: 0,
                 },
             );
             let s = t0.elapsed().as_secs_f64();

@@ -561,6 +561,7 @@ mod tests {
                 warps,
                 timeout: 20.0,
                 seed: 0,
+                threads: 1,
             },
         )
         .unwrap();
@@ -618,6 +619,7 @@ mod tests {
                 warps,
                 timeout: 20.0,
                 seed: 0,
+                threads: 1,
             },
         )
         .unwrap();

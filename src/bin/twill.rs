@@ -64,6 +64,10 @@ enum Command {
         /// Seed of the SMT solver; the same input and seed give the same result.
         #[arg(long, default_value_t = 0)]
         seed: u32,
+        /// Threads searching initiation intervals at once (0: one per core);
+        /// the result does not depend on it.
+        #[arg(long, default_value_t = 0)]
+        threads: u32,
         /// Only software pipelining: stop after the optimal modulo schedule.
         #[arg(long)]
         modulo_only: bool,
@@ -101,6 +105,7 @@ fn main() -> ExitCode {
             reg_limit,
             no_cross_warp,
             seed,
+            threads,
             modulo_only,
         } => {
             let ws = (!modulo_only).then_some(Ws {
@@ -109,6 +114,7 @@ fn main() -> ExitCode {
                 reg_limit,
                 cross_warp: !no_cross_warp,
                 seed,
+                threads,
             });
             solve(&graph, &machine, json, u, timeout, ws)
         }
@@ -122,6 +128,7 @@ struct Ws {
     reg_limit: Option<u32>,
     cross_warp: bool,
     seed: u32,
+    threads: u32,
 }
 
 fn solve(
@@ -197,6 +204,7 @@ fn solve(
                 warps,
                 timeout: left,
                 seed: ws.seed,
+                threads: ws.threads,
             };
             match joint::solve(&problem, opts) {
                 Ok(r) => {

@@ -240,6 +240,7 @@ fn schedule_loop(
             warps,
             timeout: left,
             seed: 0,
+            threads: 0,
         },
     ) {
         Ok(r) => r,

@@ -20,14 +20,17 @@ pub mod paper_encoding;
 pub mod sat_encoding;
 pub mod symmetry;
 
-use std::time::Instant;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tracing::{debug, info};
 
 use crate::checker::{self, JointSchedule, WarpConfig};
 use crate::modulo::{self, mii, zlp, Infeasibility, Refuted};
-use crate::problem::Problem;
+use crate::problem::{Problem, Schedule};
 
 /// z3 resource budget of one optional group-minimization query.
 const GROUP_RLIMIT: u32 = 20_000_000;
@@ -110,6 +113,10 @@ pub struct JointOptions {
     pub timeout: f64,
     /// Seed of the SMT solver (results are deterministic for a seed).
     pub seed: u32,
+    /// Threads searching initiation intervals at once (0: one per core).
+    /// The result does not depend on it, except where a time limit cuts a
+    /// search short.
+    pub threads: u32,
 }
 
 /// One entry of the joint certificate.
@@ -240,13 +247,13 @@ pub fn streaming_view(p: &Problem) -> (Problem, Vec<usize>) {
     (q, streams)
 }
 
-/// Runs Algorithm 1 on `p`, in a z3 context of its own (freed on return, so
-/// repeated solves in one process do not accumulate terms).
+/// Runs Algorithm 1 on `p`. Each I is searched in a z3 context of its own
+/// (freed when done, so repeated solves in one process do not accumulate
+/// terms); with more than one thread (see [`JointOptions::threads`]) several
+/// Is are searched at once, and the answer is the same as the sequential
+/// search's: the smallest I not refuted, with every smaller I in the
+/// certificate.
 pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError> {
-    z3::with_z3_config(&z3::Config::new(), || solve_in_context(p, opts))
-}
-
-fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError> {
     let started = Instant::now();
     let (q, streams) = streaming_view(p);
     let p = &q;
@@ -257,22 +264,12 @@ fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, Join
         .into_iter()
         .map(JointRefuted::Modulo)
         .collect();
-    let mut ii_proven = true;
-    let mut queries = 0u32;
-    let mut encoding: Box<dyn JointEncoding + '_> = match opts.encoding {
-        Encoding::Default => Box::new(sat_encoding::SatEncoding::new(p, opts.warps, opts.seed)),
-        Encoding::Int => Box::new(int_encoding::IntEncoding::new(p, opts.warps, opts.seed)),
-        Encoding::Paper => Box::new(paper_encoding::PaperEncoding::new(p, opts.warps, opts.seed)),
-    };
-    let left = |started: &Instant| opts.timeout - started.elapsed().as_secs_f64();
-    // Milliseconds left for the next query.
-    let budget_ms = |started: &Instant| (left(started) * 1000.0).max(1.0) as u32;
     let cap = modulo::search_cap(p);
-    let mut ii = res.max(rec);
+    let mut first = res.max(rec);
     if let Some((bound, a, b, path)) = modulo::last_stage_bound(p) {
-        if bound > ii {
+        if bound > first {
             certificate.push(JointRefuted::Modulo(Refuted {
-                from: ii,
+                from: first,
                 to: bound - 1,
                 why: Infeasibility::LastStageWindow {
                     first: p.ops[a].name.clone(),
@@ -280,260 +277,536 @@ fn solve_in_context(p: &Problem, opts: JointOptions) -> Result<JointResult, Join
                     path,
                 },
             }));
-            ii = bound;
+            first = bound;
         }
     }
-    // The smallest I not refuted so far.
-    let mut lower_bound = ii;
-    while ii <= cap {
-        if left(&started) <= 0.0 {
-            return Err(JointError::Timeout { lower_bound });
-        }
-        let modulo = match opts.encoding {
-            // The paper: Optimal-Modulo-Schedule as a ZLP.
-            Encoding::Paper => zlp::solve_at(p, ii, left(&started)),
-            // Ours: the same question in SMT, bisecting the length.
-            Encoding::Default | Encoding::Int => smt_modulo(
-                p,
-                ii,
-                opts.encoding,
-                opts.seed,
-                left(&started),
-                &mut queries,
-            ),
+    let deadline = started + Duration::from_secs_f64(opts.timeout.max(0.0));
+    let threads = match opts.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        t => t,
+    }
+    .clamp(1, cap.saturating_sub(first).saturating_add(1).max(1));
+    let outcomes = if threads == 1 {
+        z3::with_z3_config(&z3::Config::new(), || {
+            let mut out = BTreeMap::new();
+            let mut ii = first;
+            while ii <= cap && Instant::now() < deadline {
+                let at = search_at(p, ii, &opts, deadline, &|| {});
+                let found = matches!(at.0, AtIi::Found(_));
+                out.insert(ii, at);
+                if found {
+                    break;
+                }
+                ii += 1;
+            }
+            out
+        })
+    } else {
+        search_in_parallel(p, first, cap, threads, &opts, deadline)
+    };
+
+    // Walk the outcomes in the order of Algorithm 1.
+    let mut ii_proven = true;
+    let mut lower_bound = first; // the smallest I not refuted so far
+    let mut queries = 0u32;
+    for ii in first..=cap {
+        let Some((at, q)) = outcomes.get(&ii) else {
+            break;
         };
-        let (base, optimal) = match modulo {
-            zlp::ZlpOutcome::Infeasible => {
-                certificate.push(JointRefuted::Modulo(Refuted {
-                    from: ii,
-                    to: ii,
-                    why: if opts.encoding == Encoding::Paper {
-                        Infeasibility::Zlp
-                    } else {
-                        Infeasibility::ModuloSmt
-                    },
-                }));
+        queries += q;
+        match at {
+            AtIi::Refuted { entries, complete } => {
+                certificate.extend(entries.iter().cloned());
+                if !complete {
+                    ii_proven = false;
+                }
                 if ii_proven {
                     lower_bound = ii + 1;
                 }
-                ii += 1;
-                continue;
             }
-            zlp::ZlpOutcome::Unknown(why) => {
-                debug!(
-                    ii,
-                    why, "modulo scheduling gave up; I is no longer proven minimal"
-                );
+            AtIi::Unknown { entries } => {
+                certificate.extend(entries.iter().cloned());
                 ii_proven = false;
-                ii += 1;
-                continue;
             }
-            zlp::ZlpOutcome::Feasible { schedule, optimal } => (schedule.length, optimal),
-        };
-        // Len(M) is only a valid lower bound on L when the ZLP proved it minimal.
-        let from = if optimal { base } else { 1 };
-        let to = base.div_ceil(ii).max(1) * ii;
-        encoding.set_interval(ii);
-        info!(
-            ii,
-            from,
-            to,
-            encoding = encoding.name(),
-            "joint search at I"
-        );
-        let mut found: Option<JointSchedule> = None;
-        let mut length_proven = true;
-        match opts.encoding {
-            Encoding::Paper => {
-                // Algorithm 1 literally: one query per L, upward.
-                let mut l = from;
-                while l <= to {
-                    let ms = budget_ms(&started);
-                    queries += 1;
-                    match encoding.solve(l, ms) {
-                        EncodingOutcome::Sat(js) => {
-                            found = Some(js);
+            AtIi::Found(f) => {
+                certificate.extend(f.entries.iter().cloned());
+                let js = f.schedule.clone();
+                let violations = checker::check_joint(p, &js, &opts.warps);
+                if !violations.is_empty() {
+                    return Err(JointError::CheckerRejected(violations));
+                }
+                let streaming = streams
+                    .iter()
+                    .map(|&v| {
+                        let raw = p.ops[v].stream_cycles;
+                        let per_iteration = ii as f64 * p.cycle_scale;
+                        Streaming {
+                            op: p.ops[v].name.clone(),
+                            raw_cycles: raw,
+                            prefetch: ((raw as f64 / per_iteration).ceil() as u32).max(1),
+                        }
+                    })
+                    .collect();
+                return Ok(JointResult {
+                    schedule: js,
+                    encoding: opts.encoding,
+                    warps: opts.warps,
+                    res_mii: res,
+                    rec_mii: rec,
+                    modulo_length: f.modulo_length,
+                    certificate,
+                    ii_proven,
+                    length_proven: f.length_proven,
+                    streaming,
+                    seconds: started.elapsed().as_secs_f64(),
+                    queries,
+                });
+            }
+        }
+    }
+    if Instant::now() >= deadline {
+        Err(JointError::Timeout { lower_bound })
+    } else {
+        Err(JointError::Exhausted { cap })
+    }
+}
+
+/// What the search established at one I.
+enum AtIi {
+    /// No joint schedule in Algorithm 1's length range at this I;
+    /// `complete` when the refutation provably covers the whole range.
+    Refuted {
+        entries: Vec<JointRefuted>,
+        complete: bool,
+    },
+    /// A solver gave up: nothing proven at this I.
+    Unknown { entries: Vec<JointRefuted> },
+    /// A joint schedule (refuted shorter lengths in `entries`).
+    Found(Box<Found>),
+}
+
+struct Found {
+    schedule: JointSchedule,
+    entries: Vec<JointRefuted>,
+    modulo_length: u32,
+    length_proven: bool,
+}
+
+/// Searches Is from `first` on `threads` threads, each with its own z3
+/// context. Threads take Is in increasing order; once a schedule is found at
+/// some I, no larger I is started and the searches of larger Is under way
+/// are interrupted. Every I below the first found one is searched in full,
+/// so the outcomes below it are those of the sequential search.
+fn search_in_parallel(
+    p: &Problem,
+    first: u32,
+    cap: u32,
+    threads: u32,
+    opts: &JointOptions,
+    deadline: Instant,
+) -> BTreeMap<u32, (AtIi, u32)> {
+    let next = AtomicU32::new(first);
+    let found_at = AtomicU32::new(u32::MAX);
+    let outcomes: Mutex<BTreeMap<u32, (AtIi, u32)>> = Mutex::new(BTreeMap::new());
+    // Per thread: the I it works on and its z3 context (as an address), for
+    // interruption; cleared under the lock before the context is freed.
+    let running: Vec<Mutex<Option<(u32, usize)>>> =
+        (0..threads).map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for me in 0..threads as usize {
+            let (next, found_at, outcomes, running) = (&next, &found_at, &outcomes, &running);
+            scope.spawn(move || {
+                z3::with_z3_config(&z3::Config::new(), || {
+                    let ctx = z3::Context::thread_local().get_z3_context().as_ptr() as usize;
+                    loop {
+                        let ii = next.fetch_add(1, Ordering::SeqCst);
+                        if ii > cap
+                            || ii > found_at.load(Ordering::SeqCst)
+                            || Instant::now() >= deadline
+                        {
                             break;
                         }
-                        EncodingOutcome::Unsat => {
-                            push_smt(&mut certificate, ii, l);
-                            if l == to && ii_proven && optimal && length_proven {
-                                lower_bound = ii + 1;
-                            }
-                        }
-                        EncodingOutcome::Unknown(why) => {
-                            debug!(ii, l, why, "SMT gave up");
-                            ii_proven = false;
-                            length_proven = false;
-                        }
-                    }
-                    l += 1;
-                }
-            }
-            Encoding::Default | Encoding::Int => {
-                // Same answer as the upward search: ask for L <= to at once;
-                // if satisfiable, bisect down to the smallest satisfiable L.
-                // Unsatisfiability of "L <= x" refutes every L in [from, x].
-                let ms = budget_ms(&started);
-                queries += 1;
-                let t0 = Instant::now();
-                let answer = encoding.solve(to, ms);
-                debug!(
-                    ii,
-                    to,
-                    seconds = t0.elapsed().as_secs_f64(),
-                    sat = matches!(answer, EncodingOutcome::Sat(_)),
-                    "joint existence query"
-                );
-                match answer {
-                    EncodingOutcome::Unsat => {
-                        certificate.push(JointRefuted::Smt {
-                            ii,
-                            from_length: from,
-                            to_length: to,
-                        });
-                        if ii_proven && optimal {
-                            lower_bound = ii + 1;
-                        }
-                    }
-                    EncodingOutcome::Unknown(why) => {
-                        debug!(ii, why, "SMT gave up");
-                        ii_proven = false;
-                    }
-                    EncodingOutcome::Sat(mut best) => {
-                        let mut lo = from; // every L < lo is refuted
-                        let mut refuted_to: Option<u32> = None;
-                        // The answer is usually Len(M) itself: ask for it first.
-                        if best.schedule.length > from {
-                            let ms = budget_ms(&started);
-                            queries += 1;
-                            match encoding.solve(from, ms) {
-                                EncodingOutcome::Sat(js) => best = js,
-                                EncodingOutcome::Unsat => {
-                                    lo = from + 1;
-                                    refuted_to = Some(from);
+                        *running[me].lock().unwrap_or_else(|e| e.into_inner()) = Some((ii, ctx));
+                        // Once I is known to be feasible, no larger I matters.
+                        let feasible = || {
+                            found_at.fetch_min(ii, Ordering::SeqCst);
+                            for (k, slot) in running.iter().enumerate() {
+                                if k == me {
+                                    continue;
                                 }
-                                EncodingOutcome::Unknown(_) => length_proven = false,
-                            }
-                        }
-                        while length_proven && lo < best.schedule.length {
-                            let mid = lo + (best.schedule.length - 1 - lo) / 2;
-                            let ms = budget_ms(&started);
-                            queries += 1;
-                            let t0 = Instant::now();
-                            let answer = encoding.solve(mid, ms);
-                            debug!(
-                                ii,
-                                mid,
-                                seconds = t0.elapsed().as_secs_f64(),
-                                sat = matches!(answer, EncodingOutcome::Sat(_)),
-                                "joint query"
-                            );
-                            match answer {
-                                EncodingOutcome::Sat(js) => best = js,
-                                EncodingOutcome::Unsat => {
-                                    lo = mid + 1;
-                                    refuted_to = Some(mid);
-                                }
-                                EncodingOutcome::Unknown(_) => {
-                                    length_proven = false;
-                                    break;
+                                let slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+                                if let Some((other, ctx)) = *slot {
+                                    if other > ii {
+                                        if let Some(c) =
+                                            std::ptr::NonNull::new(ctx as *mut z3_sys::_Z3_context)
+                                        {
+                                            // SAFETY: the context is alive while it
+                                            // is registered in `slot`, whose lock is
+                                            // held; Z3_interrupt is thread-safe.
+                                            unsafe { z3_sys::Z3_interrupt(c) };
+                                        }
+                                    }
                                 }
                             }
-                        }
-                        if let Some(to_length) = refuted_to {
-                            certificate.push(JointRefuted::Smt {
-                                ii,
-                                from_length: from,
-                                to_length,
-                            });
-                        }
-                        // Prefer the fewest compute groups at this (I, L). This is
-                        // a refinement, not part of the optimum, so each query gets
-                        // a deterministic resource budget (z3 rlimit) rather than a
-                        // clock: the same input gives the same answer anywhere.
-                        let used = best.group.iter().copied().max().unwrap_or(0);
-                        for k in 1..used {
-                            let ms = budget_ms(&started);
-                            queries += 1;
-                            encoding.set_rlimit(GROUP_RLIMIT);
-                            let answer = encoding.solve_within(best.schedule.length, Some(k), ms);
-                            encoding.set_rlimit(0);
-                            if let EncodingOutcome::Sat(js) = answer {
-                                best = js;
-                                break;
-                            }
-                        }
-                        // Then the fewest values crossing between compute
-                        // groups (each crossing is a shared-memory channel in
-                        // Triton's warp specialization), by bisection under
-                        // the same deterministic budget.
-                        let used = best.group.iter().copied().max().unwrap_or(0);
-                        let pairs = cross_pairs(p);
-                        let crossings = |js: &JointSchedule| {
-                            pairs
-                                .iter()
-                                .filter(|&&(u, v)| js.group[u] != js.group[v])
-                                .count() as u32
                         };
-                        let (mut lo, mut hi) = (0u32, crossings(&best));
-                        while lo < hi && left(&started) > 0.0 {
-                            let mid = lo + (hi - lo) / 2;
-                            let ms = budget_ms(&started);
-                            queries += 1;
-                            encoding.set_rlimit(GROUP_RLIMIT);
-                            let answer =
-                                encoding.solve_limited(best.schedule.length, Some(used), mid, ms);
-                            encoding.set_rlimit(0);
-                            match answer {
-                                Some(EncodingOutcome::Sat(js)) => {
-                                    hi = crossings(&js).min(mid);
-                                    best = js;
-                                }
-                                Some(EncodingOutcome::Unsat) => lo = mid + 1,
-                                _ => break,
-                            }
-                        }
-                        found = Some(best);
+                        let at = search_at(p, ii, opts, deadline, &feasible);
+                        *running[me].lock().unwrap_or_else(|e| e.into_inner()) = None;
+                        outcomes
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(ii, at);
                     }
-                }
-            }
-        }
-        if let Some(js) = found {
-            let violations = checker::check_joint(p, &js, &opts.warps);
-            if !violations.is_empty() {
-                return Err(JointError::CheckerRejected(violations));
-            }
-            let streaming = streams
-                .iter()
-                .map(|&v| {
-                    let raw = p.ops[v].stream_cycles;
-                    let per_iteration = ii as f64 * p.cycle_scale;
-                    Streaming {
-                        op: p.ops[v].name.clone(),
-                        raw_cycles: raw,
-                        prefetch: ((raw as f64 / per_iteration).ceil() as u32).max(1),
-                    }
-                })
-                .collect();
-            return Ok(JointResult {
-                schedule: js,
-                encoding: opts.encoding,
-                warps: opts.warps,
-                res_mii: res,
-                rec_mii: rec,
-                modulo_length: base,
-                certificate,
-                ii_proven,
-                length_proven: length_proven && optimal,
-                streaming,
-                seconds: started.elapsed().as_secs_f64(),
-                queries,
+                });
             });
         }
-        ii += 1;
+    });
+    outcomes.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Algorithm 1's step at one I (in the calling thread's z3 context):
+/// refute it, or find the shortest joint schedule in its length range.
+/// Returns the outcome and the number of SMT queries made.
+fn search_at(
+    p: &Problem,
+    ii: u32,
+    opts: &JointOptions,
+    deadline: Instant,
+    on_feasible: &dyn Fn(),
+) -> (AtIi, u32) {
+    let mut queries = 0u32;
+    let left = || {
+        deadline
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64()
+    };
+    // Milliseconds left for the next query.
+    let budget_ms = || (left() * 1000.0).max(1.0) as u32;
+    let mut entries: Vec<JointRefuted> = Vec::new();
+    let mut encoding: Box<dyn JointEncoding + '_> = match opts.encoding {
+        Encoding::Default => Box::new(sat_encoding::SatEncoding::new(p, opts.warps, opts.seed)),
+        Encoding::Int => Box::new(int_encoding::IntEncoding::new(p, opts.warps, opts.seed)),
+        Encoding::Paper => Box::new(paper_encoding::PaperEncoding::new(p, opts.warps, opts.seed)),
+    };
+    // Ours: when a greedy modulo schedule bounds Len(M) from above, one
+    // joint query over L <= ceil(UB / I) * I covers Algorithm 1's range
+    // [Len(M), ceil(Len(M) / I) * I] at this I; if it is unsatisfiable,
+    // the exact modulo schedule is never needed.
+    let mut early: Option<JointSchedule> = None;
+    let greedy = (opts.encoding != Encoding::Paper)
+        .then(|| modulo::heuristic::schedule(p, ii))
+        .flatten()
+        .filter(|h| checker::check(p, h).is_empty());
+    if let Some(h) = &greedy {
+        {
+            let upper = h.length.div_ceil(ii).max(1) * ii;
+            encoding.set_interval(ii);
+            queries += 1;
+            let t0 = Instant::now();
+            let answer = encoding.solve(upper, budget_ms());
+            debug!(
+                ii,
+                upper,
+                seconds = t0.elapsed().as_secs_f64(),
+                sat = matches!(answer, EncodingOutcome::Sat(_)),
+                "joint query over the greedy bound"
+            );
+            match answer {
+                EncodingOutcome::Unsat => {
+                    entries.push(JointRefuted::Smt {
+                        ii,
+                        from_length: length_lower_bound(p),
+                        to_length: upper,
+                    });
+                    return (
+                        AtIi::Refuted {
+                            entries,
+                            complete: true,
+                        },
+                        queries,
+                    );
+                }
+                EncodingOutcome::Unknown(why) => {
+                    debug!(ii, why, "SMT gave up");
+                    return (AtIi::Unknown { entries }, queries);
+                }
+                EncodingOutcome::Sat(js) => {
+                    // Algorithm 1's range at I ends at ceil(Len(M) / I) * I >=
+                    // ceil(LB / I) * I: within that, the answer is at this I.
+                    if upper <= length_lower_bound(p).div_ceil(ii).max(1) * ii {
+                        on_feasible();
+                    }
+                    early = Some(js);
+                }
+            }
+        }
     }
-    Err(JointError::Exhausted { cap })
+    let modulo = match opts.encoding {
+        // The paper: Optimal-Modulo-Schedule as a ZLP.
+        Encoding::Paper => zlp::solve_at(p, ii, left()),
+        // Ours: the same question in SMT, bisecting the length.
+        Encoding::Default | Encoding::Int => {
+            // Start from the shorter of the greedy and the joint schedule.
+            let known = match (&greedy, &early) {
+                (Some(h), Some(js)) if js.schedule.length < h.length => Some(js.schedule.clone()),
+                (Some(h), _) => Some(h.clone()),
+                (None, _) => None,
+            };
+            smt_modulo(p, ii, opts.encoding, opts.seed, left(), &mut queries, known)
+        }
+    };
+    let (base, optimal) = match modulo {
+        zlp::ZlpOutcome::Infeasible => {
+            entries.push(JointRefuted::Modulo(Refuted {
+                from: ii,
+                to: ii,
+                why: if opts.encoding == Encoding::Paper {
+                    Infeasibility::Zlp
+                } else {
+                    Infeasibility::ModuloSmt
+                },
+            }));
+            return (
+                AtIi::Refuted {
+                    entries,
+                    complete: true,
+                },
+                queries,
+            );
+        }
+        zlp::ZlpOutcome::Unknown(why) => {
+            debug!(
+                ii,
+                why, "modulo scheduling gave up; I is no longer proven minimal"
+            );
+            return (AtIi::Unknown { entries }, queries);
+        }
+        zlp::ZlpOutcome::Feasible { schedule, optimal } => (schedule.length, optimal),
+    };
+    // Len(M) is only a valid lower bound on L when it is proven minimal.
+    let from = if optimal { base } else { 1 };
+    let to = base.div_ceil(ii).max(1) * ii;
+    if early.is_none() {
+        encoding.set_interval(ii);
+    }
+    info!(
+        ii,
+        from,
+        to,
+        encoding = encoding.name(),
+        "joint search at I"
+    );
+    let mut length_proven = optimal;
+    let found = match opts.encoding {
+        Encoding::Paper => {
+            // Algorithm 1 literally: one query per L, upward.
+            let mut found = None;
+            let mut gave_up = false;
+            for l in from..=to {
+                queries += 1;
+                match encoding.solve(l, budget_ms()) {
+                    EncodingOutcome::Sat(js) => {
+                        found = Some(js);
+                        break;
+                    }
+                    EncodingOutcome::Unsat => push_smt(&mut entries, ii, l),
+                    EncodingOutcome::Unknown(why) => {
+                        debug!(ii, l, why, "SMT gave up");
+                        gave_up = true;
+                        length_proven = false;
+                    }
+                }
+            }
+            match found {
+                Some(js) => js,
+                None if gave_up => return (AtIi::Unknown { entries }, queries),
+                None => {
+                    return (
+                        AtIi::Refuted {
+                            entries,
+                            complete: optimal,
+                        },
+                        queries,
+                    )
+                }
+            }
+        }
+        Encoding::Default | Encoding::Int => {
+            // Same answer as the upward search: ask for L <= to at once;
+            // if satisfiable, bisect down to the smallest satisfiable L.
+            // Unsatisfiability of "L <= x" refutes every L in [from, x].
+            let t0 = Instant::now();
+            let answer = match early.take() {
+                // The greedy bound's answer already lies in range.
+                Some(js) if js.schedule.length <= to => EncodingOutcome::Sat(js),
+                _ => {
+                    queries += 1;
+                    encoding.solve(to, budget_ms())
+                }
+            };
+            debug!(
+                ii,
+                to,
+                seconds = t0.elapsed().as_secs_f64(),
+                sat = matches!(answer, EncodingOutcome::Sat(_)),
+                "joint existence query"
+            );
+            match answer {
+                EncodingOutcome::Unsat => {
+                    entries.push(JointRefuted::Smt {
+                        ii,
+                        from_length: from,
+                        to_length: to,
+                    });
+                    return (
+                        AtIi::Refuted {
+                            entries,
+                            complete: optimal,
+                        },
+                        queries,
+                    );
+                }
+                EncodingOutcome::Unknown(why) => {
+                    debug!(ii, why, "SMT gave up");
+                    return (AtIi::Unknown { entries }, queries);
+                }
+                EncodingOutcome::Sat(best) => {
+                    on_feasible();
+                    shortest(
+                        p,
+                        ii,
+                        from,
+                        best,
+                        encoding.as_mut(),
+                        &mut entries,
+                        &mut length_proven,
+                        &mut queries,
+                        deadline,
+                    )
+                }
+            }
+        }
+    };
+    (
+        AtIi::Found(Box::new(Found {
+            schedule: found,
+            entries,
+            modulo_length: base,
+            length_proven,
+        })),
+        queries,
+    )
+}
+
+/// From a joint schedule of length <= Algorithm 1's bound at `ii`, the
+/// shortest one (bisection down to `from`), then, under a deterministic
+/// budget, the one with the fewest compute groups and the fewest values
+/// crossing between groups at that length.
+#[allow(clippy::too_many_arguments)]
+fn shortest(
+    p: &Problem,
+    ii: u32,
+    from: u32,
+    mut best: JointSchedule,
+    encoding: &mut dyn JointEncoding,
+    entries: &mut Vec<JointRefuted>,
+    length_proven: &mut bool,
+    queries: &mut u32,
+    deadline: Instant,
+) -> JointSchedule {
+    let left = || {
+        deadline
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64()
+    };
+    let budget_ms = || (left() * 1000.0).max(1.0) as u32;
+    let mut lo = from; // every L < lo is refuted
+    let mut refuted_to: Option<u32> = None;
+    // The answer is usually Len(M) itself: ask for it first.
+    if best.schedule.length > from {
+        *queries += 1;
+        match encoding.solve(from, budget_ms()) {
+            EncodingOutcome::Sat(js) => best = js,
+            EncodingOutcome::Unsat => {
+                lo = from + 1;
+                refuted_to = Some(from);
+            }
+            EncodingOutcome::Unknown(_) => *length_proven = false,
+        }
+    }
+    while *length_proven && lo < best.schedule.length {
+        let mid = lo + (best.schedule.length - 1 - lo) / 2;
+        *queries += 1;
+        let t0 = Instant::now();
+        let answer = encoding.solve(mid, budget_ms());
+        debug!(
+            ii,
+            mid,
+            seconds = t0.elapsed().as_secs_f64(),
+            sat = matches!(answer, EncodingOutcome::Sat(_)),
+            "joint query"
+        );
+        match answer {
+            EncodingOutcome::Sat(js) => best = js,
+            EncodingOutcome::Unsat => {
+                lo = mid + 1;
+                refuted_to = Some(mid);
+            }
+            EncodingOutcome::Unknown(_) => {
+                *length_proven = false;
+                break;
+            }
+        }
+    }
+    if let Some(to_length) = refuted_to {
+        entries.push(JointRefuted::Smt {
+            ii,
+            from_length: from,
+            to_length,
+        });
+    }
+    // Prefer the fewest compute groups at this (I, L). This is a
+    // refinement, not part of the optimum, so each query gets a
+    // deterministic resource budget (z3 rlimit) rather than a clock: the
+    // same input gives the same answer anywhere.
+    let used = best.group.iter().copied().max().unwrap_or(0);
+    for k in 1..used {
+        *queries += 1;
+        encoding.set_rlimit(GROUP_RLIMIT);
+        let answer = encoding.solve_within(best.schedule.length, Some(k), budget_ms());
+        encoding.set_rlimit(0);
+        if let EncodingOutcome::Sat(js) = answer {
+            best = js;
+            break;
+        }
+    }
+    // Then the fewest values crossing between compute groups (each
+    // crossing is a shared-memory channel in Triton's warp
+    // specialization), by bisection under the same deterministic budget.
+    let used = best.group.iter().copied().max().unwrap_or(0);
+    let pairs = cross_pairs(p);
+    let crossings = |js: &JointSchedule| {
+        pairs
+            .iter()
+            .filter(|&&(u, v)| js.group[u] != js.group[v])
+            .count() as u32
+    };
+    let (mut lo, mut hi) = (0u32, crossings(&best));
+    while lo < hi && left() > 0.0 {
+        let mid = lo + (hi - lo) / 2;
+        *queries += 1;
+        encoding.set_rlimit(GROUP_RLIMIT);
+        let answer = encoding.solve_limited(best.schedule.length, Some(used), mid, budget_ms());
+        encoding.set_rlimit(0);
+        match answer {
+            Some(EncodingOutcome::Sat(js)) => {
+                hi = crossings(&js).min(mid);
+                best = js;
+            }
+            Some(EncodingOutcome::Unsat) => lo = mid + 1,
+            _ => break,
+        }
+    }
+    best
 }
 
 /// Unordered pairs of distinct compute (fixed-latency) ops joined by an
@@ -560,6 +833,7 @@ fn smt_modulo(
     seed: u32,
     seconds: f64,
     queries: &mut u32,
+    known: Option<Schedule>,
 ) -> zlp::ZlpOutcome {
     let started = Instant::now();
     let ms =
@@ -569,6 +843,31 @@ fn smt_modulo(
         _ => Box::new(sat_encoding::SatEncoding::modulo_only(p, seed)),
     };
     enc.set_interval(ii);
+    // A known modulo schedule is the first upper bound; the encoding is
+    // built for the longest length the bisection can ask about.
+    if let Some(known) = known {
+        let mut best = known;
+        let lo = length_lower_bound(p);
+        if lo < best.length {
+            *queries += 1;
+            match enc.solve(best.length - 1, ms(&started)) {
+                EncodingOutcome::Sat(js) => best = js.schedule,
+                EncodingOutcome::Unsat => {
+                    return zlp::ZlpOutcome::Feasible {
+                        schedule: best,
+                        optimal: true,
+                    }
+                }
+                EncodingOutcome::Unknown(_) => {
+                    return zlp::ZlpOutcome::Feasible {
+                        schedule: best,
+                        optimal: false,
+                    }
+                }
+            }
+        }
+        return bisect_modulo(ii, enc.as_mut(), best, lo, &started, seconds, queries);
+    }
     // As the ZLP: a short horizon first (a schedule found there is no longer
     // than the optimum's bound), the proven horizon only if that fails.
     let full = u32::try_from(zlp::horizon(p, ii)).unwrap_or(u32::MAX);
@@ -592,17 +891,33 @@ fn smt_modulo(
         }
         other => other,
     };
-    let mut best = match first {
+    let best = match first {
         EncodingOutcome::Sat(js) => js.schedule,
         EncodingOutcome::Unsat => return zlp::ZlpOutcome::Infeasible,
         EncodingOutcome::Unknown(why) => return zlp::ZlpOutcome::Unknown(why),
     };
-    let mut lo = length_lower_bound(p);
+    let lo = length_lower_bound(p);
+    bisect_modulo(ii, enc.as_mut(), best, lo, &started, seconds, queries)
+}
+
+/// Bisects the minimum modulo-schedule length between `lo` and `best`.
+#[allow(clippy::too_many_arguments)]
+fn bisect_modulo(
+    ii: u32,
+    enc: &mut dyn JointEncoding,
+    mut best: Schedule,
+    mut lo: u32,
+    started: &Instant,
+    seconds: f64,
+    queries: &mut u32,
+) -> zlp::ZlpOutcome {
+    let ms =
+        |started: &Instant| ((seconds - started.elapsed().as_secs_f64()) * 1000.0).max(1.0) as u32;
     while lo < best.length {
         let mid = lo + (best.length - 1 - lo) / 2;
         *queries += 1;
         let t0 = Instant::now();
-        let answer = enc.solve(mid, ms(&started));
+        let answer = enc.solve(mid, ms(started));
         debug!(
             ii,
             mid,

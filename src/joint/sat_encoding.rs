@@ -252,6 +252,12 @@ impl<'p> SatEncoding<'p> {
             {
                 if let Some(t) = &together {
                     s.assert(t.clone());
+                    // The same, as binary clauses that propagate at once.
+                    if groups > 1 {
+                        for w in 0..groups {
+                            s.assert(self.group[u][w].eq(&self.group[v][w]));
+                        }
+                    }
                 }
             }
             for t in 0..=self.last[u] {
@@ -547,7 +553,14 @@ impl SatEncoding<'_> {
         timeout_ms: u32,
     ) -> EncodingOutcome {
         if !self.built {
+            let t0 = std::time::Instant::now();
             self.build(self.ii, max_length);
+            tracing::debug!(
+                ii = self.ii,
+                max_length,
+                seconds = t0.elapsed().as_secs_f64(),
+                "sat encoding built"
+            );
         }
         if self.trivially_unsat {
             return EncodingOutcome::Unsat;

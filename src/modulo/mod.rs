@@ -6,6 +6,7 @@
 //! I joins the certificate) or returns one of minimum length. Every schedule
 //! is validated by the independent [`crate::checker`] before it is returned.
 
+pub mod heuristic;
 pub mod mii;
 pub mod zlp;
 
