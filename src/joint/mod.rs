@@ -32,6 +32,10 @@ use crate::checker::{self, JointSchedule, WarpConfig};
 use crate::modulo::{self, mii, zlp, Infeasibility, Refuted};
 use crate::problem::{Problem, Schedule};
 
+/// Length ranges at most this wide are searched downward from the best
+/// length found (one unsatisfiable query) rather than bisected.
+const DESCEND_WITHIN: u32 = 32;
+
 /// z3 resource budget of one optional group-minimization query.
 const GROUP_RLIMIT: u32 = 20_000_000;
 
@@ -281,9 +285,12 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
         }
     }
     let deadline = started + Duration::from_secs_f64(opts.timeout.max(0.0));
-    let threads = match opts.threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
-        t => t,
+    // The paper's search stays sequential: Algorithm 1 literally, and its
+    // ZLP (HiGHS) cannot be interrupted from another thread.
+    let threads = match (opts.encoding, opts.threads) {
+        (Encoding::Paper, _) => 1,
+        (_, 0) => std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        (_, t) => t,
     }
     .clamp(1, cap.saturating_sub(first).saturating_add(1).max(1));
     let outcomes = if threads == 1 {
@@ -698,7 +705,7 @@ fn search_at(
 }
 
 /// From a joint schedule of length <= Algorithm 1's bound at `ii`, the
-/// shortest one (bisection down to `from`), then, under a deterministic
+/// shortest one (searched down to `from`), then, under a deterministic
 /// budget, the one with the fewest compute groups and the fewest values
 /// crossing between groups at that length.
 #[allow(clippy::too_many_arguments)]
@@ -721,20 +728,15 @@ fn shortest(
     let budget_ms = || (left() * 1000.0).max(1.0) as u32;
     let mut lo = from; // every L < lo is refuted
     let mut refuted_to: Option<u32> = None;
-    // The answer is usually Len(M) itself: ask for it first.
-    if best.schedule.length > from {
-        *queries += 1;
-        match encoding.solve(from, budget_ms()) {
-            EncodingOutcome::Sat(js) => best = js,
-            EncodingOutcome::Unsat => {
-                lo = from + 1;
-                refuted_to = Some(from);
-            }
-            EncodingOutcome::Unknown(_) => *length_proven = false,
-        }
-    }
+    // Unsatisfiable queries are the expensive ones: bisect while the range
+    // is wide, then step down from the best length found, so that a small
+    // range costs one refutation (none when the answer is `from`).
     while *length_proven && lo < best.schedule.length {
-        let mid = lo + (best.schedule.length - 1 - lo) / 2;
+        let mid = if best.schedule.length - lo > DESCEND_WITHIN {
+            lo + (best.schedule.length - 1 - lo) / 2
+        } else {
+            best.schedule.length - 1
+        };
         *queries += 1;
         let t0 = Instant::now();
         let answer = encoding.solve(mid, budget_ms());
@@ -914,7 +916,11 @@ fn bisect_modulo(
     let ms =
         |started: &Instant| ((seconds - started.elapsed().as_secs_f64()) * 1000.0).max(1.0) as u32;
     while lo < best.length {
-        let mid = lo + (best.length - 1 - lo) / 2;
+        let mid = if best.length - lo > DESCEND_WITHIN {
+            lo + (best.length - 1 - lo) / 2
+        } else {
+            best.length - 1
+        };
         *queries += 1;
         let t0 = Instant::now();
         let answer = enc.solve(mid, ms(started));
