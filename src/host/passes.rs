@@ -13,7 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use mlir_sys::{mlirOperationGetLocation, MlirOperation};
+use mlir_sys::{mlirOperationGetLocation, MlirLocation, MlirOperation};
 
 use super::ffi::{self, TWILL_ERROR, TWILL_REMARK, TWILL_WARNING};
 use crate::backend::{self, Arch, TritonTarget};
@@ -351,6 +351,36 @@ fn options_text(options: *const c_char, len: usize) -> String {
         .into_owned()
 }
 
+/// Runs one pass body on `module` with its option text: a panic anywhere
+/// becomes a warning on the module (the module is left as it was), never a
+/// crash of the host.
+fn guarded(
+    pass: &str,
+    module: MlirOperation,
+    options: *const c_char,
+    len: usize,
+    body: impl FnOnce(MlirLocation, &str) -> c_int,
+) -> c_int {
+    let text = options_text(options, len);
+    // SAFETY (both calls): the shim hands us a live module operation.
+    let module_loc = unsafe { mlirOperationGetLocation(module) };
+    catch_unwind(AssertUnwindSafe(|| body(module_loc, &text))).unwrap_or_else(|_| {
+        ffi::emit(
+            unsafe { mlirOperationGetLocation(module) },
+            TWILL_WARNING,
+            &format!("{pass}: internal error (a panic); the module is left as it was"),
+        );
+        0
+    })
+}
+
+/// The machine named by a pass option, or an error on the module.
+fn select_machine(pass: &str, module_loc: MlirLocation, name: &str) -> Option<Machine> {
+    Machine::select(name)
+        .map_err(|e| ffi::emit(module_loc, TWILL_ERROR, &format!("{pass}: machine: {e}")))
+        .ok()
+}
+
 /// `--twill-schedule`.
 ///
 /// # Safety
@@ -361,30 +391,22 @@ pub unsafe extern "C" fn schedule_body(
     options: *const c_char,
     len: usize,
 ) -> c_int {
-    let text = options_text(options, len);
-    let run = AssertUnwindSafe(|| -> c_int {
-        let module_loc = mlirOperationGetLocation(module);
-        let o = match ScheduleOptions::parse(&text) {
+    const PASS: &str = "twill-schedule";
+    guarded(PASS, module, options, len, |module_loc, text| {
+        let o = match ScheduleOptions::parse(text) {
             Ok(o) => o,
             Err(e) => {
-                ffi::emit(module_loc, TWILL_ERROR, &format!("twill-schedule: {e}"));
+                ffi::emit(module_loc, TWILL_ERROR, &format!("{PASS}: {e}"));
                 return 1;
             }
         };
-        let machine = match Machine::select(&o.machine) {
-            Ok(m) => m,
-            Err(e) => {
-                ffi::emit(
-                    module_loc,
-                    TWILL_ERROR,
-                    &format!("twill-schedule: machine: {e}"),
-                );
-                return 1;
-            }
+        let Some(machine) = select_machine(PASS, module_loc, &o.machine) else {
+            return 1;
         };
         let mut tag = 0;
         for found in find_loops(module, o.scope) {
-            let loc = mlirOperationGetLocation(found.op);
+            // SAFETY: `find_loops` returns live operations of the module.
+            let loc = unsafe { mlirOperationGetLocation(found.op) };
             let outcome = match &found.ir {
                 Err(why) => Outcome::Skipped(why.clone()),
                 Ok(ir) => {
@@ -408,14 +430,6 @@ pub unsafe extern "C" fn schedule_body(
             }
         }
         0
-    });
-    catch_unwind(run).unwrap_or_else(|_| {
-        ffi::emit(
-            mlirOperationGetLocation(module),
-            TWILL_WARNING,
-            "twill-schedule: internal error (a panic); the module is left unscheduled",
-        );
-        0
     })
 }
 
@@ -428,32 +442,23 @@ pub unsafe extern "C" fn export_graph_body(
     options: *const c_char,
     len: usize,
 ) -> c_int {
-    let text = options_text(options, len);
-    let run = AssertUnwindSafe(|| -> c_int {
-        let module_loc = mlirOperationGetLocation(module);
-        let o = match ExportOptions::parse(&text) {
+    const PASS: &str = "twill-export-graph";
+    guarded(PASS, module, options, len, |module_loc, text| {
+        let o = match ExportOptions::parse(text) {
             Ok(o) => o,
             Err(e) => {
-                ffi::emit(module_loc, TWILL_ERROR, &format!("twill-export-graph: {e}"));
+                ffi::emit(module_loc, TWILL_ERROR, &format!("{PASS}: {e}"));
                 return 1;
             }
         };
-        let machine = match Machine::select(&o.machine) {
-            Ok(m) => m,
-            Err(e) => {
-                ffi::emit(
-                    module_loc,
-                    TWILL_ERROR,
-                    &format!("twill-export-graph: machine: {e}"),
-                );
-                return 1;
-            }
+        let Some(machine) = select_machine(PASS, module_loc, &o.machine) else {
+            return 1;
         };
         if let Err(e) = std::fs::create_dir_all(&o.dir) {
             ffi::emit(
                 module_loc,
                 TWILL_ERROR,
-                &format!("twill-export-graph: cannot create {}: {e}", o.dir.display()),
+                &format!("{PASS}: cannot create {}: {e}", o.dir.display()),
             );
             return 1;
         }
@@ -462,45 +467,33 @@ pub unsafe extern "C" fn export_graph_body(
             version: (3, 6),
         };
         for found in find_loops(module, o.scope) {
-            let loc = mlirOperationGetLocation(found.op);
+            // SAFETY: `find_loops` returns live operations of the module.
+            let loc = unsafe { mlirOperationGetLocation(found.op) };
             let msg = match &found.ir {
                 Err(why) => format!("twill: skipped loop: {why}"),
                 Ok(ir) => match lower(ir, &machine, target.last_stage_ops()) {
                     Err(e) => format!("twill: skipped loop: {} (at {})", e.reason, e.location),
                     Ok(l) => {
                         let path = o.dir.join(format!("{}.toml", ir.name));
-                        match std::fs::write(&path, to_toml(&l.graph)) {
-                            Ok(()) => format!(
-                                "twill: wrote {} ({} ops, {} edges)",
-                                path.display(),
-                                l.graph.ops.len(),
-                                l.graph.edges.len()
-                            ),
-                            Err(e) => {
-                                ffi::emit(
-                                    loc,
-                                    TWILL_ERROR,
-                                    &format!(
-                                        "twill-export-graph: cannot write {}: {e}",
-                                        path.display()
-                                    ),
-                                );
-                                return 1;
-                            }
+                        if let Err(e) = std::fs::write(&path, to_toml(&l.graph)) {
+                            ffi::emit(
+                                loc,
+                                TWILL_ERROR,
+                                &format!("{PASS}: cannot write {}: {e}", path.display()),
+                            );
+                            return 1;
                         }
+                        format!(
+                            "twill: wrote {} ({} ops, {} edges)",
+                            path.display(),
+                            l.graph.ops.len(),
+                            l.graph.edges.len()
+                        )
                     }
                 },
             };
             ffi::emit(loc, TWILL_REMARK, &msg);
         }
-        0
-    });
-    catch_unwind(run).unwrap_or_else(|_| {
-        ffi::emit(
-            mlirOperationGetLocation(module),
-            TWILL_WARNING,
-            "twill-export-graph: internal error (a panic)",
-        );
         0
     })
 }
