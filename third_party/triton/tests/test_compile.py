@@ -108,8 +108,8 @@ _LOOPS = {"fa_fwd": 1, "matmul": 1, "fa_fwd_causal": 2, "fa_fwd_hd64": 1, "fa_fw
 EXPECTED = {(kernel, cap): [SCHEDULED] * n for kernel, n in _LOOPS.items() for cap in (90, 100)}
 EXPECTED.update({
     # Hopper, the sub-tiled forward (two 64-row halves per iteration, ~40
-    # ops in the graph): twill refutes every I below ~40 and, in 2 s, finds
-    # no schedule (given a minute it finds I=45 for loop 1).
+    # ops in the graph): within the 2 s limit below twill finds no schedule
+    # (given 40 s on two cores it proves I=45 for loop 1; NOTES.md).
     ("fa_fwd_subtile", 90): [TIMED_OUT],
     ("fa_fwd_causal_subtile", 90): [TIMED_OUT, TIMED_OUT],
     # Blackwell backward (its loops are not marked warp_specialize; twill on
