@@ -115,30 +115,20 @@ pub fn lower(
     let threads = u64::from(ir.num_warps.max(1)) * 32;
     let mut notes = Vec::new();
 
-    // Rules and tiles of every op.
-    let rules: Vec<Option<&OpRule>> = ir
-        .ops
-        .iter()
-        .map(|op| {
-            let tiled = op
-                .results
-                .iter()
-                .chain(op.operands.iter().map(|v| &v.ty))
-                .any(|t| parse_tile(t).is_some());
-            if tiled {
-                machine.op_rule(&op.name)
-            } else {
-                None
-            }
-        })
-        .collect();
-    for (i, op) in ir.ops.iter().enumerate() {
+    // Rules of every op that touches a tile (scalars need none); a tile op
+    // without a rule is unsupported.
+    let mut rules: Vec<Option<&OpRule>> = Vec::with_capacity(ir.ops.len());
+    for op in &ir.ops {
         let tiled = op
             .results
             .iter()
             .chain(op.operands.iter().map(|v| &v.ty))
             .any(|t| parse_tile(t).is_some());
-        if tiled && rules[i].is_none() {
+        if !tiled {
+            rules.push(None);
+            continue;
+        }
+        let Some(rule) = machine.op_rule(&op.name) else {
             return Err(Unsupported {
                 location: op.location.clone(),
                 reason: format!(
@@ -146,7 +136,8 @@ pub fn lower(
                     machine.name, op.name
                 ),
             });
-        }
+        };
+        rules.push(Some(rule));
     }
     let is_var = |i: usize| rules[i].is_some_and(|r| r.variable_latency && r.class.is_some());
     let first_tile_operand = |op: &IrOp| {
