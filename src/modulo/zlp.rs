@@ -56,11 +56,13 @@ pub enum ZlpOutcome {
 /// shifted to start at 0.
 ///
 /// Last-stage pins add difference constraints k_v - k_w >= 0 (pinned v,
-/// every w): zero-weight edges into pinned ops. The least solution is the
-/// longest w-path over original and pin edges (the system is feasible, so
-/// that path is simple). Split it at its pin edges: the first segment weighs
-/// at most the longest W-path from the source, and each later one starts at
-/// a distinct pinned op v and weighs at most the longest W-path leaving v.
+/// every w): zero-weight edges into pinned ops, from every op. They do not
+/// raise the bound: the least solution is the longest w-path over original
+/// and pin edges, and any path leaving a pinned op v, v -> ... -> x, weighs
+/// at most 0, since the pin edge x -> v closes it into a cycle and the
+/// feasible system has no positive cycle. So a longest path gains nothing
+/// after its first pin edge, and its part before that edge is a path of
+/// original edges (weighing at most the longest W-path from the source).
 /// When the W-graph has a positive cycle the sum bound holds as before
 /// (zero-weight edges add nothing to it).
 pub fn horizon(p: &Problem, ii: u32) -> u64 {
@@ -73,12 +75,7 @@ pub fn horizon(p: &Problem, ii: u32) -> u64 {
     // Longest W-paths from a virtual source.
     let arcs: Vec<(usize, usize, i64)> = p.edges.iter().map(|e| (e.from, e.to, bound(e))).collect();
     let kmax = if let Some(k) = longest_from(n, &arcs, None) {
-        let mut total = k.iter().copied().max().unwrap_or(0);
-        for v in (0..n).filter(|&v| p.ops[v].last_stage) {
-            let from_v = longest_from(n, &arcs, Some(v)).unwrap_or_default();
-            total += from_v.iter().copied().max().unwrap_or(0).max(0);
-        }
-        total
+        k.iter().copied().max().unwrap_or(0)
     } else {
         let mut w: Vec<i64> = p.edges.iter().map(bound).filter(|&x| x > 0).collect();
         w.sort_unstable_by(|a, b| b.cmp(a));
