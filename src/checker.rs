@@ -471,12 +471,13 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
     // enough from the start that every instance overlapping it exists.
     let ii = s.ii as i64;
     let start: Vec<i64> = s.start.iter().map(|&m| m as i64).collect();
-    // End of each value's lifetime (latest issue of a user), if it has users.
+    // End of each value's lifetime (latest issue of a user), if it has users
+    // (ordering-only edges use no value).
     let last_use: Vec<Option<i64>> = (0..p.ops.len())
         .map(|v| {
             p.edges
                 .iter()
-                .filter(|e| e.from == v)
+                .filter(|e| e.from == v && !e.order)
                 .map(|e| start[e.to] + ii * e.distance as i64)
                 .max()
         })

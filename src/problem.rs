@@ -43,6 +43,8 @@ pub struct ProblemEdge {
     pub delay: u32,
     pub distance: u32,
     pub blocking: bool,
+    /// Ordering only: not a use of `from`'s result (no liveness).
+    pub order: bool,
 }
 
 /// A modulo-scheduling problem: units with capacities, ops, edges.
@@ -291,6 +293,7 @@ impl Problem {
                 delay: u32::try_from(delay).map_err(|_| too_big(delay, "delay"))?,
                 distance: e.distance,
                 blocking: e.blocking,
+                order: e.order,
             });
         }
         let cycle_scale = match (norm.original.last(), norm.normalized.last()) {

@@ -1,6 +1,6 @@
 //! Property tests of the joint SWP + WS solver on random small graphs with
-//! register footprints, memory footprints, variable-latency ops, spill costs
-//! and blocking edges: all three encodings return schedules the checker accepts,
+//! register footprints, memory footprints, variable-latency ops, spill costs,
+//! blocking and ordering-only edges: all three encodings return schedules the checker accepts,
 //! they agree on (I, L), and an exhaustive search following Algorithm 1
 //! finds the same (I, L); the parallel search over I (three threads) gives
 //! the sequential answer and certificate.
@@ -70,6 +70,7 @@ fn graph_strategy() -> impl Strategy<Value = Graph> {
                         prop::option::of(0u64..=2),
                         0u32..=1,
                         prop::bool::weighted(0.3),
+                        prop::bool::weighted(0.2),
                     ),
                     0..=n + 1,
                 ),
@@ -113,7 +114,7 @@ fn graph_strategy() -> impl Strategy<Value = Graph> {
                 .collect();
             let edges = edges
                 .into_iter()
-                .map(|(from, to, delay, distance, blocking)| {
+                .map(|(from, to, delay, distance, blocking, order)| {
                     let distance = if from >= to {
                         distance.max(1)
                     } else {
@@ -125,6 +126,7 @@ fn graph_strategy() -> impl Strategy<Value = Graph> {
                         delay,
                         distance,
                         blocking,
+                        order,
                         origin: "generated".into(),
                     }
                 })

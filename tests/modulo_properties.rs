@@ -112,6 +112,7 @@ fn graph_strategy() -> impl Strategy<Value = (Graph, u32, u32)> {
                     delay,
                     distance,
                     blocking: false,
+                    order: false,
                     origin: format!("generated:{}", 100 + k),
                 })
                 .collect();

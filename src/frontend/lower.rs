@@ -7,11 +7,15 @@
 //!   back end places them next to their users.
 //! * Data edges come from SSA use-def inside the body (operands and values
 //!   used inside nested regions); loop-carried edges (delta = 1) from the
-//!   `scf.yield` operand that feeds an iteration argument.
+//!   `scf.yield` operand that feeds an iteration argument. A use of an async
+//!   token (`!ttg.async.token`, chained by sm_100 tensor-memory ops) only
+//!   orders the ops: ordering-only edge.
 //! * Memory-ordering edges connect ops touching the same buffer (memdesc
 //!   values traced through views to their root) when one of them writes:
 //!   program order inside an iteration (delta = 0) and the reverse across
-//!   iterations (delta = 1).
+//!   iterations (delta = 1). An edge leaving a pure reader (write after
+//!   read) is ordering-only (`order`): it keeps no value live (a data edge
+//!   between the same ops stays a data edge).
 //! * Edges leaving an op whose rule says `blocking` are blocking; a
 //!   variable-latency op with no incoming edge is streaming (section 5.3).
 //! * Registers: a register tile result costs elements x bytes / 4 per thread
@@ -291,32 +295,39 @@ pub fn lower(
     }
 
     // Data edges, through folded ops.
-    let mut edges: BTreeMap<(usize, usize, u32), bool> = BTreeMap::new();
-    let add = |edges: &mut BTreeMap<(usize, usize, u32), bool>,
+    // (from, to, distance) -> (blocking, ordering only); an edge that is
+    // also a data edge is not ordering-only.
+    let mut edges: BTreeMap<(usize, usize, u32), (bool, bool)> = BTreeMap::new();
+    let add = |edges: &mut BTreeMap<(usize, usize, u32), (bool, bool)>,
                u: usize,
                v: usize,
                d: u32,
-               blocking: bool| {
-        let e = edges.entry((u, v, d)).or_insert(false);
-        *e |= blocking;
+               blocking: bool,
+               order: bool| {
+        let e = edges.entry((u, v, d)).or_insert((false, true));
+        e.0 |= blocking;
+        e.1 &= order;
     };
     for (i, op) in ir.ops.iter().enumerate() {
         let Some(v) = classified[i].node else {
             continue;
         };
-        let mut srcs = BTreeSet::new();
         for val in op.operands.iter().chain(op.region_uses.iter()) {
+            // An async token (sm_100 tensor-memory ops chain them) orders
+            // the ops but carries no data: ordering-only.
+            let token = val.ty.contains("async.token");
+            let mut srcs = BTreeSet::new();
             producers(ir, &classified, val.src, 0, &mut BTreeSet::new(), &mut srcs);
-        }
-        for (p, d) in srcs {
-            let Some(u) = classified[p].node else {
-                continue;
-            };
-            if u == v && d == 0 {
-                continue;
+            for (p, d) in srcs {
+                let Some(u) = classified[p].node else {
+                    continue;
+                };
+                if u == v && d == 0 {
+                    continue;
+                }
+                let blocking = rules[p].is_some_and(|r| r.blocking);
+                add(&mut edges, u, v, d, blocking, token);
             }
-            let blocking = rules[p].is_some_and(|r| r.blocking);
-            add(&mut edges, u, v, d, blocking);
         }
     }
 
@@ -348,20 +359,25 @@ pub fn lower(
                 };
                 let blocking_ab = rules[a].is_some_and(|r| r.blocking);
                 let blocking_ba = rules[b].is_some_and(|r| r.blocking);
-                add(&mut edges, u, v, 0, blocking_ab);
-                add(&mut edges, v, u, 1, blocking_ba);
+                // An edge leaving a pure reader (a later write after a read)
+                // orders the accesses but hands over nothing: ordering only.
+                // One leaving a writer hands the buffer's contents over and
+                // keeps its footprint live.
+                add(&mut edges, u, v, 0, blocking_ab, !wa);
+                add(&mut edges, v, u, 1, blocking_ba, !wb);
             }
         }
     }
 
     let mut graph_edges: Vec<Edge> = edges
         .into_iter()
-        .map(|((u, v, d), blocking)| Edge {
+        .map(|((u, v, d), (blocking, order))| Edge {
             from: u,
             to: v,
             delay: None,
             distance: d,
             blocking,
+            order,
             origin: ir.ops[op_of_node[v]].location.clone(),
         })
         .collect();
@@ -612,5 +628,9 @@ pub(crate) mod tests {
             .map(|e| (e.from, e.to, e.distance, e.blocking))
             .collect();
         assert_eq!(e, [(0, 1, 0, true), (1, 0, 1, false), (1, 2, 0, false)]);
+        // The MMA hands the buffer to the load (data); the load's edge to the
+        // next iteration's MMA only orders the write after the read.
+        let order: Vec<bool> = l.graph.edges.iter().map(|e| e.order).collect();
+        assert_eq!(order, [false, true, false]);
     }
 }

@@ -86,6 +86,8 @@ struct RawEdge {
     #[serde(default)]
     blocking: bool,
     #[serde(default)]
+    order: bool,
+    #[serde(default)]
     origin: Option<String>,
 }
 
@@ -377,6 +379,7 @@ pub fn parse(file: &str, text: &str) -> Result<Graph, LoadError> {
             delay,
             distance,
             blocking: e.blocking,
+            order: e.order,
             origin: e.origin.clone().unwrap_or_else(|| at(sedge.span())),
         });
     }
@@ -591,6 +594,9 @@ pub fn to_toml(g: &Graph) -> String {
         }
         if e.blocking {
             out.push_str("blocking = true\n");
+        }
+        if e.order {
+            out.push_str("order = true\n");
         }
         out.push_str(&format!("origin = {}\n", quote(&e.origin)));
     }

@@ -68,6 +68,10 @@ pub struct Edge {
     pub distance: u32,
     /// v needs blocking synchronization before u's result is accessible.
     pub blocking: bool,
+    /// An ordering-only edge (through memory, e.g. a later write after a
+    /// read of the same buffer): v must wait, but it does not use u's
+    /// result, so the edge does not keep that result live.
+    pub order: bool,
     /// Where the edge came from.
     pub origin: String,
 }

@@ -958,7 +958,7 @@ fn check_fits(p: &Problem, warps: &WarpConfig) -> Result<(), JointError> {
         let lives = p
             .edges
             .iter()
-            .any(|e| e.from == v && (e.delay > 0 || (e.to == v && e.distance > 0)));
+            .any(|e| e.from == v && !e.order && (e.delay > 0 || (e.to == v && e.distance > 0)));
         if !lives {
             continue;
         }

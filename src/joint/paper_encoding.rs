@@ -305,7 +305,7 @@ impl JointEncoding for PaperEncoding<'_> {
         let holds: Vec<bool> = (0..n)
             .map(|v| {
                 (p.ops[v].regs > 0 || p.ops[v].memory.iter().any(|&m| m > 0))
-                    && p.edges.iter().any(|e| e.from == v)
+                    && p.edges.iter().any(|e| e.from == v && !e.order)
             })
             .collect();
         let mut live: Vec<Vec<Vec<Bool>>> = vec![vec![]; n];
@@ -313,7 +313,7 @@ impl JointEncoding for PaperEncoding<'_> {
             let users: Vec<(usize, usize)> = p
                 .edges
                 .iter()
-                .filter(|e| e.from == v)
+                .filter(|e| e.from == v && !e.order)
                 .map(|e| (e.to, e.distance as usize))
                 .collect();
             live[v] = (0..copies)

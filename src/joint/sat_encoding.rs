@@ -376,7 +376,7 @@ impl<'p> SatEncoding<'p> {
             .map(|x| {
                 p.edges
                     .iter()
-                    .filter(|e| e.from == x)
+                    .filter(|e| e.from == x && !e.order)
                     .map(|e| (e.to, e.distance as i64))
                     .collect()
             })

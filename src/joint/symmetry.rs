@@ -23,17 +23,27 @@ fn same_op(a: &ProblemOp, b: &ProblemOp) -> bool {
         && a.spill_cost == b.spill_cost
 }
 
-/// An edge as (from, to, delay, distance, blocking).
-type EdgeKey = (usize, usize, u32, u32, bool);
-/// An edge seen from one end: (colour of the other end, delay, distance, blocking, outgoing).
-type Incidence = (usize, u32, u32, bool, bool);
+/// An edge as (from, to, delay, distance, blocking, order).
+type EdgeKey = (usize, usize, u32, u32, bool, bool);
+/// An edge seen from one end: (colour of the other end, delay, distance,
+/// blocking, order, outgoing).
+type Incidence = (usize, u32, u32, bool, bool, bool);
 
 /// Edges as a sorted multiset.
 fn edge_key(p: &Problem, map: &[usize]) -> Vec<EdgeKey> {
     let mut k: Vec<_> = p
         .edges
         .iter()
-        .map(|e| (map[e.from], map[e.to], e.delay, e.distance, e.blocking))
+        .map(|e| {
+            (
+                map[e.from],
+                map[e.to],
+                e.delay,
+                e.distance,
+                e.blocking,
+                e.order,
+            )
+        })
         .collect();
     k.sort_unstable();
     k
@@ -60,7 +70,7 @@ pub fn find_involution(p: &Problem) -> Option<(usize, Vec<usize>)> {
                     .map(|e| {
                         let out = e.from == v;
                         let other = if out { e.to } else { e.from };
-                        (color[other], e.delay, e.distance, e.blocking, out)
+                        (color[other], e.delay, e.distance, e.blocking, e.order, out)
                     })
                     .collect();
                 s.sort_unstable();
@@ -94,12 +104,7 @@ pub fn find_involution(p: &Problem) -> Option<(usize, Vec<usize>)> {
     None
 }
 
-fn extend(
-    p: &Problem,
-    color: &[usize],
-    map: &mut Vec<Option<usize>>,
-    target: &[(usize, usize, u32, u32, bool)],
-) -> bool {
+fn extend(p: &Problem, color: &[usize], map: &mut Vec<Option<usize>>, target: &[EdgeKey]) -> bool {
     let n = p.ops.len();
     let Some(v) = (0..n).find(|&v| map[v].is_none()) else {
         let perm: Vec<usize> = map.iter().map(|m| m.unwrap_or(0)).collect();
@@ -129,6 +134,7 @@ fn consistent(p: &Problem, map: &[Option<usize>]) -> bool {
                 && f.delay == e.delay
                 && f.distance == e.distance
                 && f.blocking == e.blocking
+                && f.order == e.order
         }),
         _ => true,
     })

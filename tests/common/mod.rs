@@ -193,7 +193,7 @@ pub fn valid_joint(
     let end_of_life = |v: usize, k: i64| -> Option<i64> {
         p.edges
             .iter()
-            .filter(|e| e.from == v)
+            .filter(|e| e.from == v && !e.order)
             .map(|e| issue(e.to, k + e.distance as i64))
             .max()
     };

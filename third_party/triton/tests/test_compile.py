@@ -112,14 +112,6 @@ EXPECTED.update({
     # (given 40 s on two cores it proves I=45 for loop 1; NOTES.md).
     ("fa_fwd_subtile", 90): [TIMED_OUT],
     ("fa_fwd_causal_subtile", 90): [TIMED_OUT, TIMED_OUT],
-    # Blackwell backward (its loops are not marked warp_specialize; twill on
-    # sm100 still looks for a warp-specialized schedule): no schedule for
-    # either loop.  Given time, loop 2 (dQ) ends with "no warp-specialized
-    # schedule with I <= 123" (hd128; 96 for hd64), and so does loop 1
-    # (dK/dV, I <= 175 for hd128, after ~80 s); within the limit below
-    # either may instead time out, hence only the common prefix.
-    ("fa_bwd_hd128", 100): [NO_SCHEDULE, NO_SCHEDULE],
-    ("fa_bwd_hd64", 100): [NO_SCHEDULE, NO_SCHEDULE],
     # No loop at all.
     ("fa_bwd_preprocess_hd128", 90): [],
     ("fa_bwd_preprocess_hd128", 100): [],
