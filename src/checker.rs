@@ -28,8 +28,9 @@
 //!    fixed-latency ops never crosses groups;
 //! 7. **liveness**: the result of v, instance k, is live during
 //!    [M(v) + kI, E(v) + kI) where E(v) is the latest issue of a user,
-//!    max over edges (v, u, _, delta) of M(u) + delta*I (never live without
-//!    users). At every steady-state cycle, for every group w,
+//!    max over data edges (v, u, _, delta) of M(u) + delta*I; ordering-only
+//!    edges use no value (never live without users). At every steady-state
+//!    cycle, for every group w,
 //!    sum over live instances of values defined in w of regs <= R
 //!    (**register limit**), and for every memory kind m,
 //!    sum over live instances of footprint(m) <= capacity(m) (**memory**);
