@@ -73,11 +73,25 @@ pub fn horizon(p: &Problem, ii: u32) -> u64 {
     };
     let n = p.ops.len();
     // Longest W-paths from a virtual source.
-    let arcs: Vec<(usize, usize, i64)> = p.edges.iter().map(|e| (e.from, e.to, bound(e))).collect();
+    // A self-dependence relates an op to itself: its k-difference is 0 and
+    // its w = ceil((d - I*delta) / I) <= 0 in any feasible system (residues
+    // cancel), so it never lengthens a path; W would overestimate it.
+    let arcs: Vec<(usize, usize, i64)> = p
+        .edges
+        .iter()
+        .filter(|e| e.from != e.to)
+        .map(|e| (e.from, e.to, bound(e)))
+        .collect();
     let kmax = if let Some(k) = longest_from(n, &arcs, None) {
         k.iter().copied().max().unwrap_or(0)
     } else {
-        let mut w: Vec<i64> = p.edges.iter().map(bound).filter(|&x| x > 0).collect();
+        let mut w: Vec<i64> = p
+            .edges
+            .iter()
+            .filter(|e| e.from != e.to)
+            .map(bound)
+            .filter(|&x| x > 0)
+            .collect();
         w.sort_unstable_by(|a, b| b.cmp(a));
         w.iter().take(n.saturating_sub(1)).sum()
     };
