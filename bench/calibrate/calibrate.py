@@ -90,30 +90,15 @@ def alu_kernel(x_ptr, out_ptr, cyc_ptr, n_iter, R: tl.constexpr, C: tl.constexpr
 
 @triton.jit
 def tma_kernel(desc, out_ptr, cyc_ptr, n_iter, first_tile, step,
-               BR: tl.constexpr, BC: tl.constexpr):
+               BR: tl.constexpr, BC: tl.constexpr, STAGES: tl.constexpr):
     pid = tl.program_id(0)
     acc = tl.zeros([BR, BC], dtype=tl.float32)
     t0 = _clock()
-    # Not pipelined (num_stages=1): each load's barrier wait comes before the
-    # next load is issued, so loads never overlap.
-    for i in tl.range(0, n_iter, num_stages=1):
-        x = desc.load([(pid * first_tile + i * step) * BR, 0])
-        acc += x.to(tl.float32)
-    t1 = _clock()
-    offs = tl.arange(0, BR)[:, None] * BC + tl.arange(0, BC)[None, :]
-    tl.store(out_ptr + pid * BR * BC + offs, acc)
-    tl.store(cyc_ptr + pid, t1 - t0)
-
-
-@triton.jit
-def tma_pipelined_kernel(desc, out_ptr, cyc_ptr, n_iter, first_tile, step,
-                         BR: tl.constexpr, BC: tl.constexpr):
-    pid = tl.program_id(0)
-    acc = tl.zeros([BR, BC], dtype=tl.float32)
-    t0 = _clock()
-    # Pipelined by Triton: three loads in flight, so the steady state is the
-    # TMA/memory throughput per SM rather than the latency.
-    for i in tl.range(0, n_iter, num_stages=4):
+    # STAGES = 1: not pipelined, each load's barrier wait comes before the
+    # next load is issued, so loads never overlap (latency + transfer).
+    # STAGES = 4: Triton keeps three loads in flight, so the steady state is
+    # the TMA/memory throughput per SM.
+    for i in tl.range(0, n_iter, num_stages=STAGES):
         x = desc.load([(pid * first_tile + i * step) * BR, 0])
         acc += x.to(tl.float32)
     t1 = _clock()
@@ -200,13 +185,8 @@ def main():
             # l2: each CTA re-reads its own tile; hbm: each iteration a fresh tile.
             first, step = (1, 0) if mode == "l2" else (n_iter_max, 1)
 
-            def run(it, desc=desc, out=out, br=br, bc=bc, first=first, step=step):
-                tma_kernel[(sms,)](desc, out, cyc, it, first, step, BR=br, BC=bc, num_warps=4)
-                torch.cuda.synchronize()
-                return cyc.tolist()
-
-            def run_pipelined(it, desc=desc, out=out, br=br, bc=bc, first=first, step=step):
-                tma_pipelined_kernel[(sms,)](desc, out, cyc, it, first, step, BR=br, BC=bc, num_warps=4)
+            def run(it, stages=1, desc=desc, out=out, br=br, bc=bc, first=first, step=step):
+                tma_kernel[(sms,)](desc, out, cyc, it, first, step, BR=br, BC=bc, STAGES=stages, num_warps=4)
                 torch.cuda.synchronize()
                 return cyc.tolist()
 
@@ -218,7 +198,7 @@ def main():
             except Exception as e:  # noqa: BLE001
                 record("tma", [br, bc], "f16", float("nan"), 500 + nbytes // 64, f"{mode} failed: {type(e).__name__}: {e}"[:200])
             try:
-                c = per_op(run_pipelined, 64, 320)
+                c = per_op(lambda it: run(it, stages=4), 64, 320)
                 results.setdefault("tma_throughput", {}).setdefault(mode, []).append(
                     {"shape": [br, bc], "cycles_per_tile": round(c, 1), "bytes_per_cycle": round(nbytes / c, 1)})
                 record("tma_pl", [br, bc], "f16", c, nbytes // 64, f"{mode}, 3 loads in flight: {nbytes / c:.1f} B/clk/SM; model: bytes / 64")

@@ -36,6 +36,17 @@ use crate::problem::{Problem, Schedule};
 /// length found (one unsatisfiable query) rather than bisected.
 const DESCEND_WITHIN: u32 = 32;
 
+/// The next length to ask about when every length below `lo` is refuted
+/// and `best` is the shortest found: bisection while the range is wider
+/// than [`DESCEND_WITHIN`], then one step down from `best`.
+fn next_length(lo: u32, best: u32) -> u32 {
+    if best - lo > DESCEND_WITHIN {
+        lo + (best - 1 - lo) / 2
+    } else {
+        best - 1
+    }
+}
+
 /// z3 resource budget of one optional group-minimization query.
 const GROUP_RLIMIT: u32 = 20_000_000;
 
@@ -293,24 +304,7 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
         (_, t) => t,
     }
     .clamp(1, cap.saturating_sub(first).saturating_add(1).max(1));
-    let outcomes = if threads == 1 {
-        z3::with_z3_config(&z3::Config::new(), || {
-            let mut out = BTreeMap::new();
-            let mut ii = first;
-            while ii <= cap && Instant::now() < deadline {
-                let at = search_at(p, ii, &opts, deadline, &|| {});
-                let found = matches!(at.0, AtIi::Found(_));
-                out.insert(ii, at);
-                if found {
-                    break;
-                }
-                ii += 1;
-            }
-            out
-        })
-    } else {
-        search_in_parallel(p, first, cap, threads, &opts, deadline)
-    };
+    let outcomes = search_is(p, first, cap, threads, &opts, deadline);
 
     // Walk the outcomes in the order of Algorithm 1.
     let mut ii_proven = true;
@@ -399,12 +393,13 @@ struct Found {
     length_proven: bool,
 }
 
-/// Searches Is from `first` on `threads` threads, each with its own z3
-/// context. Threads take Is in increasing order; once a schedule is found at
-/// some I, no larger I is started and the searches of larger Is under way
-/// are interrupted. Every I below the first found one is searched in full,
-/// so the outcomes below it are those of the sequential search.
-fn search_in_parallel(
+/// Searches Is from `first` on `threads` threads (one: the sequential
+/// search), each with its own z3 context. Threads take Is in increasing
+/// order; once a schedule is certain at some I, no larger I is started and
+/// the searches of larger Is under way are interrupted. Every I below the
+/// first found one is searched in full, so the outcomes below it are those
+/// of the sequential search.
+fn search_is(
     p: &Problem,
     first: u32,
     cap: u32,
@@ -433,7 +428,7 @@ fn search_in_parallel(
                         {
                             break;
                         }
-                        *running[me].lock().unwrap_or_else(|e| e.into_inner()) = Some((ii, ctx));
+                        *lock(&running[me]) = Some((ii, ctx));
                         // Once I is known to be feasible, no larger I matters.
                         let feasible = || {
                             found_at.fetch_min(ii, Ordering::SeqCst);
@@ -441,7 +436,7 @@ fn search_in_parallel(
                                 if k == me {
                                     continue;
                                 }
-                                let slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+                                let slot = lock(slot);
                                 if let Some((other, ctx)) = *slot {
                                     if other > ii {
                                         if let Some(c) =
@@ -457,17 +452,23 @@ fn search_in_parallel(
                             }
                         };
                         let at = search_at(p, ii, opts, deadline, &feasible);
-                        *running[me].lock().unwrap_or_else(|e| e.into_inner()) = None;
-                        outcomes
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .insert(ii, at);
+                        *lock(&running[me]) = None;
+                        if matches!(at.0, AtIi::Found(_)) {
+                            feasible();
+                        }
+                        lock(outcomes).insert(ii, at);
                     }
                 });
             });
         }
     });
     outcomes.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A mutex's data, also after a panic elsewhere (the data stay consistent:
+/// each critical section is a single store).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Algorithm 1's step at one I (in the calling thread's z3 context):
@@ -506,6 +507,7 @@ fn search_at(
     if let Some(h) = &greedy {
         {
             let upper = h.length.div_ceil(ii).max(1) * ii;
+            let lb = length_lower_bound(p);
             encoding.set_interval(ii);
             queries += 1;
             let t0 = Instant::now();
@@ -521,7 +523,7 @@ fn search_at(
                 EncodingOutcome::Unsat => {
                     entries.push(JointRefuted::Smt {
                         ii,
-                        from_length: length_lower_bound(p),
+                        from_length: lb,
                         to_length: upper,
                     });
                     return (
@@ -539,7 +541,7 @@ fn search_at(
                 EncodingOutcome::Sat(js) => {
                     // Algorithm 1's range at I ends at ceil(Len(M) / I) * I >=
                     // ceil(LB / I) * I: within that, the answer is at this I.
-                    if upper <= length_lower_bound(p).div_ceil(ii).max(1) * ii {
+                    if upper <= lb.div_ceil(ii).max(1) * ii {
                         on_feasible();
                     }
                     early = Some(js);
@@ -732,11 +734,7 @@ fn shortest(
     // is wide, then step down from the best length found, so that a small
     // range costs one refutation (none when the answer is `from`).
     while *length_proven && lo < best.schedule.length {
-        let mid = if best.schedule.length - lo > DESCEND_WITHIN {
-            lo + (best.schedule.length - 1 - lo) / 2
-        } else {
-            best.schedule.length - 1
-        };
+        let mid = next_length(lo, best.schedule.length);
         *queries += 1;
         let t0 = Instant::now();
         let answer = encoding.solve(mid, budget_ms());
@@ -916,11 +914,7 @@ fn bisect_modulo(
     let ms =
         |started: &Instant| ((seconds - started.elapsed().as_secs_f64()) * 1000.0).max(1.0) as u32;
     while lo < best.length {
-        let mid = if best.length - lo > DESCEND_WITHIN {
-            lo + (best.length - 1 - lo) / 2
-        } else {
-            best.length - 1
-        };
+        let mid = next_length(lo, best.length);
         *queries += 1;
         let t0 = Instant::now();
         let answer = enc.solve(mid, ms(started));

@@ -286,15 +286,20 @@ fn solve_model(p: &Problem, ii: u32, horizon: u64, time_limit: f64, presolve: bo
     }
     // Last-stage pins: stage(w) <= stage(v) for pinned v and every other w,
     // with stage(v) = sum over t of floor(t / I) x[v][t].
-    let stage = |v: usize| -> Expression {
-        x[v].iter()
-            .enumerate()
-            .map(|(t, &var)| ((t as u64 / ii as u64) as f64) * var)
-            .sum()
-    };
-    for v in (0..n).filter(|&v| p.ops[v].last_stage) {
-        for w in (0..n).filter(|&w| w != v) {
-            model.add_constraint(constraint!(stage(w) <= stage(v)));
+    if p.ops.iter().any(|o| o.last_stage) {
+        let stage: Vec<Expression> = x
+            .iter()
+            .map(|xs| {
+                xs.iter()
+                    .enumerate()
+                    .map(|(t, &var)| ((t as u64 / ii as u64) as f64) * var)
+                    .sum()
+            })
+            .collect();
+        for v in (0..n).filter(|&v| p.ops[v].last_stage) {
+            for w in (0..n).filter(|&w| w != v) {
+                model.add_constraint(constraint!(stage[w].clone() <= stage[v].clone()));
+            }
         }
     }
     // Length.
