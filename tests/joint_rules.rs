@@ -313,3 +313,55 @@ distance = 1
     let r = both(&p, 1).expect("schedulable");
     assert_eq!((r.schedule.schedule.ii, r.schedule.schedule.length), (2, 5));
 }
+
+#[test]
+fn last_stage_window_refutes_what_pairwise_bounds_miss() {
+    // op0 is pinned to the last stage; op1 and op2 follow it 2 cycles later
+    // in the same iteration, so they share its stage: all three issue within
+    // one window of I cycles. At I = 4 (ResMII: 4 SFU cycles) op1 and op2
+    // can only issue at cycles 2 and 3 of the window, and their two SFU rows
+    // collide there, so I = 4 has no schedule; ResMII, RecMII and the
+    // pairwise last-stage bound (3) do not see it. The window relaxation
+    // proves it, and the exhaustive search agrees.
+    let p = problem(
+        r#"
+name = "window"
+[[op]]
+name = "op0"
+cycles = 1
+uses = { TC = 1 }
+last_stage = true
+[[op]]
+name = "op1"
+cycles = 2
+uses = { SFU = 1 }
+[[op]]
+name = "op2"
+cycles = 2
+uses = { SFU = 1 }
+[[edge]]
+from = "op0"
+to = "op1"
+delay = 2
+[[edge]]
+from = "op0"
+to = "op2"
+delay = 2
+"#,
+    );
+    assert_eq!(twill::modulo::mii::res_mii(&p), 4);
+    assert!(twill::modulo::last_stage_bound(&p).is_none_or(|b| b.0 <= 4));
+    assert_eq!(joint::last_stage_window_refutes(&p, 4, 0, 10_000), Some(3));
+    assert_eq!(common::min_length(&p, 4), None);
+    assert_eq!(joint::last_stage_window_refutes(&p, 5, 0, 10_000), None);
+    let r = both(&p, 1).expect("schedulable");
+    assert_eq!(r.schedule.schedule.ii, 5);
+    assert!(r.certificate.iter().any(|c| matches!(
+        c,
+        joint::JointRefuted::Modulo(twill::modulo::Refuted {
+            from: 4,
+            to: 4,
+            why: twill::modulo::Infeasibility::LastStageWindowSmt { ops: 3 },
+        })
+    )));
+}

@@ -1,6 +1,7 @@
 //! Property tests of the scheduling core on random small graphs (some with
 //! last-stage pins): the ZLP's minimum I and minimum L equal the exhaustive
-//! search's, the checker accepts every solver schedule, the checker agrees
+//! search's, the last-stage window relaxation refutes no I that has a
+//! schedule, the checker accepts every solver schedule, the checker agrees
 //! with the reference validity test on arbitrary schedules, and graphs
 //! survive a TOML round trip.
 //!
@@ -165,6 +166,17 @@ proptest! {
             prop_assert!(common::valid(&p, ii, &h.start, h.length));
             let best = common::min_length(&p, ii).expect("a greedy schedule exists, so an optimum does");
             prop_assert!(h.length >= best);
+        }
+    }
+
+    #[test]
+    fn last_stage_window_refutations_are_sound((g, tc, sfu) in graph_strategy(), extra in 0u32..=4) {
+        // The window relaxation refutes an I only when the exhaustive search
+        // finds no schedule there either.
+        let p = build(&g, tc, sfu);
+        let ii = modulo::mii::res_mii(&p).max(modulo::mii::rec_mii(&p).unwrap_or(1)).saturating_sub(1) + extra;
+        if ii >= 1 && twill::joint::last_stage_window_refutes(&p, ii, 0, 60_000).is_some() {
+            prop_assert_eq!(common::min_length(&p, ii), None);
         }
     }
 

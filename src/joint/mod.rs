@@ -47,6 +47,9 @@ fn next_length(lo: u32, best: u32) -> u32 {
     }
 }
 
+/// z3 resource budget of the last-stage window relaxation at one I.
+const WINDOW_RLIMIT: u32 = 20_000_000;
+
 /// z3 resource budget of one optional group-minimization query.
 const GROUP_RLIMIT: u32 = 20_000_000;
 
@@ -355,7 +358,7 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
                     res_mii: res,
                     rec_mii: rec,
                     modulo_length: f.modulo_length,
-                    certificate,
+                    certificate: merge_ranges(certificate),
                     ii_proven,
                     length_proven: f.length_proven,
                     streaming,
@@ -370,6 +373,23 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
     } else {
         Err(JointError::Exhausted { cap })
     }
+}
+
+/// Joins consecutive modulo refutations of adjacent I ranges that give the
+/// same reason into one entry (I = 36..44 rather than nine lines).
+fn merge_ranges(certificate: Vec<JointRefuted>) -> Vec<JointRefuted> {
+    let mut out: Vec<JointRefuted> = Vec::with_capacity(certificate.len());
+    for c in certificate {
+        if let (Some(JointRefuted::Modulo(last)), JointRefuted::Modulo(next)) = (out.last_mut(), &c)
+        {
+            if last.why == next.why && last.to.checked_add(1) == Some(next.from) {
+                last.to = next.to;
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// What the search established at one I.
@@ -482,6 +502,30 @@ fn search_at(
     on_feasible: &dyn Fn(),
 ) -> (AtIi, u32) {
     let mut queries = 0u32;
+    // Ours: the last-stage window relaxation, a small modulo problem.
+    if opts.encoding != Encoding::Paper {
+        let t0 = Instant::now();
+        let refuted = last_stage_window_refutes(p, ii, opts.seed, ms_until(deadline));
+        debug!(
+            ii,
+            seconds = t0.elapsed().as_secs_f64(),
+            refuted = refuted.is_some(),
+            "last-stage window relaxation"
+        );
+        if let Some(ops) = refuted {
+            return (
+                AtIi::Refuted {
+                    entries: vec![JointRefuted::Modulo(Refuted {
+                        from: ii,
+                        to: ii,
+                        why: Infeasibility::LastStageWindowSmt { ops: ops as u32 },
+                    })],
+                    complete: true,
+                },
+                1,
+            );
+        }
+    }
     let left = || {
         deadline
             .saturating_duration_since(Instant::now())
@@ -822,6 +866,88 @@ pub fn cross_pairs(p: &Problem) -> Vec<(usize, usize)> {
     pairs.sort_unstable();
     pairs.dedup();
     pairs
+}
+
+/// Milliseconds left until `deadline` (at least 1).
+fn ms_until(deadline: Instant) -> u32 {
+    (deadline
+        .saturating_duration_since(Instant::now())
+        .as_secs_f64()
+        * 1000.0)
+        .max(1.0) as u32
+}
+
+/// The last-stage window relaxation at `ii`: the ops that a pinned op
+/// reaches along a path of non-negative lag (delay - I * distance) issue no
+/// earlier than it, so in the last stage too, within one window of I cycles.
+/// Restricted to those ops (a relaxation: the other ops and their edges and
+/// unit rows are dropped) and shifted to stage 0, a schedule issues every op
+/// in [0, I) and ends by I - 1 + the longest op. Returns the number of ops in
+/// the window when that small modulo problem is unsatisfiable (then `ii`
+/// has no schedule at all), None otherwise or when undecided in time.
+pub fn last_stage_window_refutes(
+    p: &Problem,
+    ii: u32,
+    seed: u32,
+    timeout_ms: u32,
+) -> Option<usize> {
+    let n = p.ops.len();
+    const NONE: i64 = i64::MIN / 4;
+    let iv = ii as i64;
+    let mut window = vec![false; n];
+    for a in (0..n).filter(|&a| p.ops[a].last_stage) {
+        let mut d = vec![NONE; n];
+        d[a] = 0;
+        for _ in 0..=n {
+            let mut changed = false;
+            for e in &p.edges {
+                if d[e.from] > NONE {
+                    let c = d[e.from] + e.delay as i64 - iv * e.distance as i64;
+                    if c > d[e.to] {
+                        d[e.to] = c;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        for b in 0..n {
+            window[b] |= d[b] >= 0;
+        }
+    }
+    let ops: Vec<usize> = (0..n).filter(|&v| window[v]).collect();
+    if ops.len() < 2 {
+        return None;
+    }
+    let mut index = vec![usize::MAX; n];
+    for (i, &v) in ops.iter().enumerate() {
+        index[v] = i;
+    }
+    let mut q = p.clone();
+    q.ops = ops.iter().map(|&v| p.ops[v].clone()).collect();
+    q.edges = p
+        .edges
+        .iter()
+        .filter(|e| window[e.from] && window[e.to])
+        .map(|e| {
+            let mut e = *e;
+            e.from = index[e.from];
+            e.to = index[e.to];
+            e
+        })
+        .collect();
+    let longest = q.ops.iter().map(|o| o.cycles).max().unwrap_or(0);
+    let mut enc = sat_encoding::SatEncoding::modulo_only(&q, seed);
+    enc.set_interval(ii);
+    // A resource budget, not only the clock, keeps the certificate
+    // independent of the machine's speed.
+    enc.set_rlimit(WINDOW_RLIMIT);
+    match enc.solve(ii - 1 + longest, timeout_ms) {
+        EncodingOutcome::Unsat => Some(ops.len()),
+        _ => None,
+    }
 }
 
 /// Optimal modulo scheduling at `ii` in SMT (rules 1-4 of the checker):

@@ -45,6 +45,10 @@ pub enum Infeasibility {
         second: String,
         path: u32,
     },
+    /// Last-stage pins put `ops` ops (those a pinned op reaches along paths
+    /// of non-negative lag) into one window of I cycles, and the modulo
+    /// problem restricted to them has no schedule inside it (solver proof).
+    LastStageWindowSmt { ops: u32 },
 }
 
 impl std::fmt::Display for Infeasibility {
@@ -70,6 +74,10 @@ impl std::fmt::Display for Infeasibility {
             Infeasibility::LastStageWindow { first, second, path } => write!(
                 f,
                 "last-stage window: `{first}` and `{second}` share the last stage and `{second}` issues {path} cycles after `{first}`"
+            ),
+            Infeasibility::LastStageWindowSmt { ops } => write!(
+                f,
+                "last-stage window: the {ops} ops that last-stage pins put into one window of I cycles have no modulo schedule there (SMT unsat)"
             ),
         }
     }

@@ -107,11 +107,6 @@ _LOOPS = {"fa_fwd": 1, "matmul": 1, "fa_fwd_causal": 2, "fa_fwd_hd64": 1, "fa_fw
           "fa_fwd_causal_subtile": 2, "fa_bwd_hd128": 2, "fa_bwd_hd64": 2}
 EXPECTED = {(kernel, cap): [SCHEDULED] * n for kernel, n in _LOOPS.items() for cap in (90, 100)}
 EXPECTED.update({
-    # Hopper, the sub-tiled forward (two 64-row halves per iteration, ~40
-    # ops in the graph): within the 2 s limit below twill finds no schedule
-    # (given 40 s on two cores it proves I=45 for loop 1; NOTES.md).
-    ("fa_fwd_subtile", 90): [TIMED_OUT],
-    ("fa_fwd_causal_subtile", 90): [TIMED_OUT, TIMED_OUT],
     # No loop at all.
     ("fa_bwd_preprocess_hd128", 90): [],
     ("fa_bwd_preprocess_hd128", 100): [],
