@@ -21,9 +21,11 @@ results.png when matplotlib is there) in --out.
 import argparse
 import json
 import math
+import multiprocessing
 import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,18 +50,33 @@ GEMM_SIZES = [4096, 8192]
 TWILL_VARIANTS = [("twill", ""), ("twill prefetch+1", "prefetch=1")]
 
 
-def fa_configs():
-    """(name, constexprs, options): twill's single configuration first."""
-    twill = (dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, WARP_SPECIALIZE=True), dict(num_warps=8, num_stages=3))
+# FlashAttention forward kinds: kernel configuration name in
+# bench/kernels/fa_fwd.py (twill's single configuration is CONFIGS[name][90])
+# and head dim. "fa" keeps the first run's grid; the others get a smaller one.
+FA_KINDS = {"fa": ("default", 128), "fa_subtile": ("subtile", 128), "fa_causal": ("causal", 128),
+            "fa_hd64": ("hd64", 64)}
+# Row names of the FA kinds in the table and the JSON.
+FA_ROWS = {"fa": "fa_fwd", "fa_subtile": "fa_fwd_subtile", "fa_causal": "fa_fwd_causal", "fa_hd64": "fa_fwd_hd64"}
+
+
+def fa_configs(kind="fa"):
+    """(twill's (constexprs, options), stock grid) for an FA kind."""
+    cfg_name, d = FA_KINDS[kind]
+    cx, opts = fa_fwd.split_config(fa_fwd.CONFIGS[cfg_name][90])
+    twill = (cx, opts)
+    extra = {k: cx[k] for k in ("CAUSAL", "SUBTILE") if k in cx}
+    stages = (2, 3, 4) if kind == "fa" else (2, 3)
     grid = []
     for bn in (64, 128):
+        if bn > d:
+            continue
         for nw in (4, 8):
-            for ns in (2, 3, 4):
-                grid.append((dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=bn, WARP_SPECIALIZE=False),
+            for ns in stages:
+                grid.append((dict(HEAD_DIM=d, BLOCK_M=128, BLOCK_N=bn, WARP_SPECIALIZE=False, **extra),
                              dict(num_warps=nw, num_stages=ns)))
-    for ns in (2, 3, 4):
-        grid.append((dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, WARP_SPECIALIZE=True), dict(num_warps=8,
-                                                                                            num_stages=ns)))
+    for ns in stages:
+        grid.append((dict(HEAD_DIM=d, BLOCK_M=128, BLOCK_N=cx["BLOCK_N"], WARP_SPECIALIZE=True, **extra),
+                     dict(num_warps=8, num_stages=ns)))
     return twill, grid
 
 
@@ -71,18 +88,18 @@ def gemm_configs():
 
 
 def name_of(kind, cx, opts):
-    if kind == "fa":
+    if kind.startswith("fa"):
         return f"BN{cx['BLOCK_N']} w{opts['num_warps']} s{opts['num_stages']}{' ws' if cx['WARP_SPECIALIZE'] else ''}"
     return f"w{opts['num_warps']} s{opts['num_stages']}"
 
 
 def compile_kernel(kind, cx, opts):
-    src = fa_fwd.make_ast_source(**cx) if kind == "fa" else matmul.make_ast_source(**cx)
+    src = fa_fwd.make_ast_source(**cx) if kind.startswith("fa") else matmul.make_ast_source(**cx)
     return triton.compile(src, target=TARGET, options=opts)
 
 
 def twill_compile(kind, cx, opts, extra="", **enable):
-    scope = "ws" if kind == "fa" else "all"
+    scope = "ws" if kind.startswith("fa") else "all"
     twill_triton.enable(scope=scope, extra_options=extra, **enable)
     try:
         k = compile_kernel(kind, cx, opts)
@@ -92,9 +109,33 @@ def twill_compile(kind, cx, opts, extra="", **enable):
     return k, d
 
 
+def _warm(job):
+    """Compiles one kernel in a worker process, only to fill Triton's cache
+    (twill variants by replay); errors show again in the main process."""
+    kind, cx, opts, label, extra = job
+    try:
+        if label is None:
+            compile_kernel(kind, cx, opts)
+        else:
+            os.environ["TWILL_REPLAY_DIR"] = str(REPLAY / label.replace(" ", "_"))
+            twill_compile(kind, cx, opts, extra)
+    except Exception:
+        pass
+
+
+def twill_variants(kind):
+    """The twill variants run for a kind: prefetch+1 only on the first two."""
+    return TWILL_VARIANTS if kind in ("fa", "gemm") else TWILL_VARIANTS[:1]
+
+
+def kinds():
+    """(kind, (twill config, stock grid)) of every kernel benchmarked."""
+    return [(k, fa_configs(k)) for k in FA_KINDS] + [("gemm", gemm_configs())]
+
+
 def record():
-    for label, extra in TWILL_VARIANTS:
-        for kind, (cx, opts) in (("fa", fa_configs()[0]), ("gemm", gemm_configs()[0])):
+    for kind, ((cx, opts), _) in kinds():
+        for label, extra in twill_variants(kind):
             os.environ["TRITON_CACHE_DIR"] = str(REPO / "target" / "record-cache" / label.replace(" ", "_"))
             _, d = twill_compile(kind, cx, opts, extra, dump_dir=str(REPLAY / label.replace(" ", "_") / kind))
             print(label, kind, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
@@ -127,10 +168,18 @@ def bench_all(out):
               f"{('%.1f' % tf) if tf else '-':>7} TFLOPS  correct={ok} err={err if err is None else '%.2e' % err} "
               f"{note}", flush=True)
 
-    # Compile everything first (stock grid, then twill by replay).
+    # Compile everything first (stock grid, then twill by replay); a process
+    # pool fills Triton's cache in parallel, then this process loads from it.
     os.environ["TRITON_CACHE_DIR"] = str(Path(out) / "cache")
+    jobs = [(kind, cx, opts, None, "") for kind, (tw, grid) in kinds() for cx, opts in grid]
+    jobs += [(kind, tw[0], tw[1], label, extra) for kind, (tw, grid) in kinds() for label, extra in twill_variants(kind)]
+    t0 = time.time()
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(16, os.cpu_count() or 1), mp_context=spawn) as pool:
+        list(pool.map(_warm, jobs))
+    print(f"compiled {len(jobs)} kernels in {time.time() - t0:.0f} s (parallel cache fill)", flush=True)
     compiled = {}
-    for kind, (tw, grid) in (("fa", fa_configs()), ("gemm", gemm_configs())):
+    for kind, (tw, grid) in kinds():
         for cx, opts in grid:
             n = name_of(kind, cx, opts)
             try:
@@ -138,7 +187,7 @@ def bench_all(out):
             except Exception as e:
                 print(f"compile failed: {kind} {n}: {str(e).splitlines()[-1][:200]}", flush=True)
         cx, opts = tw
-        for label, extra in TWILL_VARIANTS:
+        for label, extra in twill_variants(kind):
             os.environ["TWILL_REPLAY_DIR"] = str(REPLAY / label.replace(" ", "_"))
             try:
                 k, d = twill_compile(kind, cx, opts, extra)
@@ -150,67 +199,75 @@ def bench_all(out):
             except Exception as e:
                 print(f"twill compile failed: {kind} {label}: {e}", flush=True)
 
-    # FlashAttention forward.
-    Z, H, D = FA_SHAPE["Z"], FA_SHAPE["H"], FA_SHAPE["D"]
-    for N in FA_SIZES:
-        q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
-        sm_scale = 1.0 / math.sqrt(D)
-        flops = 4.0 * Z * H * N * N * D
-        heads = [(0, 0), (Z - 1, H - 1)]  # reference on two heads
-        ref = {}
-        for z, h in heads:
-            s = (q[z, h].float() @ k[z, h].float().T) * sm_scale
-            ref[(z, h)] = torch.softmax(s, dim=-1) @ v[z, h].float()
-            del s
+    # FlashAttention forward, every kind.
+    Z, H = FA_SHAPE["Z"], FA_SHAPE["H"]
+    for fa_kind, (cfg_name, D) in FA_KINDS.items():
+        causal = bool(fa_fwd.CONFIGS[cfg_name][90].get("CAUSAL"))
+        for N in FA_SIZES:
+            q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+            sm_scale = 1.0 / math.sqrt(D)
+            flops = 4.0 * Z * H * N * N * D * (0.5 if causal else 1.0)
+            heads = [(0, 0), (Z - 1, H - 1)]  # reference on two heads
+            ref = {}
+            for z, h in heads:
+                s_ = (q[z, h].float() @ k[z, h].float().T) * sm_scale
+                if causal:
+                    s_ = s_.masked_fill(torch.ones(N, N, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
+                ref[(z, h)] = torch.softmax(s_, dim=-1) @ v[z, h].float()
+                del s_
 
-        def check(o):
-            if not torch.isfinite(o).all():
-                return False, float("nan")
-            err = max((o[z, h].float() - ref[(z, h)]).abs().max().item() for z, h in heads)
-            return err < 2e-2, err
+            def check(o):
+                if not torch.isfinite(o).all():
+                    return False, float("nan")
+                err = max((o[z, h].float() - ref[(z, h)]).abs().max().item() for z, h in heads)
+                return err < 2e-2, err
 
-        for (kind, variant), (kern, cx, note) in compiled.items():
-            if kind != "fa":
-                continue
-            if N % cx["BLOCK_N"] or N % cx["BLOCK_M"]:
-                continue
-            o = torch.empty_like(q)
-            lse = torch.empty(Z * H * N, device="cuda", dtype=torch.float32)
-            BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
+            for (kind, variant), (kern, cx, note) in compiled.items():
+                if kind != fa_kind:
+                    continue
+                if N % cx["BLOCK_N"] or N % cx["BLOCK_M"]:
+                    continue
+                o = torch.empty_like(q)
+                lse = torch.empty(Z * H * N, device="cuda", dtype=torch.float32)
+                BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
+                q_rows = BM // 2 if cx.get("SUBTILE") else BM
 
-            def desc(t, rows):
-                return TensorDescriptor.from_tensor(t.view(Z * H * N, D), [rows, D])
+                def desc(t, rows):
+                    return TensorDescriptor.from_tensor(t.view(Z * H * N, D), [rows, D])
 
-            dq, dk, dv, do = desc(q, BM), desc(k, BN), desc(v, BN), desc(o, BM)
-            grid = (triton.cdiv(N, BM), Z * H, 1)
+                dq, dk, dv, do = desc(q, q_rows), desc(k, BN), desc(v, BN), desc(o, q_rows)
+                grid = (triton.cdiv(N, BM), Z * H, 1)
+                general = ("CAUSAL" in cx) or ("SUBTILE" in cx)
+                consts = (cx["HEAD_DIM"], BM, BN) + ((bool(cx.get("CAUSAL")), bool(cx.get("SUBTILE"))) if general
+                                                     else ()) + (cx["WARP_SPECIALIZE"],)
 
-            def fn():
-                kern[grid](sm_scale, lse, Z, H, dq, dk, dv, do, N, cx["HEAD_DIM"], BM, BN, cx["WARP_SPECIALIZE"])
+                def fn():
+                    kern[grid](sm_scale, lse, Z, H, dq, dk, dv, do, N, *consts)
 
+                try:
+                    o.fill_(float("nan"))
+                    fn()
+                    torch.cuda.synchronize()
+                    ok, err = check(o)
+                    ms = med(fn)
+                except Exception as e:
+                    ok, err, ms = False, None, None
+                    note = f"launch failed: {str(e)[:120]}"
+                row(FA_ROWS[fa_kind], N, variant, ms, flops, ok, err, note or "")
+            # cuDNN through torch SDPA.
             try:
-                o.fill_(float("nan"))
-                fn()
-                torch.cuda.synchronize()
-                ok, err = check(o)
-                ms = med(fn)
-            except Exception as e:
-                ok, err, ms = False, None, None
-                note = f"launch failed: {str(e)[:120]}"
-            row("fa_fwd", N, variant, ms, flops, ok, err, note or "")
-        # cuDNN through torch SDPA.
-        try:
-            from torch.nn.attention import SDPBackend, sdpa_kernel
-            import torch.nn.functional as F
+                from torch.nn.attention import SDPBackend, sdpa_kernel
+                import torch.nn.functional as F
 
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                f = lambda: F.scaled_dot_product_attention(q, k, v, scale=sm_scale)  # noqa: E731
-                o = f()
-                ok, err = check(o)
-                row("fa_fwd", N, "cudnn (torch sdpa)", med(f), flops, ok, err)
-        except Exception as e:
-            row("fa_fwd", N, "cudnn (torch sdpa)", None, flops, False, None, f"failed: {str(e)[:100]}")
-        del q, k, v, ref
-        torch.cuda.empty_cache()
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    f = lambda: F.scaled_dot_product_attention(q, k, v, scale=sm_scale, is_causal=causal)  # noqa: E731
+                    o = f()
+                    ok, err = check(o)
+                    row(FA_ROWS[fa_kind], N, "cudnn (torch sdpa)", med(f), flops, ok, err)
+            except Exception as e:
+                row(FA_ROWS[fa_kind], N, "cudnn (torch sdpa)", None, flops, False, None, f"failed: {str(e)[:100]}")
+            del q, k, v, ref
+            torch.cuda.empty_cache()
 
     # GEMM (C = A B^T, A: MxK, B: NxK).
     for S in GEMM_SIZES:
@@ -264,8 +321,9 @@ def bench_all(out):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(1, 2, figsize=(14, 5))
-        for ax, kernel in zip(axes, ("fa_fwd", "matmul")):
+        kernels = list(FA_ROWS.values()) + ["matmul"]
+        fig, axes = plt.subplots(1, len(kernels), figsize=(5 * len(kernels), 5))
+        for ax, kernel in zip(axes, kernels):
             rows = [r for r in results["rows"] if r["kernel"] == kernel and r["tflops"]]
             sizes = sorted({r["size"] for r in rows})
             best_stock = {s: max((r["tflops"] for r in rows if r["size"] == s and r["variant"].startswith("triton")

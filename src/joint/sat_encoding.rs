@@ -25,8 +25,9 @@
 //!   the swap of two sub-tiles) are ordered: M(v) <= M(pi(v)) for the first
 //!   op v that pi moves (see [`super::symmetry`]).
 //!
-//! No integer arithmetic appears, so z3 runs its SAT core (logic QF_FD) with
-//! native cardinality and pseudo-Boolean reasoning.
+//! No integer arithmetic appears, so z3 runs its SAT core (the bare `sat`
+//! tactic, without the QF_FD logic's preprocessing) with native cardinality
+//! and pseudo-Boolean reasoning.
 
 // Encodings index ops, cycles and residues together; index loops read best.
 #![allow(clippy::needless_range_loop)]
