@@ -36,6 +36,9 @@ output directory (default: this script's directory):
 
 Further modules, "before" snapshot only (NAME.before.mlir + NAME.before.pretty.mlir):
 
+    fa_fwd_subtile_sm90  fa_fwd's "subtile" configuration on cuda:90 (two 64-row
+                       halves per iteration); TTGIR just before add_assign_latencies
+
     fa_fwd_sm90_w4     fa_fwd_sm90 (same kernel and config) but num_warps=4; TTGIR
                        just before nvidia.passes.hopper.add_hopper_warpspec (see NOTE)
     gemm_sm90_w4       matmul.matmul_tma_ws_kernel (the GEMM with its K loop as
@@ -295,6 +298,11 @@ def modules():
         cfg = dict(fa_fwd.DEFAULT_CONFIGS[cap])
         opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages", "maxnreg") if k in cfg}
         yield f"fa_fwd_sm{cap}", fa_fwd.make_ast_source(**cfg), cap, opts, SPLIT_FIRST, SNAPSHOTS
+
+    # The sub-tiled forward (two 64-row halves per iteration) on sm90.
+    cfg = dict(fa_fwd.CONFIGS["subtile"][90])
+    opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages", "maxnreg") if k in cfg}
+    yield "fa_fwd_subtile_sm90", fa_fwd.make_ast_source(**cfg), 90, opts, SPLIT_FIRST, ("before", )
 
     # Hopper warp specialisation inputs (stop before add_hopper_warpspec).
     cfg = dict(fa_fwd.DEFAULT_CONFIGS[90])
