@@ -452,11 +452,13 @@ def _schedule(ir, mod, capability, options, cfg):
             raise e
         pass_opts = f"arch={arch} triton={_triton_version()} scope={cfg.scope} timeout={cfg.timeout:g}"
         if arch == "sm100" and not _env_bool("TWILL_PARTITIONS"):
-            # Triton 3.6 rejects twill's own Blackwell partitions for
-            # FlashAttention ("'scf.for' op using value defined outside the
-            # region" after its warp specialization): by default twill writes
-            # the stages it solved for warp specialization and lets Triton
-            # partition around them. TWILL_PARTITIONS=1 writes twill's.
+            # Triton rejects twill's own Blackwell partitions for
+            # FlashAttention (3.6: "'scf.for' op using value defined outside
+            # the region" after its warp specialization; 3.9: its partition
+            # scheduler splits a tt.reduce on a cross-partition round trip and
+            # fails its verifier; NOTES.md): by default twill writes the stages
+            # it solved for warp specialization and lets Triton partition
+            # around them. TWILL_PARTITIONS=1 writes twill's.
             pass_opts += " partitions=false"
         if cfg.extra:
             pass_opts += " " + cfg.extra
