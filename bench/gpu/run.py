@@ -100,7 +100,9 @@ def compile_kernel(kind, cx, opts):
 
 
 def twill_compile(kind, cx, opts, extra="", **enable):
-    scope = "ws" if kind.startswith("fa") else "all"
+    # FA loops marked warp_specialize are twill's default scope; the others
+    # (the GEMM, FA at a configuration without warp specialization) need "all".
+    scope = "ws" if kind.startswith("fa") and cx.get("WARP_SPECIALIZE") else "all"
     twill_triton.enable(scope=scope, extra_options=extra, **enable)
     try:
         k = compile_kernel(kind, cx, opts)
@@ -121,19 +123,34 @@ def _warm(job):
 
 
 def twill_variants(kind):
-    """The twill variants run for a kind (all of them, for every kind)."""
-    return TWILL_VARIANTS
+    """The twill variants run for a kind: (label, extra pass options,
+    constexprs, options). Besides twill's own configuration (with and without
+    one more stage of prefetch), FA kinds are also compiled with twill at the
+    configuration that was best in the stock grid of the first runs (BLOCK_N
+    64, 4 warps, 2 stages, no warp specialization), to separate twill's
+    schedule from the choice of configuration."""
+    (cx, opts), _ = dict(kinds_configs())[kind]
+    out = [(label, extra, cx, opts) for label, extra in TWILL_VARIANTS]
+    if kind.startswith("fa"):
+        alt = dict(cx, BLOCK_N=64, WARP_SPECIALIZE=False)
+        out.append(("twill at BN64 w4 s2", "", alt, dict(num_warps=4, num_stages=2)))
+    return out
+
+
+def kinds_configs():
+    return [(k, fa_configs(k)) for k in FA_KINDS] + [("gemm", gemm_configs())]
 
 
 def kinds():
     """(kind, (twill config, stock grid)) of every kernel benchmarked."""
-    return [(k, fa_configs(k)) for k in FA_KINDS] + [("gemm", gemm_configs())]
+    return kinds_configs()
 
 
 def record():
-    for kind, ((cx, opts), _) in kinds():
-        for label, extra in twill_variants(kind):
-            os.environ["TRITON_CACHE_DIR"] = str(REPO / "target" / "record-cache" / label.replace(" ", "_"))
+    for kind, _ in kinds():
+        for label, extra, cx, opts in twill_variants(kind):
+            # A fresh cache, so that the hook runs and records its decision.
+            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-record-cache-")
             _, d = twill_compile(kind, cx, opts, extra, dump_dir=str(REPLAY / label.replace(" ", "_") / kind))
             print(label, kind, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
             for r in d.remarks:
@@ -186,8 +203,7 @@ def bench_all(out):
                 compiled[(kind, "triton " + n)] = (compile_kernel(kind, cx, opts), cx, None)
             except Exception as e:
                 print(f"compile failed: {kind} {n}: {str(e).splitlines()[-1][:200]}", flush=True)
-        cx, opts = tw
-        for label, extra in twill_variants(kind):
+        for label, extra, cx, opts in twill_variants(kind):
             os.environ["TWILL_REPLAY_DIR"] = str(REPLAY / label.replace(" ", "_"))
             os.environ["TRITON_CACHE_DIR"] = str(cache / label.replace(" ", "_"))
             try:
@@ -330,7 +346,7 @@ def bench_all(out):
             best_stock = {s: max((r["tflops"] for r in rows if r["size"] == s and r["variant"].startswith("triton")
                                   and r["correct"]), default=0) for s in sizes}
             tw = {s: max((r["tflops"] for r in rows if r["size"] == s and r["variant"].startswith("twill ")
-                          and "prefetch" not in r["variant"] and r["correct"]), default=0) for s in sizes}
+                          and "prefetch" not in r["variant"] and "twill at" not in r["variant"] and r["correct"]), default=0) for s in sizes}
             ref = {s: max((r["tflops"] for r in rows if r["size"] == s and ("cudnn" in r["variant"]
                                                                          or "cublas" in r["variant"])), default=0)
                    for s in sizes}
