@@ -106,6 +106,11 @@ struct TwillSchedulePass
       llvm::cl::desc("Extra stages of prefetch for streaming (TMA) loads, on "
                      "top of the depth that hides their modeled latency"),
       llvm::cl::init(0)};
+  Option<std::string> order{
+      *this, "order",
+      llvm::cl::desc("Order of the ops within a stage: program (one cluster, "
+                     "program order) or slot (by the modulo schedule's slot)"),
+      llvm::cl::init("program")};
   Option<bool> partitions{
       *this, "partitions",
       llvm::cl::desc("Write the solved warp partitions (false: solve for "
@@ -126,6 +131,7 @@ struct TwillSchedulePass
     render(o, "ws", ws ? "true" : "false");
     render(o, "partitions", partitions ? "true" : "false");
     render(o, "prefetch", std::to_string(prefetch));
+    render(o, "order", order);
     runBody(*this, gCallbacks ? gCallbacks->schedule : nullptr,
             getOperation(), o,
             [](Pass &p) { static_cast<TwillSchedulePass &>(p).fail(); });

@@ -47,8 +47,10 @@ FA_SHAPE = dict(Z=4, H=32, D=128)
 GEMM_SIZES = [4096, 8192]
 # twill variants: (label, extra pass options). The first is twill's default;
 # the second adds one stage of prefetch to every TMA load (section 5.3's
-# tunable), to measure what the uncalibrated latency model leaves on the table.
-TWILL_VARIANTS = [("twill", ""), ("twill prefetch+1", "prefetch=1")]
+# tunable), to measure what the uncalibrated latency model leaves on the
+# table; the third orders each stage by the modulo schedule's slots instead
+# of program order (the default before 2026-11-23).
+TWILL_VARIANTS = [("twill", ""), ("twill prefetch+1", "prefetch=1"), ("twill slot order", "order=slot")]
 
 
 # FlashAttention forward kinds: kernel configuration name in
@@ -346,7 +348,8 @@ def bench_all(out):
             best_stock = {s: max((r["tflops"] for r in rows if r["size"] == s and r["variant"].startswith("triton")
                                   and r["correct"]), default=0) for s in sizes}
             tw = {s: max((r["tflops"] for r in rows if r["size"] == s and r["variant"].startswith("twill ")
-                          and "prefetch" not in r["variant"] and "twill at" not in r["variant"] and r["correct"]), default=0) for s in sizes}
+                          and "prefetch" not in r["variant"] and "twill at" not in r["variant"]
+                          and "slot order" not in r["variant"] and r["correct"]), default=0) for s in sizes}
             ref = {s: max((r["tflops"] for r in rows if r["size"] == s and ("cudnn" in r["variant"]
                                                                          or "cublas" in r["variant"])), default=0)
                    for s in sizes}

@@ -12,8 +12,10 @@
 //!   cluster order, then program order): prefetched loads first, in one
 //!   cluster (they get the prefetch * I cycles of lead time the model
 //!   assumed; Triton gives their use in a later cluster one more buffer),
-//!   then the other ops sorted by their slot in the kernel (M(v) mod I, then
-//!   program order);
+//!   then the other ops, either all in one cluster, so in program order
+//!   within their stage ([`ClusterOrder::Program`], the default), or sorted
+//!   by their slot in the kernel, M(v) mod I, then program order
+//!   ([`ClusterOrder::Slot`]);
 //! * ops the front end folded (scalars, views, broadcasts) take the stage and
 //!   cluster of their first user, or of the first user of the iteration
 //!   argument they feed;
@@ -164,12 +166,74 @@ const LOADS: &[&str] = &["tt.descriptor_load", "tt.load", "tt.descriptor_gather"
 /// Store ops that Hopper warp specialization anchors on consumers.
 pub const STORES: &[&str] = &["tt.store", "tt.descriptor_store", "tt.descriptor_scatter"];
 
+/// How the ops that are not prefetched loads are ordered within a stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterOrder {
+    /// One cluster: Triton emits them in program order. On the H100 this
+    /// measured at or above the slot order on twill's own configurations
+    /// (the sub-tiled FA forward: 0.82 -> 1.0 of Triton's own schedule;
+    /// BENCHMARKS.md, 2026-11-23).
+    Program,
+    /// One cluster per slot of the modulo schedule (M(v) mod I): the body in
+    /// the order the model issues it.
+    Slot,
+}
+
+impl std::str::FromStr for ClusterOrder {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "program" => Ok(ClusterOrder::Program),
+            "slot" => Ok(ClusterOrder::Slot),
+            _ => Err(format!("order: expected `program` or `slot`, got `{s}`")),
+        }
+    }
+}
+
+/// The emitted order of the graph nodes for [`ClusterOrder::Program`]:
+/// prefetched loads first, then program order, except where Triton's order
+/// rule needs a producer earlier: an edge u -> v of distance d with
+/// stage(u) = stage(v) + d puts u before v (the schedule never has
+/// stage(u) > stage(v) + d). A topological sort of those constraints that
+/// prefers (not prefetched, program index); None if they form a cycle.
+fn program_order(lowered: &Lowered, stage: &[u32], prefetch: &[u32]) -> Option<Vec<usize>> {
+    let nodes = lowered.graph.ops.len();
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); nodes];
+    let mut indeg = vec![0usize; nodes];
+    for e in &lowered.graph.edges {
+        let (u, v) = (e.from, e.to);
+        if u != v && i64::from(stage[u]) - i64::from(stage[v]) == i64::from(e.distance) {
+            succ[u].push(v);
+            indeg[v] += 1;
+        }
+    }
+    let key = |v: usize| (prefetch[v] == 0, lowered.op_of_node[v]);
+    let mut ready: std::collections::BTreeSet<((bool, usize), usize)> = (0..nodes)
+        .filter(|&v| indeg[v] == 0)
+        .map(|v| (key(v), v))
+        .collect();
+    let mut out = Vec::with_capacity(nodes);
+    while let Some(first) = ready.pop_first() {
+        let u = first.1;
+        out.push(u);
+        for &v in &succ[u] {
+            indeg[v] -= 1;
+            if indeg[v] == 0 {
+                ready.insert((key(v), v));
+            }
+        }
+    }
+    (out.len() == nodes).then_some(out)
+}
+
 /// Turns a solved schedule into per-op decisions.
 ///
 /// `js.group[v]` is the solver's warp group of graph node v (0 = the
 /// variable-latency/producer group); `ws` says whether to emit partitions;
 /// `extra_prefetch` adds stages of prefetch to every streaming load on top
-/// of the depth that hides its modeled latency (section 5.3's tunable).
+/// of the depth that hides its modeled latency (section 5.3's tunable);
+/// `order` says how the other ops are ordered within a stage.
+#[allow(clippy::too_many_arguments)]
 pub fn decide(
     ir: &LoopIr,
     lowered: &Lowered,
@@ -178,6 +242,7 @@ pub fn decide(
     arch: Arch,
     ws: bool,
     extra_prefetch: u32,
+    order: ClusterOrder,
 ) -> LoopDecision {
     let s = &js.schedule;
     let ii = s.ii.max(1);
@@ -198,6 +263,7 @@ pub fn decide(
     // Kernel order: slot in the period, then program order; prefetched
     // (streaming) loads go last, as they serve a later iteration: a use in a
     // later cluster than its load costs Triton one more buffer.
+    let cluster_order = order;
     let mut order: Vec<usize> = (0..nodes).collect();
     // Prefetched loads come first in the body, all in one cluster: issued
     // at the start of the iteration that runs `prefetch` iterations ahead of
@@ -214,14 +280,33 @@ pub fn decide(
     order.sort_by_key(|&v| (slot_of(v), lowered.op_of_node[v]));
     let mut cluster = vec![0u32; nodes];
     let mut next = 0u32;
-    let mut last_slot = None;
-    for &v in &order {
-        let slot = slot_of(v);
-        if last_slot.is_some_and(|l| l != slot) {
-            next += 1;
+    let program = (cluster_order == ClusterOrder::Program)
+        .then(|| program_order(lowered, &stage, &prefetch))
+        .flatten();
+    if let Some(program) = program {
+        // Clusters only where the order leaves program order (or switches
+        // between prefetched loads and the rest), so that Triton's (cluster,
+        // program) order reproduces it.
+        let key = |v: usize| (prefetch[v] == 0, lowered.op_of_node[v]);
+        for (k, &v) in program.iter().enumerate() {
+            if k > 0 {
+                let (a, b) = (key(program[k - 1]), key(v));
+                if a.0 != b.0 || b.1 < a.1 {
+                    next += 1;
+                }
+            }
+            cluster[v] = next;
         }
-        last_slot = Some(slot);
-        cluster[v] = next;
+    } else {
+        let mut last_slot = None;
+        for &v in &order {
+            let slot = slot_of(v);
+            if last_slot.is_some_and(|l| l != slot) {
+                next += 1;
+            }
+            last_slot = Some(slot);
+            cluster[v] = next;
+        }
     }
 
     // sm100 partitions: Triton's partition 0 is the default region, the
@@ -532,7 +617,7 @@ mod tests {
     use crate::machine::Machine;
     use crate::problem::{BuildOptions, Problem};
 
-    fn solved(arch: Arch, ws: bool) -> (LoopIr, LoopDecision) {
+    fn solved(arch: Arch, ws: bool, order: ClusterOrder) -> (LoopIr, LoopDecision) {
         let ir = gemm();
         let m = Machine::select(arch.default_machine()).unwrap();
         let target = TritonTarget {
@@ -565,13 +650,13 @@ mod tests {
             },
         )
         .unwrap();
-        let d = decide(&ir, &l, &r.schedule, &r.streaming, arch, ws, 0);
+        let d = decide(&ir, &l, &r.schedule, &r.streaming, arch, ws, 0, order);
         (ir, d)
     }
 
     #[test]
     fn gemm_decision_matches_the_triton_contract() {
-        let (ir, d) = solved(Arch::Sm90, true);
+        let (ir, d) = solved(Arch::Sm90, true, ClusterOrder::Slot);
         let target = TritonTarget {
             arch: Arch::Sm90,
             version: (3, 6),
@@ -590,6 +675,25 @@ mod tests {
         assert_eq!(d.ops[6].partition, [1, 2]);
         assert!(d.ops[2].partition.is_empty());
         assert!(d.anchor_stores && d.partition_stages.is_empty());
+    }
+
+    #[test]
+    fn program_order_puts_the_rest_of_a_stage_in_one_cluster() {
+        let (ir, d) = solved(Arch::Sm90, true, ClusterOrder::Program);
+        let target = TritonTarget {
+            arch: Arch::Sm90,
+            version: (3, 6),
+        };
+        assert!(validate(&ir, &d, &target).is_empty());
+        // The same stages as with the slot order; the loads (and their
+        // folded address computation) first, everything else after them in
+        // one cluster, hence in program order.
+        let st: Vec<u32> = d.ops.iter().map(|o| o.stage).collect();
+        assert_eq!(st, [0, 0, 2, 0, 2, 2, 2]);
+        let cl: Vec<u32> = d.ops.iter().map(|o| o.cluster).collect();
+        assert_eq!(cl, [0, 0, 1, 0, 1, 1, 1]);
+        assert_eq!("program".parse::<ClusterOrder>(), Ok(ClusterOrder::Program));
+        assert!("issue".parse::<ClusterOrder>().is_err());
     }
 
     #[test]
@@ -623,7 +727,16 @@ mod tests {
             },
         )
         .unwrap();
-        let d = decide(&ir, &l, &r.schedule, &r.streaming, Arch::Sm100, true, 0);
+        let d = decide(
+            &ir,
+            &l,
+            &r.schedule,
+            &r.streaming,
+            Arch::Sm100,
+            true,
+            0,
+            ClusterOrder::Slot,
+        );
         assert!(d.ops.iter().all(|o| o.partition.len() == 1));
         assert_eq!(d.ops[6].partition, [1]);
         assert!(d.ops[6].self_latency);
@@ -635,7 +748,7 @@ mod tests {
 
     #[test]
     fn validate_names_broken_rules() {
-        let (ir, mut d) = solved(Arch::Sm90, false);
+        let (ir, mut d) = solved(Arch::Sm90, false, ClusterOrder::Slot);
         let target = TritonTarget {
             arch: Arch::Sm90,
             version: (3, 9),

@@ -42,6 +42,8 @@ pub struct ScheduleOptions {
     pub partitions: bool,
     /// Extra stages of prefetch for streaming loads (section 5.3's tunable).
     pub prefetch: u32,
+    /// Order of the ops within a stage (see [`backend::ClusterOrder`]).
+    pub order: backend::ClusterOrder,
 }
 
 /// Options of `--twill-export-graph`.
@@ -88,6 +90,7 @@ impl ScheduleOptions {
             ws: true,
             partitions: true,
             prefetch: 0,
+            order: backend::ClusterOrder::Program,
         };
         for (k, v) in pairs(text) {
             match k {
@@ -114,6 +117,7 @@ impl ScheduleOptions {
                         .ok_or_else(|| format!("u: expected an integer >= 1, got `{v}`"))?
                 }
                 "encoding" => o.encoding = v.parse()?,
+                "order" => o.order = v.parse()?,
                 "prefetch" => {
                     o.prefetch = v.parse::<u32>().ok().filter(|p| *p <= 8).ok_or_else(|| {
                         format!("prefetch: expected 0..=8 extra stages, got `{v}`")
@@ -256,15 +260,28 @@ fn schedule_loop(
             list.join("; ")
         ));
     }
-    let decision = backend::decide(
-        ir,
-        &lowered,
-        &result.schedule,
-        &result.streaming,
-        o.target.arch,
-        ws && o.partitions,
-        o.prefetch,
-    );
+    let decide = |order| {
+        backend::decide(
+            ir,
+            &lowered,
+            &result.schedule,
+            &result.streaming,
+            o.target.arch,
+            ws && o.partitions,
+            o.prefetch,
+            order,
+        )
+    };
+    let mut decision = decide(o.order);
+    // The program order keeps the solver's stages; where it cannot meet
+    // Triton's order rule, the slot order (the schedule's issue times) is
+    // written instead.
+    if o.order == backend::ClusterOrder::Program
+        && !backend::validate(ir, &decision, &o.target).is_empty()
+    {
+        tracing::debug!("program order breaks Triton's order rule; writing the slot order");
+        decision = decide(backend::ClusterOrder::Slot);
+    }
     // The solver models a streaming load's tile for its modeled lifetime;
     // Triton allocates (prefetch + 1 for the use in a later cluster + 1 for
     // an MMA operand) buffers of it. Refuse a pipeline whose buffers cannot
