@@ -38,3 +38,14 @@
 // CERT: optimal: proven
 // CERT: I in [1, 35]: ResMII
 // CERT: I in [36, 44]: last-stage window: the 34 ops that last-stage pins put into one window of I cycles have no modulo schedule there (SMT unsat)
+
+// Order within a stage: by default (order=program) the prefetched loads form
+// cluster 0 and every other op cluster 1, so Triton emits them in program
+// order; order=slot gives one cluster per slot of the modulo schedule.
+// RUN: %twill-opt %inputs/triton36/fa_fwd_subtile_sm90.before.mlir --twill-schedule="arch=sm90" 2>&1 | FileCheck %s --check-prefix=PROG
+// PROG-LABEL: scf.for
+// PROG-NOT:   loop.cluster = {{[2-9]}}
+// PROG:       scf.yield
+// RUN: %twill-opt %inputs/triton36/fa_fwd_subtile_sm90.before.mlir --twill-schedule="arch=sm90 order=slot" 2>&1 | FileCheck %s --check-prefix=SLOT
+// SLOT-LABEL: scf.for
+// SLOT:       loop.cluster = {{[1-9][0-9]}} : i32
