@@ -15,7 +15,10 @@ What it measures, next to what machines/h100.toml assumes:
 * exp: x = exp2(x - 1) over an fp32 register tile (SFU throughput per SM);
 * alu: x = x * a + b over an fp32 register tile (FMA pipe throughput);
 * tma_pl: the same loads pipelined by Triton (num_stages = 4): cycles per
-  tile at steady state, i.e. the TMA/memory throughput per SM;
+  tile at steady state; the tile is read into registers and converted, so
+  this bounds the rate by that consumer as much as by TMA;
+* tma_mma: the loads pipelined with 2, 3 or 5 in flight, each tile feeding a
+  thin wgmma straight from shared memory: the TMA/memory throughput per SM;
 * tma: a TMA tile load (host tensor descriptor) whose result feeds the next
   iteration, with no pipelining (num_stages = 1): latency plus transfer, for
   several tile sizes; a line fitted through (bytes, cycles) gives latency
@@ -104,6 +107,30 @@ def tma_kernel(desc, out_ptr, cyc_ptr, n_iter, first_tile, step,
     t1 = _clock()
     offs = tl.arange(0, BR)[:, None] * BC + tl.arange(0, BC)[None, :]
     tl.store(out_ptr + pid * BR * BC + offs, acc)
+    tl.store(cyc_ptr + pid, t1 - t0)
+
+
+@triton.jit
+def tma_mma_kernel(desc, w_ptr, out_ptr, cyc_ptr, n_iter, first_tile, step,
+                   BR: tl.constexpr, BC: tl.constexpr, STAGES: tl.constexpr):
+    # As tma_kernel, but each tile feeds a thin wgmma (N = 16) straight from
+    # shared memory, as K/V tiles do in attention, instead of being read into
+    # registers and converted (which bounds tma_kernel's pipelined rate by the
+    # consumer, not by TMA): cycles per tile at steady state are the TMA /
+    # memory throughput while the tensor core needs only 2 * BR * BC * 16 /
+    # 4096 cycles per tile.
+    pid = tl.program_id(0)
+    rk = tl.arange(0, BC)
+    rn = tl.arange(0, 16)
+    w = tl.load(w_ptr + rk[:, None] * 16 + rn[None, :])
+    acc = tl.zeros([BR, 16], dtype=tl.float32)
+    t0 = _clock()
+    for i in tl.range(0, n_iter, num_stages=STAGES):
+        x = desc.load([(pid * first_tile + i * step) * BR, 0])
+        acc = tl.dot(x, w, acc)
+    t1 = _clock()
+    rm = tl.arange(0, BR)
+    tl.store(out_ptr + pid * BR * 16 + rm[:, None] * 16 + rn[None, :], acc)
     tl.store(cyc_ptr + pid, t1 - t0)
 
 
@@ -197,6 +224,29 @@ def main():
                 record("tma", [br, bc], "f16", c, 500 + nbytes // 64, f"{mode}, one load at a time; model: 500 + bytes / 64")
             except Exception as e:  # noqa: BLE001
                 record("tma", [br, bc], "f16", float("nan"), 500 + nbytes // 64, f"{mode} failed: {type(e).__name__}: {e}"[:200])
+            w = torch.randn(bc, 16, device=dev, dtype=torch.float16) * 0.01
+            out16 = torch.empty(sms, br, 16, device=dev, dtype=torch.float32)
+            for stages in (3, 4, 6):
+                # Shared memory: (stages - 1) tiles in flight plus one in use.
+                if nbytes * stages > 200 * 1024:
+                    continue
+
+                def run_mma(it, stages=stages, desc=desc, br=br, bc=bc, first=first, step=step, w=w, out16=out16):
+                    tma_mma_kernel[(sms,)](desc, w, out16, cyc, it, first, step, BR=br, BC=bc, STAGES=stages,
+                                           num_warps=4)
+                    torch.cuda.synchronize()
+                    return cyc.tolist()
+
+                try:
+                    c = per_op(run_mma, 64, 320)
+                    results.setdefault("tma_mma_throughput", {}).setdefault(mode, []).append(
+                        {"shape": [br, bc], "stages": stages, "cycles_per_tile": round(c, 1),
+                         "bytes_per_cycle": round(nbytes / c, 1)})
+                    record("tma_mma", [br, bc], "f16", c, nbytes // 64,
+                           f"{mode}, {stages - 1} loads in flight into wgmma: {nbytes / c:.1f} B/clk/SM; model: bytes / 64")
+                except Exception as e:  # noqa: BLE001
+                    record("tma_mma", [br, bc], "f16", float("nan"), nbytes // 64,
+                           f"{mode}, stages {stages} failed: {type(e).__name__}: {e}"[:200])
             try:
                 c = per_op(lambda it: run(it, stages=4), 64, 320)
                 results.setdefault("tma_throughput", {}).setdefault(mode, []).append(
