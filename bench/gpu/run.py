@@ -37,6 +37,7 @@ REPLAY = REPO / "bench" / "gpu" / "replay"
 import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
+import fa_bwd  # noqa: E402
 import fa_fwd  # noqa: E402
 import matmul  # noqa: E402
 import twill_triton  # noqa: E402
@@ -83,6 +84,19 @@ def fa_configs(kind="fa"):
     return twill, grid
 
 
+# FlashAttention backward kinds: configuration name in bench/kernels/fa_bwd.py.
+BWD_KINDS = {"bwd_hd128": "hd128", "bwd_hd64": "hd64"}
+
+
+def bwd_configs(kind):
+    """twill's (constexprs, options) for a backward kind, and a stock grid of
+    the same block sizes over num_warps, num_stages and warp_specialize."""
+    cx, opts = fa_bwd.split_config(fa_bwd.CONFIGS[BWD_KINDS[kind]][90])
+    grid = [(dict(cx, WARP_SPECIALIZE=ws), dict(num_warps=nw, num_stages=ns))
+            for ws in (False, True) for nw in (4, 8) for ns in (2, 3)]
+    return (cx, opts), grid
+
+
 def gemm_configs():
     base = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8)
     twill = (base, dict(num_warps=4, num_stages=3))
@@ -91,20 +105,27 @@ def gemm_configs():
 
 
 def name_of(kind, cx, opts):
+    if kind.startswith("bwd"):
+        return f"w{opts['num_warps']} s{opts['num_stages']}{' ws' if cx['WARP_SPECIALIZE'] else ''}"
     if kind.startswith("fa"):
         return f"BN{cx['BLOCK_N']} w{opts['num_warps']} s{opts['num_stages']}{' ws' if cx['WARP_SPECIALIZE'] else ''}"
     return f"w{opts['num_warps']} s{opts['num_stages']}"
 
 
 def compile_kernel(kind, cx, opts):
-    src = fa_fwd.make_ast_source(**cx) if kind.startswith("fa") else matmul.make_ast_source(**cx)
+    if kind.startswith("bwd"):
+        src = fa_bwd.make_ast_source(**cx)
+    elif kind.startswith("fa"):
+        src = fa_fwd.make_ast_source(**cx)
+    else:
+        src = matmul.make_ast_source(**cx)
     return triton.compile(src, target=TARGET, options=opts)
 
 
 def twill_compile(kind, cx, opts, extra="", **enable):
     # FA loops marked warp_specialize are twill's default scope; the others
     # (the GEMM, FA at a configuration without warp specialization) need "all".
-    scope = "ws" if kind.startswith("fa") and cx.get("WARP_SPECIALIZE") else "all"
+    scope = "ws" if kind.startswith(("fa", "bwd")) and cx.get("WARP_SPECIALIZE") else "all"
     twill_triton.enable(scope=scope, extra_options=extra, **enable)
     try:
         k = compile_kernel(kind, cx, opts)
@@ -140,7 +161,8 @@ def twill_variants(kind):
 
 
 def kinds_configs():
-    return [(k, fa_configs(k)) for k in FA_KINDS] + [("gemm", gemm_configs())]
+    return ([(k, fa_configs(k)) for k in FA_KINDS] + [(k, bwd_configs(k)) for k in BWD_KINDS]
+            + [("gemm", gemm_configs())])
 
 
 def kinds():
@@ -288,6 +310,96 @@ def bench_all(out):
             del q, k, v, ref
             torch.cuda.empty_cache()
 
+    # FlashAttention backward (the main kernel; O, the log-sum-exp and Delta
+    # come from stock fa_fwd and fa_bwd's preprocess kernel).
+    import check  # bench/kernels/check.py: launch helpers
+
+    def bench_bwd(bwd_kind, cfg_name):
+        cx0, _ = fa_bwd.split_config(fa_bwd.CONFIGS[cfg_name][90])
+        D = cx0["HEAD_DIM"]
+        pre_kw, pre_opts = fa_bwd.split_config(fa_bwd.PREPROCESS_CONFIGS[cfg_name])
+        pre = triton.compile(fa_bwd.make_preprocess_ast_source(**pre_kw), target=TARGET, options=pre_opts)
+        fwd_cfg = fa_fwd.CONFIGS["default" if D == 128 else "hd64"][90]
+        for N in FA_SIZES:
+            q, k, v, do = (torch.empty(Z, H, N, D, device="cuda", dtype=torch.float16).normal_(0, 0.5)
+                           for _ in range(4))
+            sm_scale = 1.0 / math.sqrt(D)
+            o, lse = check._fwd(90, fwd_cfg, q, k, v, sm_scale)
+            rows = Z * H * N
+            delta = torch.empty(rows, device="cuda", dtype=torch.float32)
+            sig, cst, _ = fa_bwd.preprocess_ast_source_args(**pre_kw)
+            check._launch(pre, (N // pre_kw["BLOCK_M"], Z * H, 1), sig, cst, dict(O=o, DO=do, Delta=delta, N_CTX=N))
+            flops = 2.5 * 4.0 * Z * H * N * N * D
+            heads = [(0, 0), (Z - 1, H - 1)]
+            ref = {}
+            for z, h in heads:
+                qr, kr, vr = (t[z, h].detach().float().requires_grad_() for t in (q, k, v))
+                (torch.softmax((qr @ kr.T) * sm_scale, dim=-1) @ vr).backward(do[z, h].float())
+                ref[(z, h)] = (qr.grad, kr.grad, vr.grad)
+                del qr, kr, vr
+            torch.cuda.empty_cache()
+
+            def check_grads(dq, dk, dv):
+                if not (torch.isfinite(dq).all() and torch.isfinite(dk).all() and torch.isfinite(dv).all()):
+                    return False, float("nan")
+                err = max((got[z, h].float() - want).abs().max().item() / want.abs().max().item()
+                          for z, h in heads for got, want in zip((dq, dk, dv), ref[(z, h)]))
+                return err < 1e-2, err
+
+            for (kind, variant), (kern, cx, note) in compiled.items():
+                if kind != bwd_kind:
+                    continue
+                dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+
+                def desc(t, block_rows):
+                    return TensorDescriptor.from_tensor(t.view(rows, D), [block_rows, D])
+
+                M1, N1, M2, N2 = cx["BLOCK_M1"], cx["BLOCK_N1"], cx["BLOCK_M2"], cx["BLOCK_N2"]
+                values = dict(sm_scale=sm_scale, M=lse, Delta=delta, desc_q1=desc(q, M1), desc_do1=desc(do, M1),
+                              desc_k1=desc(k, N1), desc_v1=desc(v, N1), desc_dk=desc(dk, N1), desc_dv=desc(dv, N1),
+                              desc_q2=desc(q, M2), desc_do2=desc(do, M2), desc_k2=desc(k, N2), desc_v2=desc(v, N2),
+                              desc_dq=desc(dq, M2), N_CTX=N)
+                sig, cst, _ = fa_bwd.ast_source_args(**cx)
+
+                def fn():
+                    check._launch(kern, (N // N1, Z * H, 1), sig, cst, values)
+
+                try:
+                    for t in (dq, dk, dv):
+                        t.fill_(float("nan"))
+                    fn()
+                    torch.cuda.synchronize()
+                    ok, err = check_grads(dq, dk, dv)
+                    ms = med(fn)
+                except Exception as e:
+                    ok, err, ms = False, None, None
+                    note = f"launch failed: {str(e)[:120]}"
+                row("fa_" + bwd_kind, N, variant, ms, flops, ok, err, note or "")
+            # cuDNN backward through torch SDPA (forward + backward timed minus forward).
+            try:
+                from torch.nn.attention import SDPBackend, sdpa_kernel
+                import torch.nn.functional as F
+
+                qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    out = F.scaled_dot_product_attention(qg, kg, vg, scale=sm_scale)
+                    f = lambda: torch.autograd.grad(out, (qg, kg, vg), do, retain_graph=True)  # noqa: E731
+                    gq, gk, gv = f()
+                    ok, err = check_grads(gq, gk, gv)
+                    row("fa_" + bwd_kind, N, "cudnn (torch sdpa backward)", med(f), flops, ok, err)
+                del qg, kg, vg, out
+            except Exception as e:
+                row("fa_" + bwd_kind, N, "cudnn (torch sdpa backward)", None, flops, False, None,
+                    f"failed: {str(e)[:100]}")
+            del q, k, v, do, o, lse, delta, ref
+            torch.cuda.empty_cache()
+
+    for bwd_kind, cfg_name in BWD_KINDS.items():
+        try:
+            bench_bwd(bwd_kind, cfg_name)
+        except Exception as e:  # keep the rest of the run
+            print(f"backward benchmark {bwd_kind} failed: {type(e).__name__}: {e}", flush=True)
+
     # GEMM (C = A B^T, A: MxK, B: NxK).
     for S in GEMM_SIZES:
         M = N = K = S
@@ -340,7 +452,7 @@ def bench_all(out):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        kernels = list(FA_ROWS.values()) + ["matmul"]
+        kernels = list(FA_ROWS.values()) + ["fa_" + k for k in BWD_KINDS] + ["matmul"]
         fig, axes = plt.subplots(1, len(kernels), figsize=(5 * len(kernels), 5))
         for ax, kernel in zip(axes, kernels):
             rows = [r for r in results["rows"] if r["kernel"] == kernel and r["tflops"]]
