@@ -111,6 +111,11 @@ struct TwillSchedulePass
       llvm::cl::desc("Order of the ops within a stage: program (one cluster, "
                      "program order) or slot (by the modulo schedule's slot)"),
       llvm::cl::init("program")};
+  Option<std::string> loads{
+      *this, "loads",
+      llvm::cl::desc("Prefetched loads first in the body (full lead time, one "
+                     "more buffer) or last (one buffer fewer)"),
+      llvm::cl::init("first")};
   Option<bool> partitions{
       *this, "partitions",
       llvm::cl::desc("Write the solved warp partitions (false: solve for "
@@ -132,6 +137,7 @@ struct TwillSchedulePass
     render(o, "partitions", partitions ? "true" : "false");
     render(o, "prefetch", std::to_string(prefetch));
     render(o, "order", order);
+    render(o, "loads", loads);
     runBody(*this, gCallbacks ? gCallbacks->schedule : nullptr,
             getOperation(), o,
             [](Pass &p) { static_cast<TwillSchedulePass &>(p).fail(); });

@@ -190,13 +190,27 @@ impl std::str::FromStr for ClusterOrder {
     }
 }
 
+/// Where prefetched loads go in the body: 0 first, 1 the other ops, 2 last.
+fn load_rank(prefetched: bool, loads_last: bool) -> u8 {
+    match (prefetched, loads_last) {
+        (false, _) => 1,
+        (true, false) => 0,
+        (true, true) => 2,
+    }
+}
+
 /// The emitted order of the graph nodes for [`ClusterOrder::Program`]:
-/// prefetched loads first, then program order, except where Triton's order
+/// prefetched loads first (or last), then program order, except where Triton's order
 /// rule needs a producer earlier: an edge u -> v of distance d with
 /// stage(u) = stage(v) + d puts u before v (the schedule never has
 /// stage(u) > stage(v) + d). A topological sort of those constraints that
 /// prefers (not prefetched, program index); None if they form a cycle.
-fn program_order(lowered: &Lowered, stage: &[u32], prefetch: &[u32]) -> Option<Vec<usize>> {
+fn program_order(
+    lowered: &Lowered,
+    stage: &[u32],
+    prefetch: &[u32],
+    loads_last: bool,
+) -> Option<Vec<usize>> {
     let nodes = lowered.graph.ops.len();
     let mut succ: Vec<Vec<usize>> = vec![Vec::new(); nodes];
     let mut indeg = vec![0usize; nodes];
@@ -207,8 +221,13 @@ fn program_order(lowered: &Lowered, stage: &[u32], prefetch: &[u32]) -> Option<V
             indeg[v] += 1;
         }
     }
-    let key = |v: usize| (prefetch[v] == 0, lowered.op_of_node[v]);
-    let mut ready: std::collections::BTreeSet<((bool, usize), usize)> = (0..nodes)
+    let key = |v: usize| {
+        (
+            load_rank(prefetch[v] > 0, loads_last),
+            lowered.op_of_node[v],
+        )
+    };
+    let mut ready: std::collections::BTreeSet<((u8, usize), usize)> = (0..nodes)
         .filter(|&v| indeg[v] == 0)
         .map(|v| (key(v), v))
         .collect();
@@ -243,6 +262,7 @@ pub fn decide(
     ws: bool,
     extra_prefetch: u32,
     order: ClusterOrder,
+    loads_last: bool,
 ) -> LoopDecision {
     let s = &js.schedule;
     let ii = s.ii.max(1);
@@ -272,22 +292,27 @@ pub fn decide(
     // consecutive TMA loads of one (stage, cluster) a single barrier.
     let slot_of = |v: usize| {
         if prefetch[v] > 0 {
-            (false, 0)
+            (load_rank(true, loads_last), 0)
         } else {
-            (true, s.start[v] % ii)
+            (load_rank(false, loads_last), s.start[v] % ii)
         }
     };
     order.sort_by_key(|&v| (slot_of(v), lowered.op_of_node[v]));
     let mut cluster = vec![0u32; nodes];
     let mut next = 0u32;
     let program = (cluster_order == ClusterOrder::Program)
-        .then(|| program_order(lowered, &stage, &prefetch))
+        .then(|| program_order(lowered, &stage, &prefetch, loads_last))
         .flatten();
     if let Some(program) = program {
         // Clusters only where the order leaves program order (or switches
         // between prefetched loads and the rest), so that Triton's (cluster,
         // program) order reproduces it.
-        let key = |v: usize| (prefetch[v] == 0, lowered.op_of_node[v]);
+        let key = |v: usize| {
+            (
+                load_rank(prefetch[v] > 0, loads_last),
+                lowered.op_of_node[v],
+            )
+        };
         for (k, &v) in program.iter().enumerate() {
             if k > 0 {
                 let (a, b) = (key(program[k - 1]), key(v));
@@ -650,7 +675,17 @@ mod tests {
             },
         )
         .unwrap();
-        let d = decide(&ir, &l, &r.schedule, &r.streaming, arch, ws, 0, order);
+        let d = decide(
+            &ir,
+            &l,
+            &r.schedule,
+            &r.streaming,
+            arch,
+            ws,
+            0,
+            order,
+            false,
+        );
         (ir, d)
     }
 
@@ -697,6 +732,56 @@ mod tests {
     }
 
     #[test]
+    fn loads_last_puts_the_prefetched_loads_in_the_last_cluster() {
+        let ir = gemm();
+        let m = Machine::select("h100").unwrap();
+        let target = TritonTarget {
+            arch: Arch::Sm90,
+            version: (3, 6),
+        };
+        let l = lower(&ir, &m, target.last_stage_ops()).unwrap();
+        let (p, _) = Problem::build(
+            &l.graph,
+            &m,
+            BuildOptions {
+                u: 30,
+                time_limit: 10.0,
+            },
+        )
+        .unwrap();
+        let warps = WarpConfig {
+            groups: 2,
+            reg_limit: 255,
+            cross_warp: true,
+        };
+        let opts = JointOptions {
+            encoding: Encoding::Default,
+            warps,
+            timeout: 20.0,
+            seed: 0,
+            threads: 1,
+        };
+        let r = joint::solve(&p, opts).unwrap();
+        let d = decide(
+            &ir,
+            &l,
+            &r.schedule,
+            &r.streaming,
+            Arch::Sm90,
+            true,
+            0,
+            ClusterOrder::Program,
+            true,
+        );
+        assert!(validate(&ir, &d, &target).is_empty());
+        // Same stages; the loads (ops 1 and 3, with their folded address
+        // computation, op 0) now after the wgmma's cluster.
+        let st: Vec<u32> = d.ops.iter().map(|o| o.stage).collect();
+        assert_eq!(st, [0, 0, 2, 0, 2, 2, 2]);
+        assert!(d.ops[1].cluster > d.ops[6].cluster && d.ops[1].cluster == d.ops[3].cluster);
+    }
+
+    #[test]
     fn blackwell_partitions_cover_every_op_with_the_mma_in_one() {
         let mut ir = gemm();
         ir.ops[6].name = "ttng.tc_gen5_mma".into();
@@ -736,6 +821,7 @@ mod tests {
             true,
             0,
             ClusterOrder::Slot,
+            false,
         );
         assert!(d.ops.iter().all(|o| o.partition.len() == 1));
         assert_eq!(d.ops[6].partition, [1]);

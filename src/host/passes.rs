@@ -44,6 +44,10 @@ pub struct ScheduleOptions {
     pub prefetch: u32,
     /// Order of the ops within a stage (see [`backend::ClusterOrder`]).
     pub order: backend::ClusterOrder,
+    /// Prefetched loads last in the body instead of first: one buffer
+    /// fewer per load (Triton adds one when a load's use is in a later
+    /// cluster), less lead time.
+    pub loads_last: bool,
 }
 
 /// Options of `--twill-export-graph`.
@@ -91,6 +95,7 @@ impl ScheduleOptions {
             partitions: true,
             prefetch: 0,
             order: backend::ClusterOrder::Program,
+            loads_last: false,
         };
         for (k, v) in pairs(text) {
             match k {
@@ -118,6 +123,13 @@ impl ScheduleOptions {
                 }
                 "encoding" => o.encoding = v.parse()?,
                 "order" => o.order = v.parse()?,
+                "loads" => {
+                    o.loads_last = match v {
+                        "first" => false,
+                        "last" => true,
+                        _ => return Err(format!("loads: expected `first` or `last`, got `{v}`")),
+                    }
+                }
                 "prefetch" => {
                     o.prefetch = v.parse::<u32>().ok().filter(|p| *p <= 8).ok_or_else(|| {
                         format!("prefetch: expected 0..=8 extra stages, got `{v}`")
@@ -270,6 +282,7 @@ fn schedule_loop(
             ws && o.partitions,
             o.prefetch,
             order,
+            o.loads_last,
         )
     };
     let mut decision = decide(o.order);
@@ -283,8 +296,8 @@ fn schedule_loop(
         decision = decide(backend::ClusterOrder::Slot);
     }
     // The solver models a streaming load's tile for its modeled lifetime;
-    // Triton allocates (prefetch + 1 for the use in a later cluster + 1 for
-    // an MMA operand) buffers of it. Refuse a pipeline whose buffers cannot
+    // Triton allocates (prefetch + 1 for the use in a later cluster, unless
+    // the loads come last, + 1 for an MMA operand) buffers of it. Refuse a pipeline whose buffers cannot
     // fit in shared memory (Triton would fail at launch).
     if let Some(cap) = machine.memory("smem").map(|m| m.capacity) {
         let need: u64 = result
@@ -293,7 +306,8 @@ fn schedule_loop(
             .filter_map(|st| {
                 let op = lowered.graph.ops.iter().find(|g| g.name == st.op)?;
                 let bytes = op.memory.get("smem").copied().unwrap_or(0);
-                Some(u64::from(st.prefetch + o.prefetch + 2) * bytes)
+                let later_cluster = if o.loads_last { 0 } else { 1 };
+                Some(u64::from(st.prefetch + o.prefetch + 1 + later_cluster) * bytes)
             })
             .sum();
         if need > cap {

@@ -49,3 +49,12 @@
 // RUN: %twill-opt %inputs/triton36/fa_fwd_subtile_sm90.before.mlir --twill-schedule="arch=sm90 order=slot" 2>&1 | FileCheck %s --check-prefix=SLOT
 // SLOT-LABEL: scf.for
 // SLOT:       loop.cluster = {{[1-9][0-9]}} : i32
+
+// Prefetched loads last in the body (loads=last): the loads take the last
+// cluster instead of cluster 0 (one shared-memory buffer fewer per load).
+// RUN: %twill-opt %inputs/triton36/fa_fwd_subtile_sm90.before.mlir --twill-schedule="arch=sm90 loads=last" 2>&1 | FileCheck %s --check-prefix=LAST
+// LAST-LABEL: scf.for
+// LAST:       "tt.descriptor_load"{{.*}} {loop.cluster = 1 : i32, loop.stage = 0 : i32}
+// LAST:       "ttng.warp_group_dot"{{.*}} {loop.cluster = 0 : i32, loop.stage = 1 : i32}
+// RUN: not %twill-opt %inputs/triton36/fa_fwd_subtile_sm90.before.mlir --twill-schedule="arch=sm90 loads=middle" 2>&1 | FileCheck %s --check-prefix=BADLOADS
+// BADLOADS: loads: expected `first` or `last`, got `middle`
