@@ -353,16 +353,9 @@ def bench_all(out):
                 if kind != bwd_kind:
                     continue
                 dq, dk, dv = (torch.empty_like(q) for _ in range(3))
-
-                def desc(t, block_rows):
-                    return TensorDescriptor.from_tensor(t.view(rows, D), [block_rows, D])
-
-                M1, N1, M2, N2 = cx["BLOCK_M1"], cx["BLOCK_N1"], cx["BLOCK_M2"], cx["BLOCK_N2"]
-                values = dict(sm_scale=sm_scale, M=lse, Delta=delta, desc_q1=desc(q, M1), desc_do1=desc(do, M1),
-                              desc_k1=desc(k, N1), desc_v1=desc(v, N1), desc_dk=desc(dk, N1), desc_dv=desc(dv, N1),
-                              desc_q2=desc(q, M2), desc_do2=desc(do, M2), desc_k2=desc(k, N2), desc_v2=desc(v, N2),
-                              desc_dq=desc(dq, M2), N_CTX=N)
+                values = check.bwd_values(cx, sm_scale, lse, delta, q, k, v, do, dq, dk, dv)
                 sig, cst, _ = fa_bwd.ast_source_args(**cx)
+                N1 = cx["BLOCK_N1"]
 
                 def fn():
                     check._launch(kern, (N // N1, Z * H, 1), sig, cst, values)

@@ -117,6 +117,21 @@ def _launch(kernel, grid, signature, constexprs, values):
     kernel[grid](*args)
 
 
+def bwd_values(kwargs, sm_scale, lse, delta, q, k, v, do, dq, dk, dv):
+    """Runtime arguments of fa_bwd's main kernel (configuration `kwargs`) by
+    name, for `_launch`: tensor descriptors over [Z, H, N, D] tensors."""
+    Z, H, N, D = q.shape
+
+    def desc(t, block_rows):
+        return TensorDescriptor.from_tensor(t.view(Z * H * N, D), [block_rows, D])
+
+    M1, N1, M2, N2 = kwargs["BLOCK_M1"], kwargs["BLOCK_N1"], kwargs["BLOCK_M2"], kwargs["BLOCK_N2"]
+    return dict(sm_scale=sm_scale, M=lse, Delta=delta, desc_q1=desc(q, M1), desc_do1=desc(do, M1),
+                desc_k1=desc(k, N1), desc_v1=desc(v, N1), desc_dk=desc(dk, N1), desc_dv=desc(dv, N1),
+                desc_q2=desc(q, M2), desc_do2=desc(do, M2), desc_k2=desc(k, N2), desc_v2=desc(v, N2),
+                desc_dq=desc(dq, M2), N_CTX=N)
+
+
 def _fwd(cap, config, q, k, v, sm_scale, compile_only=False):
     """Run fa_fwd for `config` on q, k, v [Z, H, N, D]; returns (o, lse)."""
     kwargs, opts = fa_fwd.split_config(config)
@@ -198,16 +213,9 @@ def check_fa_bwd_configs(cap, Z=2, H=3, N_CTX=1024, compile_only=False):
 
         dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
 
-        def desc(t, block_rows):
-            return TensorDescriptor.from_tensor(t.view(rows, D), [block_rows, D])
-
-        M1, N1, M2, N2 = kwargs["BLOCK_M1"], kwargs["BLOCK_N1"], kwargs["BLOCK_M2"], kwargs["BLOCK_N2"]
-        values = dict(sm_scale=sm_scale, M=lse, Delta=delta, desc_q1=desc(q, M1), desc_do1=desc(do, M1),
-                      desc_k1=desc(k, N1), desc_v1=desc(v, N1), desc_dk=desc(dk, N1), desc_dv=desc(dv, N1),
-                      desc_q2=desc(q, M2), desc_do2=desc(do, M2), desc_k2=desc(k, N2), desc_v2=desc(v, N2),
-                      desc_dq=desc(dq, M2), N_CTX=N_CTX)
         signature, constexprs, _ = fa_bwd.ast_source_args(**kwargs)
-        _launch(main, (N_CTX // N1, Z * H, 1), signature, constexprs, values)
+        _launch(main, (N_CTX // kwargs["BLOCK_N1"], Z * H, 1), signature, constexprs,
+                bwd_values(kwargs, sm_scale, lse, delta, q, k, v, do, dq, dk, dv))
 
         qr, kr, vr = (t.detach().float().requires_grad_() for t in (q, k, v))
         ref = torch.softmax((qr @ kr.transpose(-1, -2)) * sm_scale, dim=-1) @ vr

@@ -642,7 +642,12 @@ mod tests {
     use crate::machine::Machine;
     use crate::problem::{BuildOptions, Problem};
 
-    fn solved(arch: Arch, ws: bool, order: ClusterOrder) -> (LoopIr, LoopDecision) {
+    fn solved(
+        arch: Arch,
+        ws: bool,
+        order: ClusterOrder,
+        loads_last: bool,
+    ) -> (LoopIr, LoopDecision) {
         let ir = gemm();
         let m = Machine::select(arch.default_machine()).unwrap();
         let target = TritonTarget {
@@ -684,14 +689,14 @@ mod tests {
             ws,
             0,
             order,
-            false,
+            loads_last,
         );
         (ir, d)
     }
 
     #[test]
     fn gemm_decision_matches_the_triton_contract() {
-        let (ir, d) = solved(Arch::Sm90, true, ClusterOrder::Slot);
+        let (ir, d) = solved(Arch::Sm90, true, ClusterOrder::Slot, false);
         let target = TritonTarget {
             arch: Arch::Sm90,
             version: (3, 6),
@@ -714,7 +719,7 @@ mod tests {
 
     #[test]
     fn program_order_puts_the_rest_of_a_stage_in_one_cluster() {
-        let (ir, d) = solved(Arch::Sm90, true, ClusterOrder::Program);
+        let (ir, d) = solved(Arch::Sm90, true, ClusterOrder::Program, false);
         let target = TritonTarget {
             arch: Arch::Sm90,
             version: (3, 6),
@@ -733,46 +738,11 @@ mod tests {
 
     #[test]
     fn loads_last_puts_the_prefetched_loads_in_the_last_cluster() {
-        let ir = gemm();
-        let m = Machine::select("h100").unwrap();
+        let (ir, d) = solved(Arch::Sm90, true, ClusterOrder::Program, true);
         let target = TritonTarget {
             arch: Arch::Sm90,
             version: (3, 6),
         };
-        let l = lower(&ir, &m, target.last_stage_ops()).unwrap();
-        let (p, _) = Problem::build(
-            &l.graph,
-            &m,
-            BuildOptions {
-                u: 30,
-                time_limit: 10.0,
-            },
-        )
-        .unwrap();
-        let warps = WarpConfig {
-            groups: 2,
-            reg_limit: 255,
-            cross_warp: true,
-        };
-        let opts = JointOptions {
-            encoding: Encoding::Default,
-            warps,
-            timeout: 20.0,
-            seed: 0,
-            threads: 1,
-        };
-        let r = joint::solve(&p, opts).unwrap();
-        let d = decide(
-            &ir,
-            &l,
-            &r.schedule,
-            &r.streaming,
-            Arch::Sm90,
-            true,
-            0,
-            ClusterOrder::Program,
-            true,
-        );
         assert!(validate(&ir, &d, &target).is_empty());
         // Same stages; the loads (ops 1 and 3, with their folded address
         // computation, op 0) now after the wgmma's cluster.
@@ -834,7 +804,7 @@ mod tests {
 
     #[test]
     fn validate_names_broken_rules() {
-        let (ir, mut d) = solved(Arch::Sm90, false, ClusterOrder::Slot);
+        let (ir, mut d) = solved(Arch::Sm90, false, ClusterOrder::Slot, false);
         let target = TritonTarget {
             arch: Arch::Sm90,
             version: (3, 9),

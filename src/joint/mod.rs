@@ -502,10 +502,17 @@ fn search_at(
     on_feasible: &dyn Fn(),
 ) -> (AtIi, u32) {
     let mut queries = 0u32;
+    let left = || {
+        deadline
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64()
+    };
+    // Milliseconds left for the next query.
+    let budget_ms = || (left() * 1000.0).max(1.0) as u32;
     // Ours: the last-stage window relaxation, a small modulo problem.
     if opts.encoding != Encoding::Paper {
         let t0 = Instant::now();
-        let refuted = last_stage_window_refutes(p, ii, opts.seed, ms_until(deadline));
+        let refuted = last_stage_window_refutes(p, ii, opts.seed, budget_ms());
         debug!(
             ii,
             seconds = t0.elapsed().as_secs_f64(),
@@ -526,13 +533,6 @@ fn search_at(
             );
         }
     }
-    let left = || {
-        deadline
-            .saturating_duration_since(Instant::now())
-            .as_secs_f64()
-    };
-    // Milliseconds left for the next query.
-    let budget_ms = || (left() * 1000.0).max(1.0) as u32;
     let mut entries: Vec<JointRefuted> = Vec::new();
     let mut encoding: Box<dyn JointEncoding + '_> = match opts.encoding {
         Encoding::Default => Box::new(sat_encoding::SatEncoding::new(p, opts.warps, opts.seed)),
@@ -866,15 +866,6 @@ pub fn cross_pairs(p: &Problem) -> Vec<(usize, usize)> {
     pairs.sort_unstable();
     pairs.dedup();
     pairs
-}
-
-/// Milliseconds left until `deadline` (at least 1).
-fn ms_until(deadline: Instant) -> u32 {
-    (deadline
-        .saturating_duration_since(Instant::now())
-        .as_secs_f64()
-        * 1000.0)
-        .max(1.0) as u32
 }
 
 /// The last-stage window relaxation at `ii`: the ops that a pinned op
