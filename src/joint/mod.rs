@@ -885,29 +885,28 @@ pub fn last_stage_window_refutes(
     let n = p.ops.len();
     const NONE: i64 = i64::MIN / 4;
     let iv = ii as i64;
-    let mut window = vec![false; n];
+    // Longest lag paths from the pinned ops (all sources at once): an op
+    // at a non-negative distance from some pinned op is in the window.
+    let mut d = vec![NONE; n];
     for a in (0..n).filter(|&a| p.ops[a].last_stage) {
-        let mut d = vec![NONE; n];
         d[a] = 0;
-        for _ in 0..=n {
-            let mut changed = false;
-            for e in &p.edges {
-                if d[e.from] > NONE {
-                    let c = d[e.from] + e.delay as i64 - iv * e.distance as i64;
-                    if c > d[e.to] {
-                        d[e.to] = c;
-                        changed = true;
-                    }
+    }
+    for _ in 0..=n {
+        let mut changed = false;
+        for e in &p.edges {
+            if d[e.from] > NONE {
+                let c = d[e.from] + e.delay as i64 - iv * e.distance as i64;
+                if c > d[e.to] {
+                    d[e.to] = c;
+                    changed = true;
                 }
             }
-            if !changed {
-                break;
-            }
         }
-        for b in 0..n {
-            window[b] |= d[b] >= 0;
+        if !changed {
+            break;
         }
     }
+    let window: Vec<bool> = d.iter().map(|&x| x >= 0).collect();
     let ops: Vec<usize> = (0..n).filter(|&v| window[v]).collect();
     if ops.len() < 2 {
         return None;
