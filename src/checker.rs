@@ -21,7 +21,8 @@
 //! per-thread register limit R:
 //!
 //! 5. **groups**: A(v) = 0 iff v has variable latency (group 0 is the
-//!    designated variable-latency warp); otherwise 1 <= A(v) <= G;
+//!    designated variable-latency warp); otherwise 1 <= A(v) <= G; the ops
+//!    of every `same_group` set share one group (**colocation**);
 //! 6. **cross-warp spill**: an edge (u, v, d, delta) with A(u) != A(v) needs
 //!    M(v) + I*delta >= M(u) + d + spill_cost(u) (rule 3 with the spill added);
 //!    when cross-warp communication is prohibited, an edge between two
@@ -127,6 +128,14 @@ pub enum Violation {
         variable_latency: bool,
         groups: u32,
     },
+    /// Rule 5: `op` and `other` of `same_group` set `set` are on different groups.
+    SameGroup {
+        set: usize,
+        op: String,
+        group: u32,
+        other: String,
+        other_group: u32,
+    },
     /// Rule 6: edge `edge` crosses groups and needs M(to) + I*delta >= M(from) + d + spill.
     Spill {
         edge: usize,
@@ -223,6 +232,16 @@ impl fmt::Display for Violation {
             } => write!(
                 f,
                 "groups: `{op}` (variable latency: {variable_latency}) is on group {group}; group 0 is exactly the variable-latency ops, compute groups are 1..={groups}"
+            ),
+            Violation::SameGroup {
+                set,
+                op,
+                group,
+                other,
+                other_group,
+            } => write!(
+                f,
+                "colocation: `{op}` (group {group}) and `{other}` (group {other_group}) of same_group set {set} must share a group"
             ),
             Violation::Spill {
                 edge,
@@ -439,6 +458,22 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
                 variable_latency: op.variable_latency,
                 groups: cfg.groups,
             });
+        }
+    }
+    for (set, ops) in p.same_group.iter().enumerate() {
+        let Some(&first) = ops.first() else {
+            continue;
+        };
+        for &v in &ops[1..] {
+            if g[v] != g[first] {
+                out.push(Violation::SameGroup {
+                    set,
+                    op: p.ops[first].name.clone(),
+                    group: g[first],
+                    other: p.ops[v].name.clone(),
+                    other_group: g[v],
+                });
+            }
         }
     }
     for (k, e) in p.edges.iter().enumerate() {

@@ -56,6 +56,9 @@ pub struct Problem {
     pub memories: Vec<(String, u64)>,
     pub ops: Vec<ProblemOp>,
     pub edges: Vec<ProblemEdge>,
+    /// Sets of fixed-latency ops that must share a warp group (from
+    /// [`crate::graph::Graph::same_group`]); rule 5 of the checker.
+    pub same_group: Vec<Vec<usize>>,
     /// Raw machine cycles per normalized cycle (the largest duration's
     /// ratio), to translate normalized results back; 1 when not normalized.
     pub cycle_scale: f64,
@@ -307,6 +310,7 @@ impl Problem {
                 memories,
                 ops,
                 edges,
+                same_group: graph.same_group.iter().map(|g| g.ops.clone()).collect(),
                 cycle_scale,
             },
             norm,

@@ -1,6 +1,6 @@
 //! Property tests of the joint SWP + WS solver on random small graphs with
 //! register footprints, memory footprints, variable-latency ops, spill costs,
-//! blocking and ordering-only edges: all three encodings return schedules the checker accepts,
+//! blocking and ordering-only edges, colocation (same_group) pairs: all three encodings return schedules the checker accepts,
 //! they agree on (I, L), and an exhaustive search following Algorithm 1
 //! finds the same (I, L); the parallel search over I (three threads) gives
 //! the sequential answer and certificate.
@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use twill::checker::{self, WarpConfig};
-use twill::graph::{Edge, Graph, Op, Segment, Timing};
+use twill::graph::{Edge, Graph, Op, SameGroup, Segment, Timing};
 use twill::joint::{self, sat_encoding::SatEncoding, Encoding, JointOptions};
 use twill::problem::{BuildOptions, Problem};
 use twill::Machine;
@@ -74,9 +74,10 @@ fn graph_strategy() -> impl Strategy<Value = Graph> {
                     ),
                     0..=n + 1,
                 ),
+                prop::option::weighted(0.3, (0..n, 0..n)),
             )
         })
-        .prop_map(|(ops, edges)| {
+        .prop_map(|(ops, edges, together)| {
             let ops = ops
                 .into_iter()
                 .enumerate()
@@ -131,11 +132,25 @@ fn graph_strategy() -> impl Strategy<Value = Graph> {
                     }
                 })
                 .collect();
+            // A colocation pair between two fixed-latency ops.
+            let same_group = together
+                .filter(|&(a, b)| {
+                    let ops: &Vec<Op> = &ops;
+                    a != b && !ops[a].variable_latency && !ops[b].variable_latency
+                })
+                .map(|(a, b)| SameGroup {
+                    ops: vec![a, b],
+                    reason: "generated".into(),
+                    origin: "generated".into(),
+                })
+                .into_iter()
+                .collect();
             Graph {
                 name: "random".into(),
                 description: String::new(),
                 ops,
                 edges,
+                same_group,
             }
         })
 }

@@ -100,6 +100,61 @@ to = "C"
 }
 
 #[test]
+fn same_group_keeps_ops_together() {
+    // The graph above with A and B colocated: both are live until C issues,
+    // 400 registers in one group, so no schedule exists at any I. With B
+    // and C colocated instead, A goes to the other group.
+    let base = r#"
+[[op]]
+name = "A"
+cycles = 1
+uses = { TC = 1 }
+regs = 200
+[[op]]
+name = "B"
+cycles = 1
+uses = { TC = 1 }
+regs = 200
+[[op]]
+name = "C"
+cycles = 1
+uses = { SFU = 1 }
+[[edge]]
+from = "A"
+to = "C"
+[[edge]]
+from = "B"
+to = "C"
+"#;
+    let together = format!("{base}\n[[same_group]]\nops = [\"A\", \"B\"]\nreason = \"test\"\n");
+    assert!(
+        both(&problem(&together), 2).is_none(),
+        "A and B on one group cannot hold 400 registers"
+    );
+    let with_c = format!("{base}\n[[same_group]]\nops = [\"B\", \"C\"]\n");
+    let r = both(&problem(&with_c), 2).unwrap();
+    let g = &r.schedule.group;
+    assert_eq!(g[1], g[2], "B and C share a group");
+    assert_ne!(g[0], g[1], "A on the other group");
+    // The checker names the broken colocation.
+    let p = problem(&with_c);
+    let js = JointSchedule {
+        schedule: r.schedule.schedule.clone(),
+        group: vec![1, 1, 2],
+    };
+    let warps = WarpConfig {
+        groups: 2,
+        reg_limit: 1000,
+        cross_warp: true,
+    };
+    let v = check_joint(&p, &js, &warps);
+    assert!(
+        v.iter().any(|x| matches!(x, Violation::SameGroup { set: 0, op, other, .. } if op == "B" && other == "C")),
+        "{v:?}"
+    );
+}
+
+#[test]
 fn blocking_wait_cannot_interrupt_its_own_group() {
     // C keeps the TC (and its group) busy for 4 cycles; B waits on A with
     // blocking synchronization.

@@ -123,6 +123,7 @@ fn graph_strategy() -> impl Strategy<Value = (Graph, u32, u32)> {
                     description: String::new(),
                     ops,
                     edges,
+                    same_group: Vec::new(),
                 },
                 tc,
                 sfu,

@@ -25,7 +25,7 @@ use petgraph::graph::DiGraph;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{Edge, Graph, Op, Segment, Timing};
+use super::{Edge, Graph, Op, SameGroup, Segment, Timing};
 use crate::error::{LoadError, SourceMap};
 
 #[derive(Deserialize)]
@@ -39,6 +39,18 @@ struct RawGraph {
     op: Vec<Spanned<RawOp>>,
     #[serde(default)]
     edge: Vec<Spanned<RawEdge>>,
+    #[serde(default)]
+    same_group: Vec<Spanned<RawSameGroup>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSameGroup {
+    ops: Spanned<Vec<Spanned<String>>>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    origin: Option<String>,
 }
 
 /// One RRT row as written: unit name -> instances.
@@ -384,6 +396,47 @@ pub fn parse(file: &str, text: &str) -> Result<Graph, LoadError> {
         });
     }
 
+    let mut same_group = Vec::with_capacity(raw.same_group.len());
+    for (i, sg) in raw.same_group.iter().enumerate() {
+        let g = sg.get_ref();
+        let field = format!("same_group[{i}].ops");
+        let mut members: Vec<usize> = Vec::new();
+        for name in g.ops.get_ref() {
+            let Some(&v) = index.get(name.get_ref().trim()) else {
+                return Err(map.error(
+                    Some(name.span()),
+                    field,
+                    format!("no op named `{}`", name.get_ref()),
+                ));
+            };
+            if ops[v].variable_latency {
+                return Err(map.error(
+                    Some(name.span()),
+                    field,
+                    format!(
+                        "`{}` has variable latency and always runs on group 0; only fixed-latency ops can be kept together",
+                        ops[v].name
+                    ),
+                ));
+            }
+            if !members.contains(&v) {
+                members.push(v);
+            }
+        }
+        if members.len() < 2 {
+            return Err(map.error(
+                Some(g.ops.span()),
+                field,
+                "a same_group constraint needs at least two different ops",
+            ));
+        }
+        same_group.push(SameGroup {
+            ops: members,
+            reason: g.reason.clone().unwrap_or_default(),
+            origin: g.origin.clone().unwrap_or_else(|| at(sg.span())),
+        });
+    }
+
     let graph = Graph {
         name: raw.name.unwrap_or_else(|| {
             std::path::Path::new(file)
@@ -395,6 +448,7 @@ pub fn parse(file: &str, text: &str) -> Result<Graph, LoadError> {
         description: raw.description.unwrap_or_default(),
         ops,
         edges,
+        same_group,
     };
     if let Some((i, cycle, positive)) = zero_distance_cycle(&graph) {
         let span = raw.edge[i].span();
@@ -600,6 +654,14 @@ pub fn to_toml(g: &Graph) -> String {
         }
         out.push_str(&format!("origin = {}\n", quote(&e.origin)));
     }
+    for sg in &g.same_group {
+        let names: Vec<String> = sg.ops.iter().map(|&v| quote(&g.ops[v].name)).collect();
+        out.push_str(&format!("\n[[same_group]]\nops = [{}]\n", names.join(", ")));
+        if !sg.reason.is_empty() {
+            out.push_str(&format!("reason = {}\n", quote(&sg.reason)));
+        }
+        out.push_str(&format!("origin = {}\n", quote(&sg.origin)));
+    }
     out
 }
 
@@ -644,6 +706,31 @@ distance = 1
         assert_eq!(g.ops[0].origin, "g.toml:3");
         let again = parse("g.toml", &to_toml(&g)).unwrap();
         assert_eq!(g, again);
+    }
+
+    #[test]
+    fn same_group_parses_round_trips_and_rejects_bad_sets() {
+        let text =
+            format!("{FA}\n[[same_group]]\nops = [\"S\", \"O\"]\nreason = \"one partition\"\n");
+        let g = parse("g.toml", &text).unwrap();
+        assert_eq!(g.same_group.len(), 1);
+        assert_eq!(g.same_group[0].ops, [0, 2]);
+        assert_eq!(g.same_group[0].reason, "one partition");
+        assert_eq!(g.same_group[0].origin, "g.toml:25");
+        assert_eq!(parse("g.toml", &to_toml(&g)).unwrap(), g);
+
+        let e = err(&format!("{FA}\n[[same_group]]\nops = [\"S\", \"Q\"]\n"));
+        assert_eq!((e.field.as_str(), e.line), ("same_group[0].ops", 26));
+        assert!(e.message.contains("no op named `Q`"), "{e}");
+        let e = err(&format!("{FA}\n[[same_group]]\nops = [\"S\", \"S\"]\n"));
+        assert!(e.message.contains("at least two different ops"), "{e}");
+        let vl = FA.replacen(
+            "uses = { TC = 1 }",
+            "uses = { TC = 1 }\nvariable_latency = true",
+            1,
+        );
+        let e = err(&format!("{vl}\n[[same_group]]\nops = [\"S\", \"P\"]\n"));
+        assert!(e.message.contains("`S` has variable latency"), "{e}");
     }
 
     #[test]

@@ -76,6 +76,19 @@ pub struct Edge {
     pub origin: String,
 }
 
+/// Ops that must be assigned the same warp group: a constraint of the
+/// code generator that consumes the schedule (Triton's warp specialization
+/// cannot split them), not of the machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SameGroup {
+    /// At least two fixed-latency ops.
+    pub ops: Vec<usize>,
+    /// Why they must stay together (shown in reports and errors).
+    pub reason: String,
+    /// Where the constraint came from.
+    pub origin: String,
+}
+
 /// A loop dependence graph.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Graph {
@@ -83,6 +96,8 @@ pub struct Graph {
     pub description: String,
     pub ops: Vec<Op>,
     pub edges: Vec<Edge>,
+    /// Warp-group colocation constraints (empty: any assignment).
+    pub same_group: Vec<SameGroup>,
 }
 
 impl Graph {

@@ -183,6 +183,14 @@ impl<'p> IntEncoding<'p> {
             }
         }
         let differ = |u: usize, v: usize| -> Bool { g[u].eq(&g[v]).not() };
+        // Colocation (rule 5).
+        if ws {
+            for set in &p.same_group {
+                for pair in set.windows(2) {
+                    s.assert(g[pair[0]].eq(&g[pair[1]]));
+                }
+            }
+        }
 
         // Dependences (+ cross-warp spill).
         for e in &p.edges {

@@ -917,6 +917,8 @@ pub fn last_stage_window_refutes(
     }
     let mut q = p.clone();
     q.ops = ops.iter().map(|&v| p.ops[v].clone()).collect();
+    // A modulo relaxation: no groups, so no colocation either.
+    q.same_group = Vec::new();
     q.edges = p
         .edges
         .iter()

@@ -199,6 +199,12 @@ impl JointEncoding for PaperEncoding<'_> {
                 .collect();
             Bool::or(&pairs)
         };
+        // Colocation (rule 5): no set member on another group than the first.
+        for set in &p.same_group {
+            for pair in set.windows(2) {
+                solver.assert(cross(pair[0], pair[1]).not());
+            }
+        }
         // Dependence and cross-warp spills.
         for e in &p.edges {
             check_deadline!();

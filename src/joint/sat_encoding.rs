@@ -223,6 +223,22 @@ impl<'p> SatEncoding<'p> {
             b
         };
 
+        // Colocation (rule 5): every same_group set on one group.
+        if ws {
+            for set in &p.same_group {
+                for pair in set.windows(2) {
+                    let (u, v) = (pair[0], pair[1]);
+                    s.assert(same(u, v, &self.group));
+                    // The same, as binary clauses that propagate at once.
+                    if groups > 1 && !self.group[u].is_empty() && !self.group[v].is_empty() {
+                        for w in 0..groups {
+                            s.assert(self.group[u][w].eq(&self.group[v][w]));
+                        }
+                    }
+                }
+            }
+        }
+
         // Cross-group pairs, for the fewest-crossings refinement.
         self.cross = if ws && groups > 1 {
             super::cross_pairs(p)

@@ -108,7 +108,7 @@ fn extend(p: &Problem, color: &[usize], map: &mut Vec<Option<usize>>, target: &[
     let n = p.ops.len();
     let Some(v) = (0..n).find(|&v| map[v].is_none()) else {
         let perm: Vec<usize> = map.iter().map(|m| m.unwrap_or(0)).collect();
-        return edge_key(p, &perm) == target;
+        return edge_key(p, &perm) == target && keeps_same_group(p, &perm);
     };
     // Candidates: v itself, or a same-coloured unmapped op (swapped with v).
     let mut candidates = vec![v];
@@ -123,6 +123,35 @@ fn extend(p: &Problem, color: &[usize], map: &mut Vec<Option<usize>>, target: &[
         map[u] = None;
     }
     false
+}
+
+/// The permutation maps the colocation relation (the equivalence that the
+/// `same_group` sets generate) onto itself: the image of every set lies in
+/// one class. A bijection that maps the generating pairs into the relation
+/// maps the whole relation onto it.
+fn keeps_same_group(p: &Problem, perm: &[usize]) -> bool {
+    if p.same_group.is_empty() {
+        return true;
+    }
+    let n = p.ops.len();
+    let mut class: Vec<usize> = (0..n).collect();
+    fn find(class: &mut [usize], mut v: usize) -> usize {
+        while class[v] != v {
+            class[v] = class[class[v]];
+            v = class[v];
+        }
+        v
+    }
+    for set in &p.same_group {
+        for pair in set.windows(2) {
+            let (a, b) = (find(&mut class, pair[0]), find(&mut class, pair[1]));
+            class[a] = b;
+        }
+    }
+    p.same_group.iter().all(|set| {
+        let first = find(&mut class, perm[set[0]]);
+        set.iter().all(|&v| find(&mut class, perm[v]) == first)
+    })
 }
 
 /// Every edge between mapped ops maps onto an existing edge.
@@ -169,6 +198,30 @@ mod tests {
             "pv_a"
         );
         assert!((0..perm.len()).all(|i| perm[perm[i]] == i));
+    }
+
+    #[test]
+    fn colocation_must_be_kept_by_the_involution() {
+        let mut p = problem("examples/graphs/fa_fwd_hopper.toml", "h100");
+        let (v, perm) = find_involution(&p).unwrap();
+        // Both sub-tiles' first ops together: still symmetric.
+        p.same_group = vec![vec![v, perm[v]]];
+        let (_, kept) = find_involution(&p).expect("a symmetric pair keeps the symmetry");
+        assert_eq!(kept[v], perm[v]);
+        // Two ops of one sub-tile together: the swap maps the pair onto the
+        // other sub-tile's, outside the relation, so it is no symmetry any
+        // more (and the solvers may not break it).
+        let u = (0..p.ops.len())
+            .find(|&u| u != v && u != perm[v] && perm[u] != u && !p.ops[u].variable_latency)
+            .expect("another op of the sub-tiles");
+        p.same_group = vec![vec![v, u]];
+        if let Some((_, other)) = find_involution(&p) {
+            assert!(
+                other[v] == v || other[v] == u,
+                "an involution moving `{}` must keep its pair",
+                p.ops[v].name
+            );
+        }
     }
 
     #[test]

@@ -178,6 +178,13 @@ pub fn valid_joint(
             return false;
         }
     }
+    // Colocation: each same_group set on one group.
+    if p.same_group
+        .iter()
+        .any(|set| set.iter().any(|&v| group[v] != group[set[0]]))
+    {
+        return false;
+    }
     for e in &p.edges {
         if group[e.from] != group[e.to]
             && start[e.to] + ii * e.distance < start[e.from] + e.delay + p.ops[e.from].spill_cost
