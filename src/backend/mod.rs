@@ -109,6 +109,16 @@ impl TritonTarget {
         self.arch == Arch::Sm90
     }
 
+    /// When twill writes warp partitions: the MMA ops around which the
+    /// code generator's partitions are built, for
+    /// [`crate::frontend::lower::colocation`] (sm100: Triton keeps its
+    /// `ttg.partition` ids only when values cross partitions through MMAs
+    /// and loads); `None` where no colocation is needed (sm90 writes only
+    /// the producer/consumer split).
+    pub fn partition_mma_ops(&self) -> Option<&'static [&'static str]> {
+        (self.arch == Arch::Sm100).then_some(MMA_V5)
+    }
+
     /// Op names subject to [`Self::dots_in_last_stage`].
     pub fn last_stage_ops(&self) -> &'static [&'static str] {
         if self.dots_in_last_stage() {
@@ -399,6 +409,16 @@ pub fn decide(
     // folded ops), else on the earliest node that uses the iteration
     // argument they feed, else on their latest producer.
     let users = users_of(ir);
+    // The load node whose tile an absorbed op (a local_alloc) stores.
+    let absorbed_load = |i: usize| -> Option<usize> {
+        if lowered.ops[i].folded != Some("absorbed") {
+            return None;
+        }
+        ir.ops[i].operands.iter().find_map(|v| match v.src {
+            ValueSrc::Op { op, .. } => lowered.ops[op].node,
+            _ => None,
+        })
+    };
     #[allow(clippy::needless_range_loop)] // i indexes ops, users and decisions together
     for i in 0..n {
         if out[i].is_some() {
@@ -468,6 +488,12 @@ pub fn decide(
                     } else {
                         Vec::new()
                     }
+                } else if let Some(load) = absorbed_load(i) {
+                    // A local_alloc absorbed into its load runs where the
+                    // load runs: the tile goes straight from the copy into
+                    // shared memory, never through another partition's
+                    // registers.
+                    part_of(load, name)
                 } else {
                     part_of(v, name)
                 };
@@ -798,6 +824,13 @@ mod tests {
         assert!(d.ops[6].self_latency);
         assert_eq!(d.ops[1].partition, d.ops[3].partition);
         assert_ne!(d.ops[1].partition, [1]);
+        // The local_allocs absorbed into the loads run in the loads'
+        // partition: the tiles never pass through the MMA partition's
+        // registers.
+        assert_eq!(d.ops[2].partition, d.ops[1].partition);
+        assert_eq!(d.ops[4].partition, d.ops[3].partition);
+        // The transpose view follows its user, the MMA.
+        assert_eq!(d.ops[5].partition, [1]);
         assert_eq!(d.partition_stages.len(), 3);
         assert_eq!(d.partition_stages[1], 1);
     }

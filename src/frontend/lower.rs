@@ -25,7 +25,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{element_bytes, parse_tile, IrOp, LoopIr, Tile, ValueSrc};
-use crate::graph::{Edge, Graph, Op, Timing};
+use crate::graph::{Edge, Graph, Op, SameGroup, Timing};
 use crate::machine::{DtypeFrom, Machine, OpRule, ShapeFrom};
 
 /// Why a loop cannot be scheduled.
@@ -396,11 +396,78 @@ pub fn lower(
             ),
             ops,
             edges: graph_edges,
+            same_group: Vec::new(),
         },
         ops: classified,
         op_of_node,
         notes,
     })
+}
+
+/// Colocation constraints of a warp-specialized loop whose partitions a
+/// code generator like Triton's (sm_100) builds from per-op partition ids:
+/// the MMAs (ops named in `mma_ops`) share one partition, and every other
+/// fixed-latency op shares a partition with the fixed-latency, non-MMA ops
+/// it exchanges data with (data edges of any iteration distance; tensor
+/// memory written by one and read by the other counts, ordering-only edges
+/// do not). Values then move between partitions only through the MMAs and
+/// the loads, which is what Triton can lower: a tensor-memory buffer is
+/// used by the MMA partition and one other, the load and store of an
+/// accumulator sit together, and no chain of cheap ops leaves a partition
+/// and comes back (Triton 3.9 duplicates such chains and cannot relabel a
+/// duplicated `tt.reduce`). Returns one set per class of two or more ops.
+pub fn colocation(ir: &LoopIr, lowered: &Lowered, mma_ops: &[&str]) -> Vec<SameGroup> {
+    let g = &lowered.graph;
+    let n = g.ops.len();
+    let is_mma = |v: usize| mma_ops.contains(&ir.ops[lowered.op_of_node[v]].name.as_str());
+    let mut class: Vec<usize> = (0..n).collect();
+    fn find(class: &mut [usize], mut v: usize) -> usize {
+        while class[v] != v {
+            class[v] = class[class[v]];
+            v = class[v];
+        }
+        v
+    }
+    let join = |class: &mut Vec<usize>, a: usize, b: usize| {
+        let (ra, rb) = (find(class, a), find(class, b));
+        if ra != rb {
+            class[ra.max(rb)] = ra.min(rb);
+        }
+    };
+    let mmas: Vec<usize> = (0..n).filter(|&v| is_mma(v)).collect();
+    for pair in mmas.windows(2) {
+        join(&mut class, pair[0], pair[1]);
+    }
+    for e in &g.edges {
+        let (u, v) = (e.from, e.to);
+        if e.order || u == v || g.ops[u].variable_latency || g.ops[v].variable_latency {
+            continue;
+        }
+        if is_mma(u) || is_mma(v) {
+            continue;
+        }
+        join(&mut class, u, v);
+    }
+    let mut sets: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for v in (0..n).filter(|&v| !g.ops[v].variable_latency) {
+        let r = find(&mut class, v);
+        sets.entry(r).or_default().push(v);
+    }
+    sets.into_values()
+        .filter(|ops| ops.len() >= 2)
+        .map(|ops| {
+            let mma = is_mma(ops[0]);
+            SameGroup {
+                origin: g.ops[ops[0]].origin.clone(),
+                reason: if mma {
+                    "the MMAs form one partition".to_string()
+                } else {
+                    "register values and tensor-memory accesses exchanged between these ops stay in one partition".to_string()
+                },
+                ops,
+            }
+        })
+        .collect()
 }
 
 /// Footprint of a buffer in its memory's unit: bytes for shared memory,
@@ -593,6 +660,59 @@ pub(crate) mod tests {
         let e = lower(&ir, &Machine::select("h100").unwrap(), &[]).unwrap_err();
         assert!(e.reason.contains("`scf.if`"), "{e}");
         assert_eq!(e.location, "loc(\"ttng.warp_group_dot\")");
+    }
+
+    #[test]
+    fn colocation_joins_mmas_and_the_ops_exchanging_data_between_them() {
+        // sm_100: S = mma(..) in tensor memory, P = exp2(tmem_load S), the
+        // accumulator of a second MMA loaded and scaled by P's values.
+        let tm = "!ttg.memdesc<128x128xf32, #tmem, #ttng.tensor_memory, mutable>";
+        let r = |op: usize| ValueSrc::Op { op, result: 0 };
+        let mma = |acc: usize| {
+            op(
+                "ttng.tc_gen5_mma",
+                vec![
+                    v(ValueSrc::Outside(0), S),
+                    v(ValueSrc::Outside(1), ST),
+                    v(ValueSrc::Outside(acc), tm),
+                ],
+                &[],
+            )
+        };
+        let ir = LoopIr {
+            name: "t".into(),
+            location: "l".into(),
+            warp_specialize: true,
+            num_warps: 4,
+            ops: vec![
+                mma(2),
+                op("ttng.tmem_load", vec![v(ValueSrc::Outside(2), tm)], &[ACC]),
+                op("math.exp2", vec![v(r(1), ACC)], &[ACC]),
+                op("ttng.tmem_load", vec![v(ValueSrc::Outside(3), tm)], &[ACC]),
+                op("arith.mulf", vec![v(r(3), ACC), v(r(2), ACC)], &[ACC]),
+                mma(3),
+            ],
+            yields: vec![],
+        };
+        let l = lower(&ir, &Machine::select("b200").unwrap(), &[]).unwrap();
+        let sets = colocation(&ir, &l, &["ttng.tc_gen5_mma"]);
+        let names: Vec<Vec<&str>> = sets
+            .iter()
+            .map(|s| {
+                s.ops
+                    .iter()
+                    .map(|&v| l.graph.ops[v].name.as_str())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                vec!["tc_gen5_mma_0", "tc_gen5_mma_5"],
+                vec!["tmem_load_1", "exp2_2", "tmem_load_3", "mulf_4"],
+            ]
+        );
+        assert!(sets[0].reason.contains("MMAs"));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use mlir_sys::{mlirOperationGetLocation, MlirLocation, MlirOperation};
 use super::ffi::{self, TWILL_ERROR, TWILL_REMARK, TWILL_WARNING};
 use crate::backend::{self, Arch, TritonTarget};
 use crate::checker::{self, WarpConfig};
-use crate::frontend::lower::{lower, Lowered};
+use crate::frontend::lower::{colocation, lower, Lowered};
 use crate::frontend::mlir::{find_loops, Scope};
 use crate::frontend::LoopIr;
 use crate::graph::load::to_toml;
@@ -201,6 +201,10 @@ impl ExportOptions {
     }
 }
 
+/// At most this many seconds go to the search under the target's
+/// colocation rules before the loop is solved without them (stages only).
+const COLOCATED_SECONDS: f64 = 10.0;
+
 /// What happened to one loop.
 enum Outcome {
     Scheduled(String),
@@ -214,6 +218,7 @@ fn schedule_loop(
     machine: &Machine,
     o: &ScheduleOptions,
     tag: u32,
+    stages_only: Option<&str>,
 ) -> Outcome {
     let started = Instant::now();
     let lowered: Lowered = match lower(ir, machine, o.target.last_stage_ops()) {
@@ -232,35 +237,69 @@ fn schedule_loop(
     // one instruction stream, whose barrier waits do not stop the
     // asynchronous units (TMA, tensor cores) it feeds: no blocking rule.
     let ws_loop = o.ws && ir.warp_specialize;
+    let ws = ws_loop && !(o.target.arch == Arch::Sm90 && ir.num_warps != 4);
     let mut graph = lowered.graph.clone();
     if !ws_loop {
         for e in &mut graph.edges {
             e.blocking = false;
         }
     }
-    let (problem, _norm) = match Problem::build(&graph, machine, build) {
-        Ok(p) => p,
-        Err(e) => return Outcome::Skipped(format!("cannot price the loop: {e}")),
+    // Partitions that are written must be ones the code generator can
+    // build: the target's colocation sets. When no schedule meets them
+    // (within half the budget), the loop is solved without them and only
+    // its stages are written: Triton partitions around them.
+    let colocated = if ws && o.partitions && stages_only.is_none() {
+        o.target
+            .partition_mma_ops()
+            .map(|mmas| colocation(ir, &lowered, mmas))
+            .unwrap_or_default()
+    } else {
+        Vec::new()
     };
-    let ws = ws_loop && !(o.target.arch == Arch::Sm90 && ir.num_warps != 4);
     let warps = WarpConfig {
         groups: if ws_loop { o.groups } else { 1 },
         reg_limit: machine.warps.max_regs_per_thread,
         cross_warp: true,
     };
-    let left = (o.timeout - started.elapsed().as_secs_f64()).max(0.01);
-    let result = match joint::solve(
-        &problem,
-        JointOptions {
-            encoding: o.encoding,
-            warps,
-            timeout: left,
-            seed: 0,
-            threads: 0,
-        },
-    ) {
-        Ok(r) => r,
-        Err(e) => return Outcome::Skipped(format!("no schedule: {e}")),
+    let solve_graph = |g: &crate::graph::Graph, seconds: f64| {
+        let (problem, _norm) =
+            Problem::build(g, machine, build).map_err(|e| format!("cannot price the loop: {e}"))?;
+        let result = joint::solve(
+            &problem,
+            JointOptions {
+                encoding: o.encoding,
+                warps,
+                timeout: seconds.max(0.01),
+                seed: 0,
+                threads: 0,
+            },
+        )
+        .map_err(|e| format!("no schedule: {e}"))?;
+        Ok::<_, String>((problem, result))
+    };
+    let left = |started: &Instant| (o.timeout - started.elapsed().as_secs_f64()).max(0.01);
+    let mut partitions = ws && o.partitions && stages_only.is_none();
+    let mut partition_note = stages_only
+        .filter(|_| ws && o.partitions)
+        .map(str::to_string);
+    let solved = if colocated.is_empty() {
+        solve_graph(&graph, left(&started))
+    } else {
+        let mut with = graph.clone();
+        with.same_group = colocated;
+        match solve_graph(&with, (left(&started) / 3.0).min(COLOCATED_SECONDS)) {
+            Ok(r) => Ok(r),
+            Err(why) => {
+                tracing::debug!(target: "twill", "{}: under Triton's partition rules: {why}", ir.name);
+                partitions = false;
+                partition_note = Some(format!("none that Triton can build: {why}"));
+                solve_graph(&graph, left(&started))
+            }
+        }
+    };
+    let (problem, result) = match solved {
+        Ok(x) => x,
+        Err(why) => return Outcome::Skipped(why),
     };
     // The independent checker, once more, on exactly what is written.
     let (view, _) = joint::streaming_view(&problem);
@@ -279,7 +318,7 @@ fn schedule_loop(
             &result.schedule,
             &result.streaming,
             o.target.arch,
-            ws && o.partitions,
+            partitions,
             o.prefetch,
             order,
             o.loads_last,
@@ -343,8 +382,10 @@ fn schedule_loop(
         f64::from(s.ii) * problem.cycle_scale,
         s.length,
         decision.max_stage + 1,
-        if ws && o.partitions {
+        if partitions {
             format!("partitions={}", decision.partitions())
+        } else if let Some(why) = &partition_note {
+            format!("partitions left to Triton ({why})")
         } else if ws {
             "partitions left to Triton (partitions=false)".to_string()
         } else if ws_loop {
@@ -434,15 +475,33 @@ pub unsafe extern "C" fn schedule_body(
         let Some(machine) = select_machine(PASS, module_loc, &o.machine) else {
             return 1;
         };
+        let loops = find_loops(module, o.scope);
+        // Triton 3.6 lowers a kernel with several warp-specialized loops
+        // only when they are partitioned alike ("'nvvm.setmaxregister' op
+        // new register size must be in between 24 to 256" otherwise,
+        // measured on the causal FA forward): all loops get Triton's
+        // partitions there, around twill's stages.
+        let ws_loops = loops
+            .iter()
+            .filter(|l| l.ir.as_ref().is_ok_and(|ir| ir.warp_specialize))
+            .count();
+        let stages_only = (o.partitions
+            && o.ws
+            && o.target.partition_mma_ops().is_some()
+            && o.target.version < (3, 7)
+            && ws_loops > 1)
+            .then_some(
+                "Triton before 3.7 lowers several warp-specialized loops of one kernel only when Triton partitions them all",
+            );
         let mut tag = 0;
-        for found in find_loops(module, o.scope) {
+        for found in loops {
             // SAFETY: `find_loops` returns live operations of the module.
             let loc = unsafe { mlirOperationGetLocation(found.op) };
             let outcome = match &found.ir {
                 Err(why) => Outcome::Skipped(why.clone()),
                 Ok(ir) => {
                     let out = catch_unwind(AssertUnwindSafe(|| {
-                        schedule_loop(found.op, ir, &machine, &o, tag)
+                        schedule_loop(found.op, ir, &machine, &o, tag, stages_only)
                     }))
                     .unwrap_or_else(|_| {
                         Outcome::Skipped("internal error (a panic); see stderr".into())
@@ -505,8 +564,16 @@ pub unsafe extern "C" fn export_graph_body(
                 Ok(ir) => match lower(ir, &machine, target.last_stage_ops()) {
                     Err(e) => format!("twill: skipped loop: {} (at {})", e.reason, e.location),
                     Ok(l) => {
+                        // The graph the schedule pass solves when it writes
+                        // partitions: with the target's colocation sets.
+                        let mut graph = l.graph.clone();
+                        if ir.warp_specialize {
+                            if let Some(mmas) = target.partition_mma_ops() {
+                                graph.same_group = colocation(ir, &l, mmas);
+                            }
+                        }
                         let path = o.dir.join(format!("{}.toml", ir.name));
-                        if let Err(e) = std::fs::write(&path, to_toml(&l.graph)) {
+                        if let Err(e) = std::fs::write(&path, to_toml(&graph)) {
                             ffi::emit(
                                 loc,
                                 TWILL_ERROR,
@@ -515,10 +582,15 @@ pub unsafe extern "C" fn export_graph_body(
                             return 1;
                         }
                         format!(
-                            "twill: wrote {} ({} ops, {} edges)",
+                            "twill: wrote {} ({} ops, {} edges{})",
                             path.display(),
-                            l.graph.ops.len(),
-                            l.graph.edges.len()
+                            graph.ops.len(),
+                            graph.edges.len(),
+                            if graph.same_group.is_empty() {
+                                String::new()
+                            } else {
+                                format!(", {} same_group sets", graph.same_group.len())
+                            }
                         )
                     }
                 },

@@ -113,6 +113,24 @@ EXPECTED.update({
     ("fa_bwd_preprocess_hd64", 90): [],
     ("fa_bwd_preprocess_hd64", 100): [],
 })
+# How each warp-specialized loop of a kernel is partitioned on cuda:100, in
+# program order: twill's own partitions (TWILL_PARTS, checked op by op in the
+# final TTGIR), or Triton's around twill's stages with the reason.
+TWILL_PARTS = "twill's partitions"
+NOT_BUILDABLE = "partitions left to Triton (none that Triton can build: "
+SEVERAL_36 = "partitions left to Triton (Triton before 3.7 lowers several warp-specialized loops"
+_V36 = triton.__version__.startswith("3.6")
+PARTITIONS = {
+    "fa_fwd": [TWILL_PARTS],
+    "fa_fwd_hd64": [TWILL_PARTS],
+    "fa_fwd_subtile": [TWILL_PARTS],
+    # The diagonal loop's masked softmax and the correction cannot share one
+    # partition within the register limit, and Triton (which clones cheap ops
+    # into the correction partition) builds nothing else from per-op ids.
+    "fa_fwd_causal": [SEVERAL_36] * 2 if _V36 else [TWILL_PARTS, NOT_BUILDABLE],
+    "fa_fwd_causal_subtile": [SEVERAL_36] * 2 if _V36 else [TWILL_PARTS, NOT_BUILDABLE],
+}
+
 # twill's time limit (seconds per loop) for the kernels expected to fall
 # back, to keep the test short; the expectations above hold for these limits.
 TIMEOUTS = {key: 2 for key, loops in EXPECTED.items() if loops and SCHEDULED not in loops}
@@ -184,6 +202,114 @@ def _final_buffers_any(ttgir):
     return sorted(int(n) for n in re.findall(r"ttg\.local_alloc.*-> !ttg\.memdesc<(\d+)x\d+x\d+xf16", ttgir))
 
 
+# twill op -> the op it becomes in the final TTGIR's partition regions.
+_LOWERED = {"tt.descriptor_load": "ttng.async_tma_copy_global_to_local ", "ttng.tc_gen5_mma": "ttng.tc_gen5_mma ",
+            "ttng.tmem_load": "ttng.tmem_load ", "ttng.tmem_store": "ttng.tmem_store "}
+_PART = re.compile(r'"(tt\.descriptor_load|ttng\.tc_gen5_mma|ttng\.tmem_load|ttng\.tmem_store)".*'
+                   r"ttg\.partition = array<i32: (\d+)>.*loc\((#loc\d*)\)\s*$", re.M)
+_ALIAS = re.compile(r"^(#loc\d*) = loc\((.*)\)\s*$", re.M)
+
+
+def _locations(text):
+    """Location aliases of a printed module, resolved to full text (an op's
+    source position through its call sites): what identifies an op from
+    twill's module to Triton's final TTGIR."""
+    raw = dict(_ALIAS.findall(text))
+    ref = re.compile(r"#loc\d*\b")
+    resolved = {}
+
+    def resolve(name, depth=0):
+        if name not in resolved:
+            body = raw.get(name, name)
+            resolved[name] = body if depth > 50 else ref.sub(lambda m: resolve(m.group(0), depth + 1), body)
+        return resolved[name]
+
+    return {name: resolve(name) for name in raw}
+
+
+def _solved_partitions(scheduled):
+    """Per loop of twill's module (program order): (lowered op, location,
+    twill's partition) of every MMA, TMA load and tensor-memory access."""
+    locs = _locations(scheduled)
+    loops = []
+    for chunk in scheduled.split('"scf.for"')[1:]:
+        ops = [(_LOWERED[m.group(1)], locs.get(m.group(3), m.group(3)), int(m.group(2)))
+               for m in _PART.finditer(chunk)]
+        if ops:
+            loops.append(ops)
+    return loops
+
+
+def _ws_regions(ttgir):
+    """Per ttg.warp_specialize op of the final TTGIR (program order): its
+    regions' lines, keyed 0 for the default region and k for the region
+    `partition{k-1}`."""
+    lines = ttgir.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if "ttg.warp_specialize(" not in line:
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        regions, current = {}, None
+        for body in lines[i + 1:]:
+            if body.startswith(indent + "} : ("):
+                break
+            head = body[len(indent):] if body.startswith(indent) else body
+            if head.startswith("default {"):
+                current = 0
+                regions[current] = []
+            elif re.match(r"partition\d+\(", head):
+                current = int(re.match(r"partition(\d+)", head).group(1)) + 1
+                regions[current] = []
+            elif current is not None:
+                regions[current].append(body)
+        out.append(regions)
+    return out
+
+
+def _check_partitions(kernel, d, scheduled, ttgir):
+    """The final TTGIR is warp-specialized as twill solved it, loop by loop:
+    every MMA, TMA load and tensor-memory access (identified by op and source
+    location) sits in the region of the partition twill gave it."""
+    remarks = [r for r in d.remarks if SCHEDULED in r]
+    want = PARTITIONS[kernel]
+    assert len(remarks) == len(want), d.remarks
+    regions = _ws_regions(ttgir)
+    assert len(regions) == len(want), (len(regions), d.remarks)
+    final_locs = _locations(ttgir)
+    at = re.compile(r"loc\((#loc\d*)\)\s*$")
+    solved = iter(_solved_partitions(scheduled))
+    for remark, expect, ws in zip(remarks, want, regions):
+        written = re.search(r"partitions=(\d+)", remark)
+        if expect != TWILL_PARTS:
+            assert expect in remark, (expect, remark)
+            continue
+        assert written, remark
+        count = int(written.group(1))
+        assert len(ws) == count, (sorted(ws), remark)
+        # Twill's partitions map one-to-one onto the regions (Triton may
+        # number them differently: 3.9 renumbers).
+        region_of = {}
+        ops = next(solved)
+        assert ops
+        for op, loc, p in ops:
+            # Triton gives a TMA copy the location of its shared-memory
+            # buffer's user, not of the load: loads are matched by op only
+            # (twill keeps every load in its one variable-latency partition).
+            if op == _LOWERED["tt.descriptor_load"]:
+                loc = None
+            holding = set()
+            for k, body in ws.items():
+                for line in body:
+                    m = at.search(line)
+                    if op in line and (loc is None or m and final_locs.get(m.group(1), m.group(1)) == loc):
+                        holding.add(k)
+            assert len(holding) == 1, (op, loc, p, holding)
+            (k,) = holding
+            assert region_of.setdefault(p, k) == k, (op, loc, p, region_of)
+        assert len(set(region_of.values())) == len(region_of), region_of
+
+
 def test_expectations_cover_every_kernel():
     assert set(EXPECTED) == {(kernel, cap) for kernel in KERNELS for cap in (90, 100)}
     assert all(isinstance(v, list) for v in EXPECTED.values())
@@ -223,10 +349,9 @@ def test_twill_schedule_reaches_cubin(twill, kernel, cap):
     assert "tt.scheduled_max_stage" in scheduled and "loop.stage" in scheduled
     ttgir = k.asm["ttgir"]
     if cap == 100 and kernel.startswith("fa_fwd"):
-        # Warp-specialized: buffers between partitions follow num_stages, and
-        # the partitions are Triton's, built around twill's stages.
-        assert "ttg.warp_specialize" in ttgir
-        assert "partitions left to Triton" in " ".join(d.remarks)
+        # Warp-specialized: buffers between partitions follow num_stages;
+        # the partitions are twill's where it wrote them.
+        _check_partitions(kernel, d, scheduled, ttgir)
     else:
         solved = _solved_buffers(scheduled, cap)
         assert solved, scheduled
@@ -329,6 +454,15 @@ def test_cache_key_protocol():
     finally:
         twill_triton.disable()
     assert k10.startswith("twill-") and k10 != k20 and h10 != h20
+    # Stages only (TWILL_PARTITIONS=0) compiles differently: another key.
+    try:
+        os.environ["TWILL_PARTITIONS"] = "0"
+        twill_triton.enable(twill_opt=TWILL_OPT, timeout=10)
+        k10_stages, _ = knobs.runtime.add_stages_inspection_hook()
+    finally:
+        os.environ.pop("TWILL_PARTITIONS")
+        twill_triton.disable()
+    assert k10_stages != k10
 
 
 def test_replay_without_twill_opt(tmp_path, monkeypatch):

@@ -93,6 +93,8 @@ class Config:
     strict: bool
     dump_dir: Optional[str]
     extra: str
+    # Write twill's own warp partitions (sm100); False: stages only.
+    partitions: bool = True
 
 
 def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra=""):
@@ -103,6 +105,7 @@ def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None
         strict=_env_bool("TWILL_STRICT") if strict is None else bool(strict),
         dump_dir=dump_dir if dump_dir is not None else os.environ.get("TWILL_DUMP_DIR") or None,
         extra=extra,
+        partitions=os.environ.get("TWILL_PARTITIONS", "1").strip().lower() not in ("0", "false", "no", "off"),
     )
 
 
@@ -123,7 +126,8 @@ def _cache_key(cfg):
     """What makes a twill compilation differ from Triton's: the twill binary
     (hence its machine descriptions and solver) and the pass options."""
     replay = os.environ.get("TWILL_REPLAY_DIR", "")
-    return f"twill-{_binary_hash(cfg.twill_opt)}-{cfg.scope}-{cfg.timeout}-{cfg.extra}-{replay}"
+    return (f"twill-{_binary_hash(cfg.twill_opt)}-{cfg.scope}-{cfg.timeout}-{cfg.extra}"
+            f"-{'p' if cfg.partitions else 'np'}-{replay}")
 
 
 def enable(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra_options=""):
@@ -451,14 +455,12 @@ def _schedule(ir, mod, capability, options, cfg):
             e.decision = decision
             raise e
         pass_opts = f"arch={arch} triton={_triton_version()} scope={cfg.scope} timeout={cfg.timeout:g}"
-        if arch == "sm100" and not _env_bool("TWILL_PARTITIONS"):
-            # Triton rejects twill's own Blackwell partitions for
-            # FlashAttention (3.6: "'scf.for' op using value defined outside
-            # the region" after its warp specialization; 3.9: its partition
-            # scheduler splits a tt.reduce on a cross-partition round trip and
-            # fails its verifier; NOTES.md): by default twill writes the stages
-            # it solved for warp specialization and lets Triton partition
-            # around them. TWILL_PARTITIONS=1 writes twill's.
+        if not cfg.partitions:
+            # Stages only: Triton's partition scheduler partitions around
+            # them. By default twill writes its own partitions (sm100), solved
+            # under the colocation rules Triton's warp specialization needs,
+            # or stages only where no such assignment exists (the remark says
+            # why).
             pass_opts += " partitions=false"
         if cfg.extra:
             pass_opts += " " + cfg.extra
