@@ -19,6 +19,12 @@ What it measures, next to what machines/h100.toml assumes:
   this bounds the rate by that consumer as much as by TMA;
 * tma_mma: the loads pipelined with 2, 3 or 5 in flight, each tile feeding a
   thin wgmma straight from shared memory: the TMA/memory throughput per SM;
+* smem_rt: a register tile stored to shared memory and loaded back, with a
+  CTA barrier after every store and load (conflict-free 16-byte vectors):
+  the cross-warp spill the model prices as 2 x bytes / 128 + 30 cycles
+  (smem_copy); smem_x: the same loaded by other warps in a transposed
+  layout (bank conflicts on an unswizzled buffer). Written in Gluon, which
+  exposes shared memory;
 * tma: a TMA tile load (host tensor descriptor) whose result feeds the next
   iteration, with no pipelining (num_stages = 1): latency plus transfer, for
   several tile sizes; a line fitted through (bytes, cycles) gives latency
@@ -125,6 +131,51 @@ def tma_mma_kernel(desc, w_ptr, out_ptr, cyc_ptr, n_iter, first_tile, step,
     tl.store(cyc_ptr + pid, t1 - t0)
 
 
+try:  # Gluon (Triton >= 3.5): explicit shared memory and barriers.
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+
+    @gluon.jit
+    def _gclock():
+        return gl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l", [], dtype=gl.int64, is_pure=False, pack=1)
+
+    @gluon.jit
+    def smem_kernel(x_ptr, out_ptr, cyc_ptr, n_iter, R: gl.constexpr, C: gl.constexpr, CROSS: gl.constexpr):
+        # Store and load a register tile through shared memory, with a CTA
+        # barrier after each (Triton's shared-memory analysis would insert
+        # them anyway). CROSS: stored with warps along rows, loaded with warps
+        # along columns, so every warp reads what other warps wrote (a
+        # transposed access: bank conflicts on an unswizzled buffer);
+        # otherwise each thread reads back the 16-byte vectors it wrote
+        # (conflict-free: the shared-memory bandwidth). Two round trips per
+        # iteration.
+        nw: gl.constexpr = gl.num_warps()
+        rows: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [nw, 1], [1, 0])
+        cols: gl.constexpr = gl.BlockedLayout([4, 1], [8, 4], [1, nw], [0, 1])
+        other: gl.constexpr = cols if CROSS else rows
+        shared: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+        pid = gl.program_id(0)
+        r = gl.arange(0, R, layout=gl.SliceLayout(1, rows))
+        c = gl.arange(0, C, layout=gl.SliceLayout(0, rows))
+        x = gl.load(x_ptr + r[:, None] * C + c[None, :])
+        buf = gl.allocate_shared_memory(gl.float32, [R, C], shared)
+        t0 = _gclock()
+        for _ in range(n_iter):
+            buf.store(x)
+            gl.thread_barrier()
+            y = buf.load(other)
+            gl.thread_barrier()
+            buf.store(y)
+            gl.thread_barrier()
+            x = buf.load(rows)
+            gl.thread_barrier()
+        t1 = _gclock()
+        gl.store(out_ptr + pid * R * C + r[:, None] * C + c[None, :], x)
+        gl.store(cyc_ptr + pid, t1 - t0)
+except ImportError:
+    smem_kernel = None
+
+
 def per_op(run, n1, n2):
     """Median over CTAs of (cycles(n2) - cycles(n1)) / (n2 - n1)."""
     c1 = run(n1)
@@ -183,6 +234,33 @@ def main():
                 record(kind, [r, c_], "f32", c, r * c_ // per, f"{warps} warps; model: elements / {per} per clk/SM")
             except Exception as e:  # noqa: BLE001
                 record(kind, [r, c_], "f32", float("nan"), r * c_ // per, f"failed: {type(e).__name__}: {e}"[:200])
+
+    # --- Shared-memory round trips between warps, and CTA barriers.
+    for (r, c_, warps) in [(64, 128, 4), (128, 128, 4), (128, 128, 8)]:
+        nbytes = r * c_ * 4
+        model = 2 * nbytes // 128 + 30
+        if smem_kernel is None:
+            record("smem_rt", [r, c_], "f32", float("nan"), model, "needs Gluon (Triton >= 3.5)")
+            continue
+        x = torch.randn(r, c_, device=dev, dtype=torch.float32)
+        out = torch.empty(sms, r, c_, device=dev, dtype=torch.float32)
+
+        def run(it, cross=False, x=x, out=out, r=r, c_=c_, warps=warps):
+            smem_kernel[(sms,)](x, out, cyc, it, R=r, C=c_, CROSS=cross, num_warps=warps)
+            torch.cuda.synchronize()
+            return cyc.tolist()
+
+        try:
+            same = per_op(run, 16, 80) / 2  # two round trips per iteration
+            record("smem_rt", [r, c_], "f32", same, model,
+                   f"{warps} warps, store + barrier + load + barrier, conflict-free: {2 * nbytes / same:.0f} B/clk/SM; "
+                   "model: smem_copy 2 x bytes / 128 + 30")
+            cross = per_op(lambda it: run(it, cross=True), 16, 80) / 2
+            record("smem_x", [r, c_], "f32", cross, model,
+                   f"{warps} warps, the same read back by other warps (transposed, unswizzled): "
+                   f"{2 * nbytes / cross:.0f} B/clk/SM")
+        except Exception as e:  # noqa: BLE001
+            record("smem_rt", [r, c_], "f32", float("nan"), model, f"failed: {type(e).__name__}: {e}"[:200])
 
     # --- TMA loads, no overlap.
     from triton.tools.tensor_descriptor import TensorDescriptor
