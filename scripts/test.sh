@@ -58,6 +58,10 @@ for ver in ${TWILL_TRITON_VERSIONS:-3.6.0 3.9.0}; do
     python3 -m venv "$venv" && "$venv/bin/pip" install -q "triton==$ver" pytest ./third_party/triton \
       || { echo "pytest (triton $ver): 0 passed, 1 failed"; status=1; continue; }
   fi
+  # The installed twill_triton (imported at startup by its .pth) must be
+  # this checkout's.
+  "$venv/bin/pip" install -q --no-deps --force-reinstall ./third_party/triton \
+    || { echo "pytest (triton $ver): 0 passed, 1 failed"; status=1; continue; }
   log=$(mktemp)
   TWILL_OPT="$PWD/target/release/twill-opt" "$venv/bin/python" -m pytest -q -p no:cacheprovider third_party/triton/tests 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}

@@ -408,6 +408,13 @@ fn schedule_loop(
         msg.push_str(&format!("; {}", pf.join(", ")));
     }
     msg.push(')');
+    // The busiest unit's cycles per iteration: what one iteration costs when
+    // several CTAs share the SM (for configuration choice, e.g. twill_triton).
+    msg.push_str(&format!(
+        " [resource bound ~{:.0} cycles, L ~{:.0} cycles]",
+        f64::from(result.res_mii) * problem.cycle_scale,
+        f64::from(s.length) * problem.cycle_scale
+    ));
     for n in &lowered.notes {
         tracing::debug!(target: "twill", "{n}");
     }

@@ -46,6 +46,21 @@ pub struct Warps {
     pub register_file: u32,
 }
 
+/// How many CTAs of one kernel share an SM: the limits a configuration
+/// choice needs besides the schedule (read by the Triton integration's
+/// configuration model; the solver does not use them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Occupancy {
+    /// Shared memory per SM, bytes (all CTAs together).
+    pub smem_per_sm: u64,
+    /// Shared memory the runtime reserves per CTA, bytes.
+    pub smem_reserved_per_cta: u64,
+    /// Registers are allocated per warp in multiples of this many.
+    pub reg_granularity: u32,
+    pub max_warps_per_sm: u32,
+    pub max_ctas_per_sm: u32,
+}
+
 /// How a rule measures an op's work from its tile shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Work {
@@ -158,6 +173,8 @@ pub struct Machine {
     pub costs: Vec<CostRule>,
     /// MLIR op name -> class and flags, for front ends (first match wins).
     pub ops: Vec<OpRule>,
+    /// CTAs-per-SM limits, when the description gives them.
+    pub occupancy: Option<Occupancy>,
 }
 
 #[derive(Deserialize)]
@@ -177,6 +194,18 @@ struct RawMachine {
     cost: Vec<Spanned<RawCost>>,
     #[serde(default)]
     op: Vec<Spanned<RawOpRule>>,
+    #[serde(default)]
+    occupancy: Option<RawOccupancy>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOccupancy {
+    smem_per_sm: Spanned<i64>,
+    smem_reserved_per_cta: Spanned<i64>,
+    reg_granularity: Spanned<i64>,
+    max_warps_per_sm: Spanned<i64>,
+    max_ctas_per_sm: Spanned<i64>,
 }
 
 #[derive(Deserialize)]
@@ -482,6 +511,21 @@ impl Machine {
                 absorbs_load: r.absorbs_load,
             });
         }
+        let occupancy = match &raw.occupancy {
+            None => None,
+            Some(o) => Some(Occupancy {
+                smem_per_sm: positive(&map, &o.smem_per_sm, "occupancy.smem_per_sm", false)?,
+                smem_reserved_per_cta: positive(
+                    &map,
+                    &o.smem_reserved_per_cta,
+                    "occupancy.smem_reserved_per_cta",
+                    true,
+                )?,
+                reg_granularity: small(&map, &o.reg_granularity, "occupancy.reg_granularity")?,
+                max_warps_per_sm: small(&map, &o.max_warps_per_sm, "occupancy.max_warps_per_sm")?,
+                max_ctas_per_sm: small(&map, &o.max_ctas_per_sm, "occupancy.max_ctas_per_sm")?,
+            }),
+        };
         Ok(Machine {
             name,
             vendor: raw.vendor,
@@ -494,6 +538,7 @@ impl Machine {
             warps,
             costs,
             ops,
+            occupancy,
         })
     }
 
@@ -582,6 +627,13 @@ mod tests {
             let m = Machine::select(name).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(m.name, name);
             assert!(m.warps.max_regs_per_thread <= 255 || m.vendor != "nvidia");
+            if m.vendor == "nvidia" {
+                let o = m
+                    .occupancy
+                    .as_ref()
+                    .expect("NVIDIA machines give CTAs-per-SM limits");
+                assert!(o.smem_per_sm >= m.memory("smem").unwrap().capacity);
+            }
         }
     }
 

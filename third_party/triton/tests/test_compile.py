@@ -494,3 +494,5 @@ def test_replay_key_ignores_locations_and_names():
     b = '%x = "tt.load"(%y) : (i32) -> i32 loc("/elsewhere/x.py"(#loc))\n'
     c = '%0 = "tt.store"(%arg0) : (i32) -> i32\n'
     assert replay_key(a) == replay_key(b) != replay_key(c)
+    # Other pass options, another schedule: another key.
+    assert replay_key(a, "sm90 partitions=True loads=last") != replay_key(a, "sm90 partitions=True")

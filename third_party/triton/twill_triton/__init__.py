@@ -23,8 +23,15 @@ Environment:
     TWILL_REPLAY_DIR=D  use schedules recorded in D (a TWILL_DUMP_DIR made where
                         twill-opt runs) for modules with the same replay key
                         (same kernel and Triton; locations and SSA names aside)
-    TWILL_PARTITIONS=1  on sm100, write twill's own partitions (default: stages
-                        only; Triton partitions around them)
+    TWILL_PARTITIONS=0  on sm100, write stages only and let Triton partition
+                        around them (default: twill's own partitions where
+                        Triton can build them)
+
+Configuration choice by twill's model (no GPU, no autotuning):
+`twill_triton.configure.choose` compiles candidate configurations with twill
+and ranks them by modeled time on the machine (twill's I and L per loop, the
+busiest unit's cycles, CTAs per SM from the compiled kernel's shared memory,
+registers and warps).
 """
 
 from .hook import TwillError, decisions, disable, enable, is_enabled

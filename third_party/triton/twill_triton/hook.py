@@ -387,11 +387,12 @@ def _strip_locations(text):
         i = k + 1
 
 
-def replay_key(exported):
+def replay_key(exported, options=""):
     """A key of an exported module that ignores what differs between machines
     compiling the same kernel with the same Triton: locations (absolute source
-    paths) and SSA value names."""
-    text = _strip_locations(exported)
+    paths) and SSA value names; `options`, the pass options that change the
+    schedule, are part of it."""
+    text = options + "\n" + _strip_locations(exported)
     names = {}
     text = re.sub(r"%[A-Za-z_$.][\w$.-]*|%\d+", lambda m: names.setdefault(m.group(0), f"%v{len(names)}"), text)
     text = re.sub(r"[ \t]+", " ", text)
@@ -440,7 +441,9 @@ def _schedule(ir, mod, capability, options, cfg):
         decision = Decision(kernel=kernel, capability=capability, scheduled=False,
                             dump=str(work) if cfg.dump_dir else None)
         exported = _generic_text(ir, mod, work)
-        key = replay_key(exported)
+        # The options that change the schedule are part of the key: a
+        # schedule recorded with other options is never replayed.
+        key = replay_key(exported, f"{arch} partitions={cfg.partitions} {cfg.extra}".strip())
         inp = work / "input.mlir"
         out = work / "output.mlir"
         inp.write_text(exported)

@@ -1,0 +1,83 @@
+"""twill_triton.configure: configuration choice by twill's model, on the CPU."""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "bench" / "kernels"))
+sys.path.insert(0, str(REPO / "third_party" / "triton"))
+
+triton = pytest.importorskip("triton")
+from triton.backends.compiler import GPUTarget  # noqa: E402
+
+import matmul  # noqa: E402
+import twill_triton  # noqa: E402
+from twill_triton import configure  # noqa: E402
+
+TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")
+REMARK = ("loc: remark: twill: scheduled k_loop1: I=2 (~527 cycles) L=3 stages=3 no partitions, 3 ops in the "
+          "graph, 0.04s (proven optimal; a prefetch 2) [resource bound ~500 cycles, L ~790 cycles]")
+
+
+def test_remarks_give_each_loop_its_cycles():
+    loops = configure.loops_of([REMARK, "loc: remark: twill: skipped loop: why", REMARK.replace("527", "600")])
+    assert [(lp.ii, lp.resource, lp.length) for lp in loops] == [(527, 500, 790), (600, 500, 790)]
+
+
+def test_ctas_per_sm_follow_the_tightest_limit():
+    occ = configure.machine_occupancy("h100")
+    assert (occ.sms, occ.smem_per_sm, occ.max_warps_per_sm) == (132, 233472, 64)
+    kb = 1024
+    assert occ.ctas(96 * kb, 128, 4) == 2           # shared memory: 2 x 97 KB of 228
+    assert occ.ctas(224 * kb, 128, 4) == 1
+    assert occ.ctas(228 * kb, 128, 4) == 0          # more than one CTA may have
+    assert occ.ctas(16 * kb, 255, 8) == 1           # registers: 256 x 32 x 8 of 64K
+    assert occ.ctas(16 * kb, 64, 8) == 4
+    assert occ.ctas(0, 32, 32) == 2                 # warps: 64 per SM
+
+
+def test_gemm_candidates_are_ranked_by_the_model(tmp_path, monkeypatch):
+    """The GEMM with its loads first and last: twill schedules both, the
+    cubin gives registers, the loads-last kernel needs less shared memory,
+    and the ranking is by modeled time."""
+    base = dict(matmul.DEFAULT_CONFIG)
+    opts = {k: base.pop(k) for k in ("num_warps", "num_stages")}
+    cands = [dict(label="first", extra=""), dict(label="last", extra="loads=last")]
+
+    def compile_with_twill(cand):
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / cand["label"]))
+        twill_triton.enable(twill_opt=TWILL_OPT, scope="all", extra_options=cand["extra"])
+        try:
+            k = triton.compile(matmul.make_ast_source(**base), target=GPUTarget("cuda", 90, 32), options=opts)
+        finally:
+            twill_triton.disable()
+        return k, twill_triton.decisions()[-1]
+
+    size = 4096
+    ranking = configure.choose(cands, compile_with_twill, lambda c: [size // base["BLOCK_K"]],
+                               lambda c: (size // base["BLOCK_M"]) * (size // base["BLOCK_N"]))
+    by = {r.candidate["label"]: r for r in ranking}
+    assert all(r.scheduled and len(r.loops) == 1 and 0 < r.regs <= 255 for r in ranking), ranking
+    assert by["last"].shared < by["first"].shared
+    assert all(r.ctas_per_sm >= 1 and r.time < float("inf") for r in ranking)
+    assert ranking[0].time <= ranking[1].time
+    # The modeled time follows the module doc: waves of max(T, c * S).
+    r = ranking[0]
+    lp = r.loops[0]
+    n = size // base["BLOCK_K"]
+    assert r.cta_cycles == (n - 1) * lp.ii + lp.length and r.unit_cycles == n * lp.resource
+    waves = -(-((size // 128) ** 2) // (132 * r.ctas_per_sm))
+    assert r.time == waves * max(r.cta_cycles, r.ctas_per_sm * r.unit_cycles)
+
+
+def test_a_candidate_that_fails_ranks_last():
+    def compile_with_twill(cand):
+        if cand["label"] == "bad":
+            raise RuntimeError("does not compile")
+        raise AssertionError("unreachable")
+
+    ranking = configure.choose([dict(label="bad")], compile_with_twill, lambda c: [1], lambda c: 1)
+    assert not ranking[0].scheduled and "does not compile" in ranking[0].reason

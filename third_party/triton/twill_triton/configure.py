@@ -1,0 +1,241 @@
+"""Kernel configuration chosen by twill's model, without a GPU.
+
+twill solves one loop at one configuration (tile sizes, warps); which
+configuration to launch is a second question: a smaller tile or one buffer
+fewer can let two CTAs share an SM, which the per-CTA schedule does not see.
+`choose` compiles every candidate with twill (on the CPU, for an explicit
+target) and ranks them by modeled time:
+
+* per loop, from twill's remark: I (cycles per iteration of one CTA alone on
+  the SM), L (cycles of one iteration from first issue to last completion)
+  and R, the busiest unit's cycles per iteration (what the iteration costs
+  when CTAs share the SM);
+* one CTA runs its loops back to back: T = sum over loops of (n - 1) * I + L
+  for n iterations, and needs S = sum of n * R cycles of its busiest units;
+* CTAs per SM, c, from the compiled kernel (shared memory from Triton's
+  metadata, registers from the cubin, warps) and the machine's `[occupancy]`
+  table (machines/*.toml); a kernel whose registers spill (a stack frame in
+  the cubin larger than SPILL_TOLERANCE) ranks after all that do not, since
+  the schedules assume values in registers;
+* c CTAs share an SM for max(T, c * S) cycles, and the grid takes
+  ceil(grid / (SMs * c)) such waves.
+
+The candidate with the smallest modeled time wins (ties: the earlier
+candidate). Every number is returned, so a benchmark can show the model's
+ranking next to measured times.
+"""
+
+import math
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    tomllib = None
+
+_REMARK = re.compile(r"twill: scheduled \S+: I=\d+ \(~(\d+) cycles\).*"
+                     r"\[resource bound ~(\d+) cycles, L ~(\d+) cycles\]")
+
+
+# Stack-frame bytes per thread up to which a kernel still counts as keeping
+# its values in registers. Measured on the H100 (BENCHMARKS.md, runs 4-5 of
+# 2026-11-23): FA hd128 at BLOCK_N 64 / 4 warps with the loads last spills
+# 16 bytes and matches the best stock configuration; the sub-tiled forward at
+# BLOCK_N 128 / 8 warps spills 72 bytes and runs at 0.58 of it.
+SPILL_TOLERANCE = 32
+
+
+@dataclass
+class Occupancy:
+    """Per-SM limits that decide how many CTAs share an SM."""
+    sms: int
+    smem_per_sm: int
+    smem_reserved_per_cta: int
+    max_smem_per_cta: int
+    regs_per_sm: int
+    reg_granularity: int
+    max_warps_per_sm: int
+    max_ctas_per_sm: int
+
+    def ctas(self, shared: int, regs_per_thread: int, num_warps: int, threads_per_warp: int = 32) -> int:
+        """CTAs of one kernel that fit on one SM at once (0: none)."""
+        if shared > self.max_smem_per_cta:
+            return 0
+        by_smem = self.smem_per_sm // (shared + self.smem_reserved_per_cta)
+        per_warp = math.ceil(max(regs_per_thread, 1) * threads_per_warp / self.reg_granularity) * self.reg_granularity
+        by_regs = self.regs_per_sm // (per_warp * num_warps)
+        by_warps = self.max_warps_per_sm // num_warps
+        return max(0, min(by_smem, by_regs, by_warps, self.max_ctas_per_sm))
+
+
+def machine_occupancy(machine: str = "h100", machines_dir: Optional[Path] = None) -> Occupancy:
+    """The `sms` and `[occupancy]` table of a bundled machine description."""
+    if tomllib is None:
+        raise RuntimeError("reading machine descriptions needs Python >= 3.11 (tomllib)")
+    dirs = [Path(machines_dir)] if machines_dir else []
+    try:  # the checkout this package was installed from
+        from ._build_info import REPO
+
+        dirs.append(Path(REPO) / "machines")
+    except ImportError:
+        pass
+    dirs.append(Path(__file__).resolve().parents[3] / "machines")
+    path = next((d / f"{machine}.toml" for d in dirs if (d / f"{machine}.toml").exists()), None)
+    if path is None:
+        raise FileNotFoundError(f"no machine description {machine}.toml in {', '.join(map(str, dirs))}")
+    with open(path, "rb") as f:
+        m = tomllib.load(f)
+    o = m["occupancy"]
+    return Occupancy(sms=m["sms"], smem_per_sm=o["smem_per_sm"],
+                     smem_reserved_per_cta=o["smem_reserved_per_cta"],
+                     max_smem_per_cta=m["memory"]["smem"]["capacity"], regs_per_sm=m["memory"]["regs"]["capacity"],
+                     reg_granularity=o["reg_granularity"], max_warps_per_sm=o["max_warps_per_sm"],
+                     max_ctas_per_sm=o["max_ctas_per_sm"])
+
+
+def cubin_resources(cubin: bytes):
+    """(registers per thread, stack frame bytes) of the kernel of a cubin:
+    the EIATTR_REGCOUNT and EIATTR_FRAME_SIZE attributes of its `.nv.info`
+    sections (ELF64). A frame means local memory: spilled registers."""
+    shoff = struct.unpack_from("<Q", cubin, 0x28)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+    names_at = sections[shstrndx][4]
+    regs = frame = 0
+    for name, _typ, _flags, _addr, offset, size in sections:
+        end = cubin.index(b"\0", names_at + name)
+        if not cubin[names_at + name:end].startswith(b".nv.info"):
+            continue
+        data, p = cubin[offset:offset + size], 0
+        while p + 4 <= len(data):
+            fmt, attr = data[p], data[p + 1]
+            if fmt == 0x04:  # EIFMT_SVAL: a 16-bit size and a value
+                sz = struct.unpack_from("<H", data, p + 2)[0]
+                if sz >= 8 and attr in (0x2F, 0x11):  # (function, value)
+                    value = struct.unpack_from("<II", data, p + 4)[1]
+                    if attr == 0x2F:  # EIATTR_REGCOUNT
+                        regs = max(regs, value)
+                    else:  # EIATTR_FRAME_SIZE
+                        frame = max(frame, value)
+                p += 4 + sz
+            else:  # EIFMT_NVAL / EIFMT_BVAL / EIFMT_HVAL: no payload beyond 4 bytes
+                p += 4
+    if regs == 0:
+        raise ValueError("no EIATTR_REGCOUNT in the cubin")
+    return regs, frame
+
+
+@dataclass
+class Loop:
+    ii: int          # cycles per iteration of one CTA alone on the SM
+    resource: int    # busiest unit's cycles per iteration
+    length: int      # cycles of one iteration, first issue to last completion
+
+
+def loops_of(remarks: Sequence[str]) -> List[Loop]:
+    """twill's scheduled loops, in program order, from the pass remarks."""
+    out = []
+    for r in remarks:
+        m = _REMARK.search(r)
+        if m:
+            out.append(Loop(ii=int(m.group(1)), resource=int(m.group(2)), length=int(m.group(3))))
+    return out
+
+
+@dataclass
+class Scored:
+    """One candidate with its model numbers (cycles)."""
+    candidate: dict
+    scheduled: bool
+    reason: str = ""
+    loops: List[Loop] = field(default_factory=list)
+    shared: int = 0
+    regs: int = 0
+    spill_bytes: int = 0
+    ctas_per_sm: int = 0
+    cta_cycles: float = 0.0
+    unit_cycles: float = 0.0
+    time: float = math.inf
+
+    def summary(self) -> str:
+        if not self.scheduled:
+            return f"not scheduled ({self.reason[:80]})"
+        spills = f", {self.spill_bytes} B spilled" if self.spill_bytes else ""
+        return (f"{self.ctas_per_sm} CTA/SM (smem {self.shared // 1024} KB, {self.regs} regs{spills}), "
+                f"CTA {self.cta_cycles:.0f} cycles, units {self.unit_cycles:.0f}, model {self.time:.3g} cycles")
+
+
+def score(candidate: dict, kernel, decision, iterations: Sequence[float], grid: int, occ: Occupancy) -> Scored:
+    """Modeled time of one compiled candidate (see the module doc)."""
+    s = Scored(candidate=candidate, scheduled=bool(decision.scheduled), reason=decision.reason)
+    loops = loops_of(decision.remarks)
+    if not decision.scheduled or len(loops) != len(iterations):
+        s.scheduled = False
+        s.reason = s.reason or f"{len(loops)} scheduled loops for {len(iterations)} iteration counts"
+        return s
+    s.loops = loops
+    s.shared = int(kernel.metadata.shared)
+    s.regs, s.spill_bytes = cubin_resources(kernel.asm["cubin"])
+    s.ctas_per_sm = occ.ctas(s.shared, s.regs, int(kernel.metadata.num_warps))
+    if s.ctas_per_sm == 0:
+        s.reason = "does not fit on an SM"
+        return s
+    s.cta_cycles = sum(max(n - 1, 0) * l.ii + (l.length if n > 0 else 0) for l, n in zip(loops, iterations))
+    s.unit_cycles = sum(n * l.resource for l, n in zip(loops, iterations))
+    c = s.ctas_per_sm
+    waves = math.ceil(grid / (occ.sms * c))
+    s.time = waves * max(s.cta_cycles, c * s.unit_cycles)
+    return s
+
+
+@dataclass
+class Compiled:
+    """One candidate compiled with twill (kernel and decision), or why not."""
+    candidate: dict
+    kernel: object = None
+    decision: object = None
+    error: str = ""
+
+
+def compile_candidates(candidates: Sequence[dict], compile_with_twill: Callable) -> List[Compiled]:
+    """Compiles every candidate with `compile_with_twill(candidate)`, which
+    returns (compiled kernel, twill decision); a candidate Triton cannot
+    compile keeps the error."""
+    out = []
+    for cand in candidates:
+        try:
+            k, d = compile_with_twill(cand)
+            out.append(Compiled(cand, k, d))
+        except Exception as e:
+            out.append(Compiled(cand, error=f"{type(e).__name__}: {e}"[:300]))
+    return out
+
+
+def rank(compiled: Sequence[Compiled], iterations: Callable, grid: Callable, machine: str = "h100") -> List[Scored]:
+    """Ranks compiled candidates, best first, by modeled time for one
+    problem: `iterations(candidate)` gives the iteration count of each
+    scheduled loop of one CTA (program order), `grid(candidate)` the CTAs
+    launched. Candidates twill did not schedule, that failed to compile or
+    that do not fit on an SM rank last, with the reason."""
+    occ = machine_occupancy(machine)
+    scored = []
+    for c in compiled:
+        if c.kernel is None:
+            scored.append(Scored(candidate=c.candidate, scheduled=False, reason=c.error))
+        else:
+            scored.append(score(c.candidate, c.kernel, c.decision, iterations(c.candidate), grid(c.candidate), occ))
+    # The schedules assume values in registers: a kernel that spills more
+    # than SPILL_TOLERANCE ranks after every kernel that does not.
+    order = sorted(range(len(scored)), key=lambda i: (scored[i].spill_bytes > SPILL_TOLERANCE, scored[i].time, i))
+    return [scored[i] for i in order]
+
+
+def choose(candidates: Sequence[dict], compile_with_twill: Callable, iterations: Callable, grid: Callable,
+           machine: str = "h100") -> List[Scored]:
+    """`rank(compile_candidates(...))`: every candidate compiled with twill
+    and ranked by modeled time, best first."""
+    return rank(compile_candidates(candidates, compile_with_twill), iterations, grid, machine)
