@@ -6,7 +6,12 @@ kernels against stock Triton (a config grid) and cuDNN / cuBLAS via torch.
     python bench/gpu/run.py --out DIR         # on the GPU machine (no twill-opt needed)
 
 --record compiles the twill variants for cuda:90 with twill (TWILL_DUMP_DIR =
-bench/gpu/replay): the schedules are computed here. On the GPU machine, which
+bench/gpu/replay): the schedules are computed here. It also compiles every
+candidate configuration of each kernel with twill and lets twill's model
+(twill_triton.configure: twill's I, L and resource bound per loop, CTAs per
+SM from the compiled kernel) choose one per kernel and size
+(bench/gpu/replay/choice/choice.json): the "twill choice" rows, twill's
+single configuration, with no autotuning on the GPU. On the GPU machine, which
 has Triton but no MLIR, the same kernels are compiled with TWILL_REPLAY_DIR
 = bench/gpu/replay: the hook matches each exported module by its replay key
 (the module text without locations and SSA names) and uses the recorded
@@ -52,6 +57,9 @@ GEMM_SIZES = [4096, 8192]
 # table; the third orders each stage by the modulo schedule's slots instead
 # of program order (the default before 2026-11-23).
 TWILL_VARIANTS = [("twill", ""), ("twill prefetch+1", "prefetch=1"), ("twill slot order", "order=slot")]
+# Only these run by default (the others with --all-variants); the model's
+# choice of configuration ("twill choice", see choice_candidates) always runs.
+DEFAULT_VARIANTS = ("twill",)
 
 
 # FlashAttention forward kinds: kernel configuration name in
@@ -153,7 +161,10 @@ def twill_variants(kind):
     64, 4 warps, 2 stages, no warp specialization), to separate twill's
     schedule from the choice of configuration."""
     (cx, opts), _ = dict(kinds_configs())[kind]
-    out = [(label, extra, cx, opts) for label, extra in TWILL_VARIANTS]
+    out = [(label, extra, cx, opts) for label, extra in TWILL_VARIANTS
+           if ALL_VARIANTS or label in DEFAULT_VARIANTS]
+    if not ALL_VARIANTS:
+        return out
     if kind.startswith("fa"):
         alt = dict(cx, BLOCK_N=64, WARP_SPECIALIZE=False)
         out.append(("twill at BN64 w4 s2", "", alt, dict(num_warps=4, num_stages=2)))
@@ -161,6 +172,50 @@ def twill_variants(kind):
         # fewer, which lets two CTAs share an SM at this configuration.
         out.append(("twill at BN64 w4 s2 loads last", "loads=last", alt, dict(num_warps=4, num_stages=2)))
     return out
+
+
+def choice_candidates(kind):
+    """The configurations twill's model chooses from (twill_triton.configure):
+    block sizes, warps, warp specialization and load placement. num_stages
+    is left at 2: twill decides the stages of the loops it schedules."""
+    (cx, opts), _ = dict(kinds_configs())[kind]
+    out = []
+    if kind.startswith("fa"):
+        d = cx["HEAD_DIM"]
+        shapes = [(dict(cx, BLOCK_N=bn, WARP_SPECIALIZE=ws), nw)
+                  for bn in (64, 128) if bn <= d for nw, ws in ((4, False), (8, False), (8, True))]
+    elif kind.startswith("bwd"):
+        shapes = [(dict(cx, WARP_SPECIALIZE=ws), nw) for nw, ws in ((4, False), (8, False), (8, True))]
+    else:
+        shapes = [(dict(cx), nw) for nw in (4, 8)]
+    for c, nw in shapes:
+        for loads in ("first", "last"):
+            o = dict(num_warps=nw, num_stages=2)
+            extra = "loads=last" if loads == "last" else ""
+            label = name_of(kind, c, o) + (" loads last" if extra else "")
+            out.append(dict(label=label, cx=c, opts=o, extra=extra))
+    return out
+
+
+def model_problem(kind, size, cand):
+    """(iteration count of each loop of one CTA, CTAs launched) of `kind` at
+    `size` for the model (twill_triton.configure.rank)."""
+    cx = cand["cx"]
+    Z, H = FA_SHAPE["Z"], FA_SHAPE["H"]
+    if kind.startswith("fa"):
+        bm, bn = cx["BLOCK_M"], cx["BLOCK_N"]
+        grid = Z * H * (size // bm)
+        if cx.get("CAUSAL"):
+            # Off-diagonal blocks (on average half the row), then the diagonal.
+            return [((size // bm) - 1) / 2 * bm / bn, bm / bn], grid
+        return [size / bn], grid
+    if kind.startswith("bwd"):
+        return [size / cx["BLOCK_M1"], size / cx["BLOCK_N2"]], (size // cx["BLOCK_N1"]) * Z * H
+    return [size / cx["BLOCK_K"]], (size // cx["BLOCK_M"]) * (size // cx["BLOCK_N"])
+
+
+def kind_sizes(kind):
+    return GEMM_SIZES if kind == "gemm" else FA_SIZES
 
 
 def kinds_configs():
@@ -173,7 +228,46 @@ def kinds():
     return kinds_configs()
 
 
+ALL_VARIANTS = False
+CHOICE = REPLAY / "choice"
+
+
+def record_choice():
+    """Compiles every candidate configuration with twill (recorded for
+    replay under CHOICE/<kind>/<label>), ranks them with twill's model per
+    problem size and writes the choice and the ranking to CHOICE/choice.json."""
+    from twill_triton import configure
+
+    choice = {}
+    for kind, _ in kinds():
+        def compile_with_twill(cand, kind=kind):
+            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-choice-cache-")
+            dump = CHOICE / kind / cand["label"].replace(" ", "_")
+            return twill_compile(kind, cand["cx"], cand["opts"], cand["extra"], dump_dir=str(dump))
+
+        compiled = configure.compile_candidates(choice_candidates(kind), compile_with_twill)
+        for size in kind_sizes(kind):
+            ranking = configure.rank(compiled, lambda c: model_problem(kind, size, c)[0],
+                                     lambda c: model_problem(kind, size, c)[1])
+            best = ranking[0]
+            choice.setdefault(kind, {})[str(size)] = dict(
+                label=best.candidate["label"], cx=best.candidate["cx"], opts=best.candidate["opts"],
+                extra=best.candidate["extra"], model_cycles=best.time,
+                ranking=[dict(label=r.candidate["label"], model_cycles=r.time, summary=r.summary())
+                         for r in ranking])
+            print(f"{kind} {size}: twill's choice {best.candidate['label']}: {best.summary()}")
+            for r in ranking[1:4]:
+                print(f"    then {r.candidate['label']}: {r.summary()}")
+    (CHOICE / "choice.json").write_text(json.dumps(choice, indent=1, default=str))
+
+
+def load_choice():
+    path = CHOICE / "choice.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def record():
+    record_choice()
     for kind, _ in kinds():
         for label, extra, cx, opts in twill_variants(kind):
             # A fresh cache, so that the hook runs and records its decision.
@@ -243,6 +337,31 @@ def bench_all(out):
             except Exception as e:
                 print(f"twill compile failed: {kind} {label}: {type(e).__name__}: {e}", flush=True)
 
+    # twill's model's choice of configuration, per kind and size (recorded
+    # by --record): one compiled kernel per chosen candidate, run only at
+    # the sizes it was chosen for.
+    only_sizes = {}
+    choice = load_choice()
+    results["choice"] = choice
+    for kind, by_size in choice.items():
+        for size, ch in by_size.items():
+            variant = f"twill choice {ch['label']}"
+            only_sizes.setdefault((kind, variant), set()).add(int(size))
+            if (kind, variant) in compiled:
+                continue
+            os.environ["TWILL_REPLAY_DIR"] = str(CHOICE / kind / ch["label"].replace(" ", "_"))
+            os.environ["TRITON_CACHE_DIR"] = str(cache / ("choice_" + ch["label"].replace(" ", "_")))
+            try:
+                k, d = twill_compile(kind, ch["cx"], ch["opts"], ch["extra"])
+                note = "twill applied" if d.scheduled else f"twill NOT applied: {d.reason[:150]}"
+                compiled[(kind, variant)] = (k, ch["cx"], note)
+                print(kind, variant, note, *d.remarks, sep="\n  ", flush=True)
+            except Exception as e:
+                print(f"twill compile failed: {kind} {variant}: {type(e).__name__}: {e}", flush=True)
+
+    def skip(kind, variant, size):
+        return (kind, variant) in only_sizes and size not in only_sizes[(kind, variant)]
+
     # FlashAttention forward, every kind.
     Z, H = FA_SHAPE["Z"], FA_SHAPE["H"]
     for fa_kind, (cfg_name, D) in FA_KINDS.items():
@@ -267,7 +386,7 @@ def bench_all(out):
                 return err < 2e-2, err
 
             for (kind, variant), (kern, cx, note) in compiled.items():
-                if kind != fa_kind:
+                if kind != fa_kind or skip(kind, variant, N):
                     continue
                 if N % cx["BLOCK_N"] or N % cx["BLOCK_M"]:
                     continue
@@ -350,7 +469,7 @@ def bench_all(out):
                 return err < 1e-2, err
 
             for (kind, variant), (kern, cx, note) in compiled.items():
-                if kind != bwd_kind:
+                if kind != bwd_kind or skip(kind, variant, N):
                     continue
                 dq, dk, dv = (torch.empty_like(q) for _ in range(3))
                 values = check.bwd_values(cx, sm_scale, lse, delta, q, k, v, do, dq, dk, dv)
@@ -412,7 +531,7 @@ def bench_all(out):
             return err < 1e-2, err
 
         for (kind, variant), (kern, cx, note) in compiled.items():
-            if kind != "gemm":
+            if kind != "gemm" or skip(kind, variant, S):
                 continue
             c = torch.empty(M, N, device="cuda", dtype=torch.float16)
             BM, BN, BK = cx["BLOCK_M"], cx["BLOCK_N"], cx["BLOCK_K"]
@@ -440,6 +559,25 @@ def bench_all(out):
         del a, b, ref
         torch.cuda.empty_cache()
 
+    # Summary: twill's single configuration (the model's choice) against the
+    # best stock configuration of the grid, measured in this run.
+    print("\nsummary: kernel size | best stock (config) | twill's choice (config) | ratio", flush=True)
+    summary = []
+    for kernel in sorted({r["kernel"] for r in results["rows"]}):
+        for size in sorted({r["size"] for r in results["rows"] if r["kernel"] == kernel}):
+            rows = [r for r in results["rows"] if r["kernel"] == kernel and r["size"] == size and r["tflops"]
+                    and r["correct"]]
+            stock = max((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["tflops"],
+                        default=None)
+            ours = next((r for r in rows if r["variant"].startswith("twill choice")), None)
+            if stock and ours:
+                ratio = ours["tflops"] / stock["tflops"]
+                summary.append(dict(kernel=kernel, size=size, stock=stock["variant"], stock_tflops=stock["tflops"],
+                                    twill=ours["variant"], twill_tflops=ours["tflops"], ratio=ratio))
+                print(f"{kernel:16s} {size:>6} | {stock['tflops']:6.1f} ({stock['variant'][7:]}) | "
+                      f"{ours['tflops']:6.1f} ({ours['variant'][13:]}) | {ratio:.3f}", flush=True)
+    results["summary"] = summary
+
     Path(out).mkdir(parents=True, exist_ok=True)
     (Path(out) / "results.json").write_text(json.dumps(results, indent=1))
     try:
@@ -455,15 +593,14 @@ def bench_all(out):
             sizes = sorted({r["size"] for r in rows})
             best_stock = {s: max((r["tflops"] for r in rows if r["size"] == s and r["variant"].startswith("triton")
                                   and r["correct"]), default=0) for s in sizes}
-            tw = {s: max((r["tflops"] for r in rows if r["size"] == s and r["variant"].startswith("twill ")
-                          and "prefetch" not in r["variant"] and "twill at" not in r["variant"]
-                          and "slot order" not in r["variant"] and r["correct"]), default=0) for s in sizes}
+            tw = {s: max((r["tflops"] for r in rows if r["size"] == s and r["variant"].startswith("twill choice")
+                          and r["correct"]), default=0) for s in sizes}
             ref = {s: max((r["tflops"] for r in rows if r["size"] == s and ("cudnn" in r["variant"]
                                                                          or "cublas" in r["variant"])), default=0)
                    for s in sizes}
             xs = range(len(sizes))
             ax.bar([x - 0.25 for x in xs], [best_stock[s] for s in sizes], 0.25, label="best stock Triton")
-            ax.bar(list(xs), [tw[s] for s in sizes], 0.25, label="twill")
+            ax.bar(list(xs), [tw[s] for s in sizes], 0.25, label="twill (model's configuration)")
             ax.bar([x + 0.25 for x in xs], [ref[s] for s in sizes], 0.25, label="cuDNN/cuBLAS")
             ax.set_xticks(list(xs), [str(s) for s in sizes])
             ax.set_title(f"{kernel} on {dev}")
@@ -479,7 +616,10 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--record", action="store_true", help="record twill's schedules (machine with twill-opt)")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/gpu/out"))
+    ap.add_argument("--all-variants", action="store_true",
+                    help="also the twill variants of earlier runs (prefetch+1, slot order, BN64 w4 s2)")
     args = ap.parse_args()
+    ALL_VARIANTS = args.all_variants
     if args.record:
         record()
     else:
