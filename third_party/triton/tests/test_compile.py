@@ -2,7 +2,7 @@
 
 Every kernel and configuration of bench/kernels (KERNELS) is compiled to
 cubin for cuda:90 and cuda:100 with an explicit target (ptxas ships in the
-Triton wheel), with twill on (FlashAttention forward also with twill off).
+Triton wheel), with twill on and off.
 EXPECTED says, per kernel and target, what twill does with each loop
 (scheduled, or skipped and why), so that a change either way fails the
 test. Where twill scheduled, the test reads twill's own output (the module
@@ -308,6 +308,35 @@ def _check_partitions(kernel, d, scheduled, ttgir):
             (k,) = holding
             assert region_of.setdefault(p, k) == k, (op, loc, p, region_of)
         assert len(set(region_of.values())) == len(region_of), region_of
+
+
+def _loop_body(ttgir):
+    """The text of the final TTGIR from the first scf.for on, without
+    locations and SSA names (what a schedule changes)."""
+    body = ttgir[ttgir.index("scf.for"):] if "scf.for" in ttgir else ttgir
+    body = re.sub(r"loc\([^)]*\)", "", body)
+    return re.sub(r"%[\w#:]+", "%v", body)
+
+
+@pytest.mark.parametrize("cap", [90, 100])
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
+def test_twill_off_compiles_and_differs(tmp_path, monkeypatch, kernel, cap):
+    """Every kernel also compiles with twill off (stock Triton), to a real
+    kernel; where twill schedules a loop, its final TTGIR is not Triton's."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "stock"))
+    assert not twill_triton.is_enabled()
+    stock = _compile(KERNELS[kernel], cap)
+    assert len(stock.asm["cubin"]) > 0 and "trap;" not in stock.asm["ptx"]
+    if SCHEDULED not in EXPECTED[(kernel, cap)]:
+        return
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "twill"))
+    twill_triton.enable(twill_opt=TWILL_OPT, scope="all")
+    try:
+        ours = _compile(KERNELS[kernel], cap)
+    finally:
+        twill_triton.disable()
+    assert twill_triton.decisions()[-1].scheduled
+    assert _loop_body(ours.asm["ttgir"]) != _loop_body(stock.asm["ttgir"])
 
 
 def test_expectations_cover_every_kernel():
