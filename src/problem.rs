@@ -299,6 +299,27 @@ impl Problem {
                 order: e.order,
             });
         }
+        // Colocation sets of graphs built in code are checked as the loader
+        // checks those it reads.
+        for (k, set) in graph.same_group.iter().enumerate() {
+            if let Some(&v) = set.ops.iter().find(|&&v| v >= ops.len()) {
+                return Err(located(
+                    &set.origin,
+                    format!("same_group[{k}]"),
+                    format!("op index {v} out of range ({} ops)", ops.len()),
+                ));
+            }
+            if let Some(&v) = set.ops.iter().find(|&&v| ops[v].variable_latency) {
+                return Err(located(
+                    &set.origin,
+                    format!("same_group[{k}]"),
+                    format!(
+                        "`{}` has variable latency and always runs on group 0",
+                        ops[v].name
+                    ),
+                ));
+            }
+        }
         let cycle_scale = match (norm.original.last(), norm.normalized.last()) {
             (Some(&raw), Some(&n)) if n > 0 => raw as f64 / n as f64,
             _ => 1.0,
@@ -349,5 +370,33 @@ impl Schedule {
     /// Number of overlapped copies ceil(L / I) in the straight-line program.
     pub fn copies(&self) -> u32 {
         self.length.div_ceil(self.ii).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{load, SameGroup};
+
+    #[test]
+    fn colocation_sets_built_in_code_are_checked() {
+        let mut g = load::parse(
+            "g.toml",
+            "[[op]]\nname = \"a\"\ncycles = 1\n[[op]]\nname = \"l\"\ncycles = 1\nvariable_latency = true\n",
+        )
+        .unwrap();
+        let m = Machine::select("h100").unwrap();
+        let set = |ops: Vec<usize>| SameGroup {
+            ops,
+            reason: String::new(),
+            origin: "code".into(),
+        };
+        g.same_group = vec![set(vec![0, 7])];
+        let e = Problem::build(&g, &m, BuildOptions::default()).unwrap_err();
+        assert!(e.message.contains("op index 7 out of range"), "{e}");
+        g.same_group = vec![set(vec![0, 1])];
+        let e = Problem::build(&g, &m, BuildOptions::default()).unwrap_err();
+        assert!(e.message.contains("`l` has variable latency"), "{e}");
+        assert_eq!(e.field, "same_group[0]");
     }
 }

@@ -74,7 +74,9 @@ fn graph_strategy() -> impl Strategy<Value = Graph> {
                     ),
                     0..=n + 1,
                 ),
-                prop::option::weighted(0.3, (0..n, 0..n)),
+                // Up to two colocation sets of two or three ops (they may
+                // overlap: the relation is their transitive closure).
+                prop::collection::vec(prop::collection::vec(0..n, 2..=3), 0..=2),
             )
         })
         .prop_map(|(ops, edges, together)| {
@@ -132,18 +134,25 @@ fn graph_strategy() -> impl Strategy<Value = Graph> {
                     }
                 })
                 .collect();
-            // A colocation pair between two fixed-latency ops.
+            // Colocation sets over distinct fixed-latency ops (sets that
+            // end up with fewer than two are dropped, as the loader would
+            // reject them).
             let same_group = together
-                .filter(|&(a, b)| {
-                    let ops: &Vec<Op> = &ops;
-                    a != b && !ops[a].variable_latency && !ops[b].variable_latency
-                })
-                .map(|(a, b)| SameGroup {
-                    ops: vec![a, b],
-                    reason: "generated".into(),
-                    origin: "generated".into(),
-                })
                 .into_iter()
+                .filter_map(|set| {
+                    let ops: &Vec<Op> = &ops;
+                    let mut members: Vec<usize> = Vec::new();
+                    for v in set {
+                        if !ops[v].variable_latency && !members.contains(&v) {
+                            members.push(v);
+                        }
+                    }
+                    (members.len() >= 2).then(|| SameGroup {
+                        ops: members,
+                        reason: "generated".into(),
+                        origin: "generated".into(),
+                    })
+                })
                 .collect();
             Graph {
                 name: "random".into(),

@@ -19,7 +19,7 @@ use super::ffi::{self, TWILL_ERROR, TWILL_REMARK, TWILL_WARNING};
 use crate::backend::{self, Arch, TritonTarget};
 use crate::checker::{self, WarpConfig};
 use crate::frontend::lower::{colocation, lower, Lowered};
-use crate::frontend::mlir::{find_loops, Scope};
+use crate::frontend::mlir::{find_loops, has_attr, Scope};
 use crate::frontend::LoopIr;
 use crate::graph::load::to_toml;
 use crate::joint::{self, Encoding, JointOptions};
@@ -246,8 +246,9 @@ fn schedule_loop(
     }
     // Partitions that are written must be ones the code generator can
     // build: the target's colocation sets. When no schedule meets them
-    // (within half the budget), the loop is solved without them and only
-    // its stages are written: Triton partitions around them.
+    // (within a third of the budget, at most COLOCATED_SECONDS), the loop is
+    // solved without them and only its stages are written: Triton
+    // partitions around them.
     let colocated = if ws && o.partitions && stages_only.is_none() {
         o.target
             .partition_mma_ops()
@@ -279,6 +280,8 @@ fn schedule_loop(
     };
     let left = |started: &Instant| (o.timeout - started.elapsed().as_secs_f64()).max(0.01);
     let mut partitions = ws && o.partitions && stages_only.is_none();
+    // The optimum is one under the colocation rules (not of the loop alone).
+    let mut colocated_optimum = false;
     let mut partition_note = stages_only
         .filter(|_| ws && o.partitions)
         .map(str::to_string);
@@ -287,12 +290,24 @@ fn schedule_loop(
     } else {
         let mut with = graph.clone();
         with.same_group = colocated;
-        match solve_graph(&with, (left(&started) / 3.0).min(COLOCATED_SECONDS)) {
-            Ok(r) => Ok(r),
+        let budget = (left(&started) / 3.0).min(COLOCATED_SECONDS);
+        match solve_graph(&with, budget) {
+            Ok(r) => {
+                colocated_optimum = true;
+                Ok(r)
+            }
             Err(why) => {
                 tracing::debug!(target: "twill", "{}: under Triton's partition rules: {why}", ir.name);
                 partitions = false;
-                partition_note = Some(format!("none that Triton can build: {why}"));
+                // One line: remarks are read line by line.
+                let why = why.replace('\n', " ");
+                partition_note = Some(if why.contains("timed out") {
+                    format!(
+                        "no schedule under Triton's partition rules within {budget:.0} s: {why}"
+                    )
+                } else {
+                    format!("none that Triton can build: {why}")
+                });
                 solve_graph(&graph, left(&started))
             }
         }
@@ -399,6 +414,9 @@ fn schedule_loop(
         started.elapsed().as_secs_f64()
     );
     msg.push_str(&format!(" ({proven}"));
+    if colocated_optimum {
+        msg.push_str(" under Triton's partition rules");
+    }
     if !result.streaming.is_empty() {
         let pf: Vec<String> = result
             .streaming
@@ -488,9 +506,11 @@ pub unsafe extern "C" fn schedule_body(
         // new register size must be in between 24 to 256" otherwise,
         // measured on the causal FA forward): all loops get Triton's
         // partitions there, around twill's stages.
+        // Every loop Triton warp-specializes counts, scheduled by twill or
+        // not (a loop twill cannot extract is still partitioned by Triton).
         let ws_loops = loops
             .iter()
-            .filter(|l| l.ir.as_ref().is_ok_and(|ir| ir.warp_specialize))
+            .filter(|l| has_attr(l.op, "tt.warp_specialize"))
             .count();
         let stages_only = (o.partitions
             && o.ws

@@ -8,6 +8,8 @@
 //! from any solution, either it or its image satisfies this. Group renaming
 //! (the encodings' other symmetry breaking) leaves issue cycles unchanged,
 //! so the two restrictions together still keep a solution whenever one exists.
+//! With colocation (`same_group`) sets, pi must also map the colocation
+//! relation onto itself, or pi(S) could break a set.
 
 use crate::problem::{Problem, ProblemOp};
 
@@ -86,6 +88,7 @@ pub fn find_involution(p: &Problem) -> Option<(usize, Vec<usize>)> {
         color = next;
     }
     let target = edge_key(p, &(0..n).collect::<Vec<_>>());
+    let classes = colocation_classes(p);
     for v0 in 0..n {
         for u0 in (v0 + 1)..n {
             if color[u0] != color[v0] {
@@ -95,7 +98,7 @@ pub fn find_involution(p: &Problem) -> Option<(usize, Vec<usize>)> {
             let mut map: Vec<Option<usize>> = vec![None; n];
             map[v0] = Some(u0);
             map[u0] = Some(v0);
-            if extend(p, &color, &mut map, &target) {
+            if extend(p, &color, &classes, &mut map, &target) {
                 let perm: Vec<usize> = map.iter().map(|m| m.unwrap_or(0)).collect();
                 return Some((v0, perm));
             }
@@ -104,11 +107,17 @@ pub fn find_involution(p: &Problem) -> Option<(usize, Vec<usize>)> {
     None
 }
 
-fn extend(p: &Problem, color: &[usize], map: &mut Vec<Option<usize>>, target: &[EdgeKey]) -> bool {
+fn extend(
+    p: &Problem,
+    color: &[usize],
+    class: &[usize],
+    map: &mut Vec<Option<usize>>,
+    target: &[EdgeKey],
+) -> bool {
     let n = p.ops.len();
     let Some(v) = (0..n).find(|&v| map[v].is_none()) else {
         let perm: Vec<usize> = map.iter().map(|m| m.unwrap_or(0)).collect();
-        return edge_key(p, &perm) == target && keeps_same_group(p, &perm);
+        return edge_key(p, &perm) == target && keeps_same_group(p, class, &perm);
     };
     // Candidates: v itself, or a same-coloured unmapped op (swapped with v).
     let mut candidates = vec![v];
@@ -116,7 +125,10 @@ fn extend(p: &Problem, color: &[usize], map: &mut Vec<Option<usize>>, target: &[
     for u in candidates {
         map[v] = Some(u);
         map[u] = Some(v);
-        if consistent(p, map) && extend(p, color, map, target) {
+        if consistent(p, map)
+            && partial_same_group(p, class, map)
+            && extend(p, color, class, map, target)
+        {
             return true;
         }
         map[v] = None;
@@ -129,10 +141,28 @@ fn extend(p: &Problem, color: &[usize], map: &mut Vec<Option<usize>>, target: &[
 /// `same_group` sets generate) onto itself: the image of every set lies in
 /// one class. A bijection that maps the generating pairs into the relation
 /// maps the whole relation onto it.
-fn keeps_same_group(p: &Problem, perm: &[usize]) -> bool {
-    if p.same_group.is_empty() {
-        return true;
-    }
+fn keeps_same_group(p: &Problem, class: &[usize], perm: &[usize]) -> bool {
+    p.same_group.iter().all(|set| {
+        let first = class[perm[set[0]]];
+        set.iter().all(|&v| class[perm[v]] == first)
+    })
+}
+
+/// Within every `same_group` set, the already mapped members have images in
+/// one class of the colocation relation (a necessary condition of
+/// [`keeps_same_group`], checked on partial maps to prune the search).
+fn partial_same_group(p: &Problem, class: &[usize], map: &[Option<usize>]) -> bool {
+    p.same_group.iter().all(|set| {
+        let mut images = set.iter().filter_map(|&v| map[v]).map(|w| class[w]);
+        match images.next() {
+            Some(first) => images.all(|c| c == first),
+            None => true,
+        }
+    })
+}
+
+/// Class (a representative op) of every op under the colocation relation.
+fn colocation_classes(p: &Problem) -> Vec<usize> {
     let n = p.ops.len();
     let mut class: Vec<usize> = (0..n).collect();
     fn find(class: &mut [usize], mut v: usize) -> usize {
@@ -148,10 +178,7 @@ fn keeps_same_group(p: &Problem, perm: &[usize]) -> bool {
             class[a] = b;
         }
     }
-    p.same_group.iter().all(|set| {
-        let first = find(&mut class, perm[set[0]]);
-        set.iter().all(|&v| find(&mut class, perm[v]) == first)
-    })
+    (0..n).map(|v| find(&mut class, v)).collect()
 }
 
 /// Every edge between mapped ops maps onto an existing edge.

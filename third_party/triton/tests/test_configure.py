@@ -75,9 +75,25 @@ def test_gemm_candidates_are_ranked_by_the_model(tmp_path, monkeypatch):
 
 def test_a_candidate_that_fails_ranks_last():
     def compile_with_twill(cand):
-        if cand["label"] == "bad":
-            raise RuntimeError("does not compile")
-        raise AssertionError("unreachable")
+        raise RuntimeError("does not compile")
 
     ranking = configure.choose([dict(label="bad")], compile_with_twill, lambda c: [1], lambda c: 1)
     assert not ranking[0].scheduled and "does not compile" in ranking[0].reason
+    # Behind every candidate with a modeled time, even one that spills; a
+    # spilling one behind those that do not, whatever their times.
+    S = configure.Scored
+    cands = [S(candidate=dict(label="failed"), scheduled=False),
+             S(candidate=dict(label="spills"), scheduled=True, spill_bytes=72, time=5.0),
+             S(candidate=dict(label="slow"), scheduled=True, spill_bytes=16, time=9.0),
+             S(candidate=dict(label="fast"), scheduled=True, time=7.0),
+             S(candidate=dict(label="unfit"), scheduled=True, reason="does not fit on an SM")]
+    assert [r.candidate["label"] for r in configure.ordered(cands)] == ["fast", "slow", "spills", "failed", "unfit"]
+
+
+def test_grid_cycles_count_full_waves_and_the_tail():
+    # 264 CTAs, 132 SMs, 2 per SM: one full wave of max(T, 2S).
+    assert configure.grid_cycles(264, 132, 2, 100.0, 80.0) == 160.0
+    # 132 CTAs at 2 per SM: one CTA per SM, max(T, S).
+    assert configure.grid_cycles(132, 132, 2, 100.0, 80.0) == 100.0
+    # 300 CTAs: a full wave (264) and 36 more, one per SM.
+    assert configure.grid_cycles(300, 132, 2, 100.0, 80.0) == 160.0 + 100.0

@@ -17,8 +17,8 @@ target) and ranks them by modeled time:
   table (machines/*.toml); a kernel whose registers spill (a stack frame in
   the cubin larger than SPILL_TOLERANCE) ranks after all that do not, since
   the schedules assume values in registers;
-* c CTAs share an SM for max(T, c * S) cycles, and the grid takes
-  ceil(grid / (SMs * c)) such waves.
+* c CTAs share an SM for max(T, c * S) cycles; the grid takes
+  floor(grid / (SMs * c)) such waves and a last partial one.
 
 The candidate with the smallest modeled time wins (ties: the earlier
 candidate). Every number is returned, so a benchmark can show the model's
@@ -186,10 +186,20 @@ def score(candidate: dict, kernel, decision, iterations: Sequence[float], grid: 
         return s
     s.cta_cycles = sum(max(n - 1, 0) * l.ii + (l.length if n > 0 else 0) for l, n in zip(loops, iterations))
     s.unit_cycles = sum(n * l.resource for l, n in zip(loops, iterations))
-    c = s.ctas_per_sm
-    waves = math.ceil(grid / (occ.sms * c))
-    s.time = waves * max(s.cta_cycles, c * s.unit_cycles)
+    s.time = grid_cycles(grid, occ.sms, s.ctas_per_sm, s.cta_cycles, s.unit_cycles)
     return s
+
+
+def grid_cycles(grid: int, sms: int, ctas_per_sm: int, cta_cycles: float, unit_cycles: float) -> float:
+    """Cycles for `grid` CTAs on `sms` SMs that hold `ctas_per_sm` each: full
+    waves of c CTAs per SM take max(T, c * S), a last partial wave with k
+    CTAs on its busiest SM max(T, k * S)."""
+    c = ctas_per_sm
+    full, rest = divmod(grid, sms * c)
+    time = full * max(cta_cycles, c * unit_cycles)
+    if rest:
+        time += max(cta_cycles, math.ceil(rest / sms) * unit_cycles)
+    return time
 
 
 @dataclass
@@ -228,9 +238,16 @@ def rank(compiled: Sequence[Compiled], iterations: Callable, grid: Callable, mac
             scored.append(Scored(candidate=c.candidate, scheduled=False, reason=c.error))
         else:
             scored.append(score(c.candidate, c.kernel, c.decision, iterations(c.candidate), grid(c.candidate), occ))
-    # The schedules assume values in registers: a kernel that spills more
-    # than SPILL_TOLERANCE ranks after every kernel that does not.
-    order = sorted(range(len(scored)), key=lambda i: (scored[i].spill_bytes > SPILL_TOLERANCE, scored[i].time, i))
+    return ordered(scored)
+
+
+def ordered(scored: Sequence[Scored]) -> List[Scored]:
+    """Best first: candidates with a modeled time before those without (not
+    scheduled, not compiled, not fitting on an SM); among them, kernels that
+    spill more than SPILL_TOLERANCE last; then by modeled time; ties keep
+    the candidates' order."""
+    order = sorted(range(len(scored)), key=lambda i: (not scored[i].scheduled or math.isinf(scored[i].time),
+                                                     scored[i].spill_bytes > SPILL_TOLERANCE, scored[i].time, i))
     return [scored[i] for i in order]
 
 

@@ -93,7 +93,8 @@ class Config:
     strict: bool
     dump_dir: Optional[str]
     extra: str
-    # Write twill's own warp partitions (sm100); False: stages only.
+    # Write twill's own warp partitions on sm100 (TWILL_PARTITIONS=0:
+    # stages only there).
     partitions: bool = True
 
 
@@ -443,7 +444,7 @@ def _schedule(ir, mod, capability, options, cfg):
         exported = _generic_text(ir, mod, work)
         # The options that change the schedule are part of the key: a
         # schedule recorded with other options is never replayed.
-        key = replay_key(exported, f"{arch} partitions={cfg.partitions} {cfg.extra}".strip())
+        key = replay_key(exported, f"{arch} scope={cfg.scope} partitions={cfg.partitions} {cfg.extra}".strip())
         inp = work / "input.mlir"
         out = work / "output.mlir"
         inp.write_text(exported)
@@ -458,7 +459,7 @@ def _schedule(ir, mod, capability, options, cfg):
             e.decision = decision
             raise e
         pass_opts = f"arch={arch} triton={_triton_version()} scope={cfg.scope} timeout={cfg.timeout:g}"
-        if not cfg.partitions:
+        if arch == "sm100" and not cfg.partitions:
             # Stages only: Triton's partition scheduler partitions around
             # them. By default twill writes its own partitions (sm100), solved
             # under the colocation rules Triton's warp specialization needs,
