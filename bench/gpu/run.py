@@ -250,6 +250,9 @@ def record_choice():
             ranking = configure.rank(compiled, lambda c: model_problem(kind, size, c)[0],
                                      lambda c: model_problem(kind, size, c)[1])
             best = ranking[0]
+            if not best.scheduled or math.isinf(best.time):
+                print(f"{kind} {size}: no candidate has a modeled time ({best.reason}); no choice", flush=True)
+                continue
             choice.setdefault(kind, {})[str(size)] = dict(
                 label=best.candidate["label"], cx=best.candidate["cx"], opts=best.candidate["opts"],
                 extra=best.candidate["extra"], model_cycles=best.time,
