@@ -314,7 +314,26 @@ fn schedule_loop(
     };
     let (problem, result) = match solved {
         Ok(x) => x,
-        Err(why) => return Outcome::Skipped(why),
+        Err(why) => {
+            // What the loop costs at least and at most, for models that rank
+            // configurations (twill_triton.configure): the busiest unit's
+            // cycles per iteration and the ops back to back.
+            let bounds = Problem::build(&graph, machine, build)
+                .map(|(p, _)| {
+                    let unit = (0..p.units.len())
+                        .map(|f| p.unit_bound(f))
+                        .max()
+                        .unwrap_or(0);
+                    let sequential: u64 = p.ops.iter().map(|op| u64::from(op.cycles)).sum();
+                    format!(
+                        " [resource bound ~{:.0} cycles, sequential ~{:.0} cycles]",
+                        unit as f64 * p.cycle_scale,
+                        sequential as f64 * p.cycle_scale
+                    )
+                })
+                .unwrap_or_default();
+            return Outcome::Skipped(format!("{}{bounds}", why.replace('\n', " ")));
+        }
     };
     // The independent checker, once more, on exactly what is written.
     let (view, _) = joint::streaming_view(&problem);

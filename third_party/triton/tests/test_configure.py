@@ -22,9 +22,17 @@ REMARK = ("loc: remark: twill: scheduled k_loop1: I=2 (~527 cycles) L=3 stages=3
           "graph, 0.04s (proven optimal; a prefetch 2) [resource bound ~500 cycles, L ~790 cycles]")
 
 
+SKIPPED = ("loc: remark: twill: skipped loop: no schedule: no warp-specialized schedule with I <= 110 "
+           "[resource bound ~1686 cycles, sequential ~3478 cycles]; Triton's own schedule applies")
+
+
 def test_remarks_give_each_loop_its_cycles():
-    loops = configure.loops_of([REMARK, "loc: remark: twill: skipped loop: why", REMARK.replace("527", "600")])
-    assert [(lp.ii, lp.resource, lp.length) for lp in loops] == [(527, 500, 790), (600, 500, 790)]
+    # A skipped loop without bounds (not priced) gives nothing; one with
+    # bounds counts as its ops back to back.
+    loops = configure.loops_of([REMARK, "loc: remark: twill: skipped loop: why", REMARK.replace("527", "600"),
+                                SKIPPED])
+    assert [(lp.ii, lp.resource, lp.length, lp.scheduled) for lp in loops] == [
+        (527, 500, 790, True), (600, 500, 790, True), (3478, 1686, 3478, False)]
 
 
 def test_ctas_per_sm_follow_the_tightest_limit():

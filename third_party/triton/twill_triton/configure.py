@@ -9,7 +9,9 @@ target) and ranks them by modeled time:
 * per loop, from twill's remark: I (cycles per iteration of one CTA alone on
   the SM), L (cycles of one iteration from first issue to last completion)
   and R, the busiest unit's cycles per iteration (what the iteration costs
-  when CTAs share the SM);
+  when CTAs share the SM); a loop twill skipped keeps Triton's schedule and
+  counts pessimistically, I = L = its ops back to back (the skip remark
+  gives that and R);
 * one CTA runs its loops back to back: T = sum over loops of (n - 1) * I + L
   for n iterations, and needs S = sum of n * R cycles of its busiest units;
 * CTAs per SM, c, from the compiled kernel (shared memory from Triton's
@@ -39,6 +41,9 @@ except ImportError:  # Python < 3.11
 
 _REMARK = re.compile(r"twill: scheduled \S+: I=\d+ \(~(\d+) cycles\).*"
                      r"\[resource bound ~(\d+) cycles, L ~(\d+) cycles\]")
+# A loop twill did not schedule keeps Triton's own schedule; its bounds
+# stand in for it: no overlap at all (the ops back to back), pessimistic.
+_SKIPPED = re.compile(r"twill: skipped loop: .*\[resource bound ~(\d+) cycles, sequential ~(\d+) cycles\]")
 
 
 # Stack-frame bytes per thread up to which a kernel still counts as keeping
@@ -134,15 +139,23 @@ class Loop:
     ii: int          # cycles per iteration of one CTA alone on the SM
     resource: int    # busiest unit's cycles per iteration
     length: int      # cycles of one iteration, first issue to last completion
+    scheduled: bool = True  # False: twill skipped it; ii = length = ops back to back
 
 
 def loops_of(remarks: Sequence[str]) -> List[Loop]:
-    """twill's scheduled loops, in program order, from the pass remarks."""
+    """The candidate loops, in program order, from the pass remarks: twill's
+    schedules, and for loops twill skipped (Triton schedules them) the
+    pessimistic bound of no overlap, where the remark gives it."""
     out = []
     for r in remarks:
         m = _REMARK.search(r)
         if m:
             out.append(Loop(ii=int(m.group(1)), resource=int(m.group(2)), length=int(m.group(3))))
+            continue
+        m = _SKIPPED.search(r)
+        if m:
+            seq = int(m.group(2))
+            out.append(Loop(ii=seq, resource=int(m.group(1)), length=seq, scheduled=False))
     return out
 
 
@@ -165,6 +178,8 @@ class Scored:
         if not self.scheduled:
             return f"not scheduled ({self.reason[:80]})"
         spills = f", {self.spill_bytes} B spilled" if self.spill_bytes else ""
+        skipped = sum(1 for lp in self.loops if not lp.scheduled)
+        spills += f", {skipped} loop(s) Triton's, bounded" if skipped else ""
         return (f"{self.ctas_per_sm} CTA/SM (smem {self.shared // 1024} KB, {self.regs} regs{spills}), "
                 f"CTA {self.cta_cycles:.0f} cycles, units {self.unit_cycles:.0f}, model {self.time:.3g} cycles")
 

@@ -452,7 +452,8 @@ def _schedule(ir, mod, capability, options, cfg):
         replay = _replayed(cfg, key)
         if replay is not None:
             text, stderr = replay
-            decision.remarks = [ln for ln in stderr.splitlines() if "twill: scheduled" in ln]
+            decision.remarks = [ln for ln in stderr.splitlines()
+                                if "twill" in ln and ("remark:" in ln or "error:" in ln)]
             return _parse_back(ir, mod, work, text, decision)
         if not cfg.twill_opt or not os.path.exists(cfg.twill_opt):
             e = _Fallback(f"no twill-opt and no replay entry for key {key[:16]}")
