@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import multiprocessing
+import statistics
 import os
 import sys
 import tempfile
@@ -298,6 +299,31 @@ def bench_all(out):
     def med(fn):
         return do_bench(fn, warmup=25, rep=100, return_mode="median")
 
+    def paired(kernel, size, fns, rounds=3):
+        """The best stock configuration and twill's choice timed alternately
+        (rounds x each), right after all variants of this kernel and size:
+        the first-pass rows of the two are up to a minute apart, and a kernel
+        timed twice drifts by a few percent over that time."""
+        rows = [r for r in results["rows"] if r["kernel"] == kernel and r["size"] == size and r["correct"]
+                and r["ms"] and r["variant"] in fns]
+        stock = min((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["ms"], default=None)
+        ours = next((r for r in rows if r["variant"].startswith("twill choice")), None)
+        if stock is None or ours is None:
+            return
+        ts, tt = [], []
+        try:
+            for _ in range(rounds):
+                ts.append(med(fns[stock["variant"]]))
+                tt.append(med(fns[ours["variant"]]))
+        except Exception as e:  # a failure here must not lose the run
+            print(f"paired {kernel} {size} failed: {type(e).__name__}: {e}", flush=True)
+            return
+        ratio = statistics.median(ts) / statistics.median(tt)
+        results.setdefault("paired", []).append(dict(kernel=kernel, size=size, stock=stock["variant"],
+                                                     twill=ours["variant"], stock_ms=ts, twill_ms=tt, ratio=ratio))
+        print(f"paired {kernel} {size}: {stock['variant']} {['%.4f' % t for t in ts]} ms, "
+              f"{ours['variant']} {['%.4f' % t for t in tt]} ms: twill / stock = {ratio:.3f}", flush=True)
+
     def row(kernel, size, variant, ms, flops, ok, err, note=""):
         tf = flops / (ms * 1e-3) / 1e12 if ms else None
         results["rows"].append(dict(kernel=kernel, size=size, variant=variant, ms=ms, tflops=tf, correct=ok,
@@ -388,6 +414,7 @@ def bench_all(out):
                 err = max((o[z, h].float() - ref[(z, h)]).abs().max().item() for z, h in heads)
                 return err < 2e-2, err
 
+            fns = {}
             for (kind, variant), (kern, cx, note) in compiled.items():
                 if kind != fa_kind or skip(kind, variant, N):
                     continue
@@ -407,7 +434,7 @@ def bench_all(out):
                 consts = (cx["HEAD_DIM"], BM, BN) + ((bool(cx.get("CAUSAL")), bool(cx.get("SUBTILE"))) if general
                                                      else ()) + (cx["WARP_SPECIALIZE"],)
 
-                def fn():
+                def fn(kern=kern, grid=grid, lse=lse, dq=dq, dk=dk, dv=dv, do=do, consts=consts):
                     kern[grid](sm_scale, lse, Z, H, dq, dk, dv, do, N, *consts)
 
                 try:
@@ -416,10 +443,12 @@ def bench_all(out):
                     torch.cuda.synchronize()
                     ok, err = check(o)
                     ms = med(fn)
+                    fns[variant] = fn
                 except Exception as e:
                     ok, err, ms = False, None, None
                     note = f"launch failed: {str(e)[:120]}"
                 row(FA_ROWS[fa_kind], N, variant, ms, flops, ok, err, note or "")
+            paired(FA_ROWS[fa_kind], N, fns)
             # cuDNN through torch SDPA.
             try:
                 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -471,6 +500,7 @@ def bench_all(out):
                           for z, h in heads for got, want in zip((dq, dk, dv), ref[(z, h)]))
                 return err < 1e-2, err
 
+            fns = {}
             for (kind, variant), (kern, cx, note) in compiled.items():
                 if kind != bwd_kind or skip(kind, variant, N):
                     continue
@@ -479,7 +509,7 @@ def bench_all(out):
                 sig, cst, _ = fa_bwd.ast_source_args(**cx)
                 N1 = cx["BLOCK_N1"]
 
-                def fn():
+                def fn(kern=kern, N1=N1, sig=sig, cst=cst, values=values):
                     check._launch(kern, (N // N1, Z * H, 1), sig, cst, values)
 
                 try:
@@ -489,10 +519,12 @@ def bench_all(out):
                     torch.cuda.synchronize()
                     ok, err = check_grads(dq, dk, dv)
                     ms = med(fn)
+                    fns[variant] = fn
                 except Exception as e:
                     ok, err, ms = False, None, None
                     note = f"launch failed: {str(e)[:120]}"
                 row("fa_" + bwd_kind, N, variant, ms, flops, ok, err, note or "")
+            paired("fa_" + bwd_kind, N, fns)
             # cuDNN backward through torch SDPA (forward + backward timed minus forward).
             try:
                 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -533,6 +565,7 @@ def bench_all(out):
             err = (c.float() - ref).abs().max().item() / scale
             return err < 1e-2, err
 
+        fns = {}
         for (kind, variant), (kern, cx, note) in compiled.items():
             if kind != "gemm" or skip(kind, variant, S):
                 continue
@@ -543,7 +576,7 @@ def bench_all(out):
             cd = TensorDescriptor.from_tensor(c, [BM, BN])
             grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN), 1, 1)
 
-            def fn():
+            def fn(kern=kern, grid=grid, ad=ad, bd=bd, cd=cd, BM=BM, BN=BN, BK=BK, cx=cx):
                 kern[grid](ad, bd, cd, M, N, K, BM, BN, BK, cx["GROUP_M"])
 
             try:
@@ -552,10 +585,12 @@ def bench_all(out):
                 torch.cuda.synchronize()
                 ok, err = check(c)
                 ms = med(fn)
+                fns[variant] = fn
             except Exception as e:
                 ok, err, ms = False, None, None
                 note = f"launch failed: {str(e)[:120]}"
             row("matmul", S, variant, ms, flops, ok, err, note or "")
+        paired("matmul", S, fns)
         f = lambda: a @ b.T  # noqa: E731
         ok, err = check(f())
         row("matmul", S, "cublas (torch)", med(f), flops, ok, err)
@@ -564,7 +599,8 @@ def bench_all(out):
 
     # Summary: twill's single configuration (the model's choice) against the
     # best stock configuration of the grid, measured in this run.
-    print("\nsummary: kernel size | best stock (config) | twill's choice (config) | ratio", flush=True)
+    print("\nsummary: kernel size | best stock (config) | twill's choice (config) | ratio | paired ratio",
+          flush=True)
     summary = []
     for kernel in sorted({r["kernel"] for r in results["rows"]}):
         for size in sorted({r["size"] for r in results["rows"] if r["kernel"] == kernel}):
@@ -575,10 +611,14 @@ def bench_all(out):
             ours = next((r for r in rows if r["variant"].startswith("twill choice")), None)
             if stock and ours:
                 ratio = ours["tflops"] / stock["tflops"]
+                pair = next((p for p in results.get("paired", []) if p["kernel"] == kernel and p["size"] == size),
+                            None)
                 summary.append(dict(kernel=kernel, size=size, stock=stock["variant"], stock_tflops=stock["tflops"],
-                                    twill=ours["variant"], twill_tflops=ours["tflops"], ratio=ratio))
+                                    twill=ours["variant"], twill_tflops=ours["tflops"], ratio=ratio,
+                                    paired_ratio=pair["ratio"] if pair else None))
                 print(f"{kernel:16s} {size:>6} | {stock['tflops']:6.1f} ({stock['variant'][7:]}) | "
-                      f"{ours['tflops']:6.1f} ({ours['variant'][13:]}) | {ratio:.3f}", flush=True)
+                      f"{ours['tflops']:6.1f} ({ours['variant'][13:]}) | {ratio:.3f}"
+                      + (f" | paired {pair['ratio']:.3f}" if pair else ""), flush=True)
     results["summary"] = summary
 
     Path(out).mkdir(parents=True, exist_ok=True)
