@@ -62,49 +62,8 @@ fn both(p: &Problem, groups: u32) -> Option<JointResult> {
     }
 }
 
-#[test]
-fn register_limit_splits_values_across_groups() {
-    // A and B (200 registers each) are both live until C consumes them.
-    let p = problem(
-        r#"
-[[op]]
-name = "A"
-cycles = 1
-uses = { TC = 1 }
-regs = 200
-[[op]]
-name = "B"
-cycles = 1
-uses = { TC = 1 }
-regs = 200
-[[op]]
-name = "C"
-cycles = 1
-uses = { SFU = 1 }
-[[edge]]
-from = "A"
-to = "C"
-[[edge]]
-from = "B"
-to = "C"
-"#,
-    );
-    assert!(
-        both(&p, 1).is_none(),
-        "one group of 255 registers cannot hold 400"
-    );
-    let r = both(&p, 2).unwrap();
-    let g = &r.schedule.group;
-    assert_ne!(g[0], g[1], "A and B on different groups");
-    assert_eq!(r.schedule.schedule.ii, 2);
-}
-
-#[test]
-fn same_group_keeps_ops_together() {
-    // The graph above with A and B colocated: both are live until C issues,
-    // 400 registers in one group, so no schedule exists at any I. With B
-    // and C colocated instead, A goes to the other group.
-    let base = r#"
+/// A and B (200 registers each) are both live until C consumes them.
+const TWO_WIDE_VALUES: &str = r#"
 [[op]]
 name = "A"
 cycles = 1
@@ -126,6 +85,26 @@ to = "C"
 from = "B"
 to = "C"
 "#;
+
+#[test]
+fn register_limit_splits_values_across_groups() {
+    let p = problem(TWO_WIDE_VALUES);
+    assert!(
+        both(&p, 1).is_none(),
+        "one group of 255 registers cannot hold 400"
+    );
+    let r = both(&p, 2).unwrap();
+    let g = &r.schedule.group;
+    assert_ne!(g[0], g[1], "A and B on different groups");
+    assert_eq!(r.schedule.schedule.ii, 2);
+}
+
+#[test]
+fn same_group_keeps_ops_together() {
+    // The graph above with A and B colocated: both are live until C issues,
+    // 400 registers in one group, so no schedule exists at any I. With B
+    // and C colocated instead, A goes to the other group.
+    let base = TWO_WIDE_VALUES;
     let together = format!("{base}\n[[same_group]]\nops = [\"A\", \"B\"]\nreason = \"test\"\n");
     assert!(
         both(&problem(&together), 2).is_none(),

@@ -662,6 +662,18 @@ pub(crate) mod tests {
         assert_eq!(e.location, "loc(\"ttng.warp_group_dot\")");
     }
 
+    /// A warp-specialized loop body of 4 warps with `ops`, no loop-carried values.
+    fn sm100_loop(ops: Vec<IrOp>) -> LoopIr {
+        LoopIr {
+            name: "t".into(),
+            location: "l".into(),
+            warp_specialize: true,
+            num_warps: 4,
+            ops,
+            yields: vec![],
+        }
+    }
+
     #[test]
     fn colocation_joins_mmas_and_the_ops_exchanging_data_between_them() {
         // sm_100: S = mma(..) in tensor memory, P = exp2(tmem_load S), the
@@ -679,21 +691,14 @@ pub(crate) mod tests {
                 &[],
             )
         };
-        let ir = LoopIr {
-            name: "t".into(),
-            location: "l".into(),
-            warp_specialize: true,
-            num_warps: 4,
-            ops: vec![
-                mma(2),
-                op("ttng.tmem_load", vec![v(ValueSrc::Outside(2), tm)], &[ACC]),
-                op("math.exp2", vec![v(r(1), ACC)], &[ACC]),
-                op("ttng.tmem_load", vec![v(ValueSrc::Outside(3), tm)], &[ACC]),
-                op("arith.mulf", vec![v(r(3), ACC), v(r(2), ACC)], &[ACC]),
-                mma(3),
-            ],
-            yields: vec![],
-        };
+        let ir = sm100_loop(vec![
+            mma(2),
+            op("ttng.tmem_load", vec![v(ValueSrc::Outside(2), tm)], &[ACC]),
+            op("math.exp2", vec![v(r(1), ACC)], &[ACC]),
+            op("ttng.tmem_load", vec![v(ValueSrc::Outside(3), tm)], &[ACC]),
+            op("arith.mulf", vec![v(r(3), ACC), v(r(2), ACC)], &[ACC]),
+            mma(3),
+        ]);
         let l = lower(&ir, &Machine::select("b200").unwrap(), &[]).unwrap();
         let sets = colocation(&ir, &l, &["ttng.tc_gen5_mma"]);
         let names: Vec<Vec<&str>> = sets
@@ -720,26 +725,19 @@ pub(crate) mod tests {
         // tmem accumulator of sm_100: the MMA writes it, tmem_load reads it.
         let tm = "!ttg.memdesc<128x128xf32, #tmem, #ttng.tensor_memory, mutable>";
         let r = |op: usize| ValueSrc::Op { op, result: 0 };
-        let ir = LoopIr {
-            name: "t".into(),
-            location: "l".into(),
-            warp_specialize: true,
-            num_warps: 4,
-            ops: vec![
-                op(
-                    "ttng.tc_gen5_mma",
-                    vec![
-                        v(ValueSrc::Outside(0), S),
-                        v(ValueSrc::Outside(1), ST),
-                        v(ValueSrc::Outside(2), tm),
-                    ],
-                    &[],
-                ),
-                op("ttng.tmem_load", vec![v(ValueSrc::Outside(2), tm)], &[ACC]),
-                op("math.exp2", vec![v(r(1), ACC)], &[ACC]),
-            ],
-            yields: vec![],
-        };
+        let ir = sm100_loop(vec![
+            op(
+                "ttng.tc_gen5_mma",
+                vec![
+                    v(ValueSrc::Outside(0), S),
+                    v(ValueSrc::Outside(1), ST),
+                    v(ValueSrc::Outside(2), tm),
+                ],
+                &[],
+            ),
+            op("ttng.tmem_load", vec![v(ValueSrc::Outside(2), tm)], &[ACC]),
+            op("math.exp2", vec![v(r(1), ACC)], &[ACC]),
+        ]);
         let l = lower(&ir, &Machine::select("b200").unwrap(), &[]).unwrap();
         let e: Vec<(usize, usize, u32, bool)> = l
             .graph
