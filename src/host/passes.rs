@@ -24,6 +24,7 @@ use crate::frontend::LoopIr;
 use crate::graph::load::to_toml;
 use crate::joint::{self, Encoding, JointOptions};
 use crate::machine::Machine;
+use crate::modulo::mii;
 use crate::problem::{BuildOptions, Problem};
 
 /// Options of `--twill-schedule` (see `passes/TwillPasses.cpp` for their
@@ -262,11 +263,14 @@ fn schedule_loop(
         reg_limit: machine.warps.max_regs_per_thread,
         cross_warp: true,
     };
-    let solve_graph = |g: &crate::graph::Graph, seconds: f64| {
-        let (problem, _norm) =
-            Problem::build(g, machine, build).map_err(|e| format!("cannot price the loop: {e}"))?;
-        let result = joint::solve(
-            &problem,
+    // Priced and normalized once; the colocated attempt only adds its sets.
+    let problem = match Problem::build(&graph, machine, build) {
+        Ok((p, _)) => p,
+        Err(e) => return Outcome::Skipped(format!("cannot price the loop: {e}")),
+    };
+    let solve = |p: &Problem, seconds: f64| {
+        joint::solve(
+            p,
             JointOptions {
                 encoding: o.encoding,
                 warps,
@@ -275,25 +279,25 @@ fn schedule_loop(
                 threads: 0,
             },
         )
-        .map_err(|e| format!("no schedule: {e}"))?;
-        Ok::<_, String>((problem, result))
+        .map_err(|e| format!("no schedule: {e}"))
     };
     let left = |started: &Instant| (o.timeout - started.elapsed().as_secs_f64()).max(0.01);
     let mut partitions = ws && o.partitions && stages_only.is_none();
-    // The optimum is one under the colocation rules (not of the loop alone).
-    let mut colocated_optimum = false;
     let mut partition_note = stages_only
         .filter(|_| ws && o.partitions)
         .map(str::to_string);
+    // The problem whose schedule is written (with the colocation sets when
+    // they held), for the checker below.
+    let mut colocated_problem = None;
     let solved = if colocated.is_empty() {
-        solve_graph(&graph, left(&started))
+        solve(&problem, left(&started))
     } else {
-        let mut with = graph.clone();
-        with.same_group = colocated;
+        let mut with = problem.clone();
+        with.same_group = colocated.into_iter().map(|set| set.ops).collect();
         let budget = (left(&started) / 3.0).min(COLOCATED_SECONDS);
-        match solve_graph(&with, budget) {
+        match solve(&with, budget) {
             Ok(r) => {
-                colocated_optimum = true;
+                colocated_problem = Some(with);
                 Ok(r)
             }
             Err(why) => {
@@ -308,35 +312,27 @@ fn schedule_loop(
                 } else {
                     format!("none that Triton can build: {why}")
                 });
-                solve_graph(&graph, left(&started))
+                solve(&problem, left(&started))
             }
         }
     };
-    let (problem, result) = match solved {
-        Ok(x) => x,
+    let result = match solved {
+        Ok(r) => r,
         Err(why) => {
             // What the loop costs at least and at most, for models that rank
             // configurations (twill_triton.configure): the busiest unit's
             // cycles per iteration and the ops back to back.
-            let bounds = Problem::build(&graph, machine, build)
-                .map(|(p, _)| {
-                    let unit = (0..p.units.len())
-                        .map(|f| p.unit_bound(f))
-                        .max()
-                        .unwrap_or(0);
-                    let sequential: u64 = p.ops.iter().map(|op| u64::from(op.cycles)).sum();
-                    format!(
-                        " [resource bound ~{:.0} cycles, sequential ~{:.0} cycles]",
-                        unit as f64 * p.cycle_scale,
-                        sequential as f64 * p.cycle_scale
-                    )
-                })
-                .unwrap_or_default();
-            return Outcome::Skipped(format!("{}{bounds}", why.replace('\n', " ")));
+            let sequential: u64 = problem.ops.iter().map(|op| u64::from(op.cycles)).sum();
+            return Outcome::Skipped(format!(
+                "{} [resource bound ~{:.0} cycles, sequential ~{:.0} cycles]",
+                why.replace('\n', " "),
+                f64::from(mii::res_mii(&problem)) * problem.cycle_scale,
+                sequential as f64 * problem.cycle_scale
+            ));
         }
     };
     // The independent checker, once more, on exactly what is written.
-    let (view, _) = joint::streaming_view(&problem);
+    let (view, _) = joint::streaming_view(colocated_problem.as_ref().unwrap_or(&problem));
     let violations = checker::check_joint(&view, &result.schedule, &warps);
     if !violations.is_empty() {
         let list: Vec<String> = violations.iter().map(|v| v.to_string()).collect();
@@ -433,7 +429,8 @@ fn schedule_loop(
         started.elapsed().as_secs_f64()
     );
     msg.push_str(&format!(" ({proven}"));
-    if colocated_optimum {
+    if colocated_problem.is_some() {
+        // The optimum under the colocation rules, not of the loop alone.
         msg.push_str(" under Triton's partition rules");
     }
     if !result.streaming.is_empty() {
