@@ -24,6 +24,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use petgraph::unionfind::UnionFind;
+
 use super::{element_bytes, parse_tile, IrOp, LoopIr, Tile, ValueSrc};
 use crate::graph::{Edge, Graph, Op, SameGroup, Timing};
 use crate::machine::{DtypeFrom, Machine, OpRule, ShapeFrom};
@@ -420,23 +422,10 @@ pub fn colocation(ir: &LoopIr, lowered: &Lowered, mma_ops: &[&str]) -> Vec<SameG
     let g = &lowered.graph;
     let n = g.ops.len();
     let is_mma = |v: usize| mma_ops.contains(&ir.ops[lowered.op_of_node[v]].name.as_str());
-    let mut class: Vec<usize> = (0..n).collect();
-    fn find(class: &mut [usize], mut v: usize) -> usize {
-        while class[v] != v {
-            class[v] = class[class[v]];
-            v = class[v];
-        }
-        v
-    }
-    let join = |class: &mut Vec<usize>, a: usize, b: usize| {
-        let (ra, rb) = (find(class, a), find(class, b));
-        if ra != rb {
-            class[ra.max(rb)] = ra.min(rb);
-        }
-    };
+    let mut classes = UnionFind::new(n);
     let mmas: Vec<usize> = (0..n).filter(|&v| is_mma(v)).collect();
     for pair in mmas.windows(2) {
-        join(&mut class, pair[0], pair[1]);
+        classes.union(pair[0], pair[1]);
     }
     for e in &g.edges {
         let (u, v) = (e.from, e.to);
@@ -446,12 +435,14 @@ pub fn colocation(ir: &LoopIr, lowered: &Lowered, mma_ops: &[&str]) -> Vec<SameG
         if is_mma(u) || is_mma(v) {
             continue;
         }
-        join(&mut class, u, v);
+        classes.union(u, v);
     }
+    // Sets in order of their first op, members in graph order.
     let mut sets: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    let mut first_of_class: BTreeMap<usize, usize> = BTreeMap::new();
     for v in (0..n).filter(|&v| !g.ops[v].variable_latency) {
-        let r = find(&mut class, v);
-        sets.entry(r).or_default().push(v);
+        let first = *first_of_class.entry(classes.find(v)).or_insert(v);
+        sets.entry(first).or_default().push(v);
     }
     sets.into_values()
         .filter(|ops| ops.len() >= 2)

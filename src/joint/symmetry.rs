@@ -11,6 +11,8 @@
 //! With colocation (`same_group`) sets, pi must also map the colocation
 //! relation onto itself, or pi(S) could break a set.
 
+use petgraph::unionfind::UnionFind;
+
 use crate::problem::{Problem, ProblemOp};
 
 fn same_op(a: &ProblemOp, b: &ProblemOp) -> bool {
@@ -163,22 +165,13 @@ fn partial_same_group(p: &Problem, class: &[usize], map: &[Option<usize>]) -> bo
 
 /// Class (a representative op) of every op under the colocation relation.
 fn colocation_classes(p: &Problem) -> Vec<usize> {
-    let n = p.ops.len();
-    let mut class: Vec<usize> = (0..n).collect();
-    fn find(class: &mut [usize], mut v: usize) -> usize {
-        while class[v] != v {
-            class[v] = class[class[v]];
-            v = class[v];
-        }
-        v
-    }
+    let mut classes = UnionFind::new(p.ops.len());
     for set in &p.same_group {
         for pair in set.windows(2) {
-            let (a, b) = (find(&mut class, pair[0]), find(&mut class, pair[1]));
-            class[a] = b;
+            classes.union(pair[0], pair[1]);
         }
     }
-    (0..n).map(|v| find(&mut class, v)).collect()
+    classes.into_labeling()
 }
 
 /// Every edge between mapped ops maps onto an existing edge.
