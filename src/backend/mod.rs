@@ -668,13 +668,30 @@ mod tests {
     use crate::machine::Machine;
     use crate::problem::{BuildOptions, Problem};
 
+    const SM90_36: TritonTarget = TritonTarget {
+        arch: Arch::Sm90,
+        version: (3, 6),
+    };
+
+    /// The GEMM main loop of [`gemm`], solved and decided for `arch`.
     fn solved(
         arch: Arch,
         ws: bool,
         order: ClusterOrder,
         loads_last: bool,
     ) -> (LoopIr, LoopDecision) {
-        let ir = gemm();
+        solved_loop(gemm(), arch, ws, order, loads_last)
+    }
+
+    /// `ir` solved (two compute groups) and decided for `arch` on its
+    /// bundled machine, Triton 3.6.
+    fn solved_loop(
+        ir: LoopIr,
+        arch: Arch,
+        ws: bool,
+        order: ClusterOrder,
+        loads_last: bool,
+    ) -> (LoopIr, LoopDecision) {
         let m = Machine::select(arch.default_machine()).unwrap();
         let target = TritonTarget {
             arch,
@@ -723,11 +740,7 @@ mod tests {
     #[test]
     fn gemm_decision_matches_the_triton_contract() {
         let (ir, d) = solved(Arch::Sm90, true, ClusterOrder::Slot, false);
-        let target = TritonTarget {
-            arch: Arch::Sm90,
-            version: (3, 6),
-        };
-        assert!(validate(&ir, &d, &target).is_empty());
+        assert!(validate(&ir, &d, &SM90_36).is_empty());
         // Loads (and their folded address computation) two stages ahead of
         // the wgmma, which is in the last stage, after it in the body.
         let st: Vec<u32> = d.ops.iter().map(|o| o.stage).collect();
@@ -746,11 +759,7 @@ mod tests {
     #[test]
     fn program_order_puts_the_rest_of_a_stage_in_one_cluster() {
         let (ir, d) = solved(Arch::Sm90, true, ClusterOrder::Program, false);
-        let target = TritonTarget {
-            arch: Arch::Sm90,
-            version: (3, 6),
-        };
-        assert!(validate(&ir, &d, &target).is_empty());
+        assert!(validate(&ir, &d, &SM90_36).is_empty());
         // The same stages as with the slot order; the loads (and their
         // folded address computation) first, everything else after them in
         // one cluster, hence in program order.
@@ -765,11 +774,7 @@ mod tests {
     #[test]
     fn loads_last_puts_the_prefetched_loads_in_the_last_cluster() {
         let (ir, d) = solved(Arch::Sm90, true, ClusterOrder::Program, true);
-        let target = TritonTarget {
-            arch: Arch::Sm90,
-            version: (3, 6),
-        };
-        assert!(validate(&ir, &d, &target).is_empty());
+        assert!(validate(&ir, &d, &SM90_36).is_empty());
         // Same stages; the loads (ops 1 and 3, with their folded address
         // computation, op 0) now after the wgmma's cluster.
         let st: Vec<u32> = d.ops.iter().map(|o| o.stage).collect();
@@ -781,44 +786,7 @@ mod tests {
     fn blackwell_partitions_cover_every_op_with_the_mma_in_one() {
         let mut ir = gemm();
         ir.ops[6].name = "ttng.tc_gen5_mma".into();
-        let m = Machine::select("b200").unwrap();
-        let l = lower(&ir, &m, &[]).unwrap();
-        let (p, _) = Problem::build(
-            &l.graph,
-            &m,
-            BuildOptions {
-                u: 30,
-                time_limit: 10.0,
-            },
-        )
-        .unwrap();
-        let warps = WarpConfig {
-            groups: 2,
-            reg_limit: 255,
-            cross_warp: true,
-        };
-        let r = joint::solve(
-            &p,
-            JointOptions {
-                encoding: Encoding::Default,
-                warps,
-                timeout: 20.0,
-                seed: 0,
-                threads: 1,
-            },
-        )
-        .unwrap();
-        let d = decide(
-            &ir,
-            &l,
-            &r.schedule,
-            &r.streaming,
-            Arch::Sm100,
-            true,
-            0,
-            ClusterOrder::Slot,
-            false,
-        );
+        let (_, d) = solved_loop(ir, Arch::Sm100, true, ClusterOrder::Slot, false);
         assert!(d.ops.iter().all(|o| o.partition.len() == 1));
         assert_eq!(d.ops[6].partition, [1]);
         assert!(d.ops[6].self_latency);
