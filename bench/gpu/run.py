@@ -175,6 +175,11 @@ def twill_variants(kind):
     return out
 
 
+def slug(label):
+    """A variant label as a directory name."""
+    return label.replace(" ", "_")
+
+
 def choice_candidates(kind):
     """The configurations twill's model chooses from (twill_triton.configure):
     block sizes, warps, warp specialization and load placement. num_stages
@@ -243,7 +248,7 @@ def record_choice():
     for kind, _ in kinds():
         def compile_with_twill(cand, kind=kind):
             os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-choice-cache-")
-            dump = CHOICE / kind / cand["label"].replace(" ", "_")
+            dump = CHOICE / kind / slug(cand["label"])
             return twill_compile(kind, cand["cx"], cand["opts"], cand["extra"], dump_dir=str(dump))
 
         compiled = configure.compile_candidates(choice_candidates(kind), compile_with_twill)
@@ -276,7 +281,7 @@ def record():
         for label, extra, cx, opts in twill_variants(kind):
             # A fresh cache, so that the hook runs and records its decision.
             os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-record-cache-")
-            _, d = twill_compile(kind, cx, opts, extra, dump_dir=str(REPLAY / label.replace(" ", "_") / kind))
+            _, d = twill_compile(kind, cx, opts, extra, dump_dir=str(REPLAY / slug(label) / kind))
             print(label, kind, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
             for r in d.remarks:
                 print("  ", r.split("remark: ", 1)[-1])
@@ -345,6 +350,24 @@ def bench_all(out):
         list(pool.map(_warm, jobs))
     print(f"compiled {len(jobs)} kernels in {time.time() - t0:.0f} s (parallel cache fill)", flush=True)
     compiled = {}
+
+    def replay_compile(kind, label, variant, cx, opts, extra, replay_dir, cache_name):
+        """Compiles a twill variant from the schedules recorded in
+        `replay_dir`, with a cache of its own so that the hook runs and
+        reports its decision; adds it to `compiled` as `variant` and returns
+        the decision (None when it does not compile)."""
+        os.environ["TWILL_REPLAY_DIR"] = str(replay_dir)
+        os.environ["TRITON_CACHE_DIR"] = str(cache / cache_name)
+        try:
+            k, d = twill_compile(kind, cx, opts, extra)
+        except Exception as e:
+            print(f"twill compile failed: {kind} {label}: {type(e).__name__}: {e}", flush=True)
+            return None
+        note = "twill applied" if d.scheduled else f"twill NOT applied: {d.reason[:150]}"
+        compiled[(kind, variant)] = (k, cx, note)
+        print(kind, label, note, *d.remarks, sep="\n  ", flush=True)
+        return d
+
     for kind, (tw, grid) in kinds():
         os.environ["TRITON_CACHE_DIR"] = str(cache / "stock")
         for cx, opts in grid:
@@ -354,17 +377,11 @@ def bench_all(out):
             except Exception as e:
                 print(f"compile failed: {kind} {n}: {str(e).splitlines()[-1][:200]}", flush=True)
         for label, extra, cx, opts in twill_variants(kind):
-            os.environ["TWILL_REPLAY_DIR"] = str(REPLAY / label.replace(" ", "_"))
-            os.environ["TRITON_CACHE_DIR"] = str(cache / label.replace(" ", "_"))
-            try:
-                k, d = twill_compile(kind, cx, opts, extra)
-                note = "twill applied" if d.scheduled else f"twill NOT applied: {d.reason[:150]}"
-                compiled[(kind, f"{label} " + name_of(kind, cx, opts))] = (k, cx, note)
+            d = replay_compile(kind, label, f"{label} " + name_of(kind, cx, opts), cx, opts, extra,
+                               REPLAY / slug(label), slug(label))
+            if d is not None:
                 results.setdefault("twill", {})[f"{kind} {label}"] = dict(scheduled=d.scheduled, reason=d.reason,
                                                                           remarks=d.remarks)
-                print(kind, label, note, *d.remarks, sep="\n  ", flush=True)
-            except Exception as e:
-                print(f"twill compile failed: {kind} {label}: {type(e).__name__}: {e}", flush=True)
 
     # twill's model's choice of configuration, per kind and size (recorded
     # by --record): one compiled kernel per chosen candidate, run only at
@@ -376,17 +393,9 @@ def bench_all(out):
         for size, ch in by_size.items():
             variant = f"twill choice {ch['label']}"
             only_sizes.setdefault((kind, variant), set()).add(int(size))
-            if (kind, variant) in compiled:
-                continue
-            os.environ["TWILL_REPLAY_DIR"] = str(CHOICE / kind / ch["label"].replace(" ", "_"))
-            os.environ["TRITON_CACHE_DIR"] = str(cache / ("choice_" + ch["label"].replace(" ", "_")))
-            try:
-                k, d = twill_compile(kind, ch["cx"], ch["opts"], ch["extra"])
-                note = "twill applied" if d.scheduled else f"twill NOT applied: {d.reason[:150]}"
-                compiled[(kind, variant)] = (k, ch["cx"], note)
-                print(kind, variant, note, *d.remarks, sep="\n  ", flush=True)
-            except Exception as e:
-                print(f"twill compile failed: {kind} {variant}: {type(e).__name__}: {e}", flush=True)
+            if (kind, variant) not in compiled:
+                replay_compile(kind, variant, variant, ch["cx"], ch["opts"], ch["extra"],
+                               CHOICE / kind / slug(ch["label"]), "choice_" + slug(ch["label"]))
 
     def skip(kind, variant, size):
         return (kind, variant) in only_sizes and size not in only_sizes[(kind, variant)]

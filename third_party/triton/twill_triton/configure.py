@@ -32,7 +32,9 @@ import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
+
+from .hook import checkouts
 
 try:
     import tomllib
@@ -65,13 +67,15 @@ class Occupancy:
     reg_granularity: int
     max_warps_per_sm: int
     max_ctas_per_sm: int
+    threads_per_warp: int
 
-    def ctas(self, shared: int, regs_per_thread: int, num_warps: int, threads_per_warp: int = 32) -> int:
+    def ctas(self, shared: int, regs_per_thread: int, num_warps: int) -> int:
         """CTAs of one kernel that fit on one SM at once (0: none)."""
         if shared > self.max_smem_per_cta:
             return 0
         by_smem = self.smem_per_sm // (shared + self.smem_reserved_per_cta)
-        per_warp = math.ceil(max(regs_per_thread, 1) * threads_per_warp / self.reg_granularity) * self.reg_granularity
+        per_warp = (math.ceil(max(regs_per_thread, 1) * self.threads_per_warp / self.reg_granularity)
+                    * self.reg_granularity)
         by_regs = self.regs_per_sm // (per_warp * num_warps)
         by_warps = self.max_warps_per_sm // num_warps
         return max(0, min(by_smem, by_regs, by_warps, self.max_ctas_per_sm))
@@ -81,14 +85,7 @@ def machine_occupancy(machine: str = "h100", machines_dir: Optional[Path] = None
     """The `sms` and `[occupancy]` table of a bundled machine description."""
     if tomllib is None:
         raise RuntimeError("reading machine descriptions needs Python >= 3.11 (tomllib)")
-    dirs = [Path(machines_dir)] if machines_dir else []
-    try:  # the checkout this package was installed from
-        from ._build_info import REPO
-
-        dirs.append(Path(REPO) / "machines")
-    except ImportError:
-        pass
-    dirs.append(Path(__file__).resolve().parents[3] / "machines")
+    dirs = ([Path(machines_dir)] if machines_dir else []) + [repo / "machines" for repo in checkouts()]
     path = next((d / f"{machine}.toml" for d in dirs if (d / f"{machine}.toml").exists()), None)
     if path is None:
         raise FileNotFoundError(f"no machine description {machine}.toml in {', '.join(map(str, dirs))}")
@@ -99,7 +96,7 @@ def machine_occupancy(machine: str = "h100", machines_dir: Optional[Path] = None
                      smem_reserved_per_cta=o["smem_reserved_per_cta"],
                      max_smem_per_cta=m["memory"]["smem"]["capacity"], regs_per_sm=m["memory"]["regs"]["capacity"],
                      reg_granularity=o["reg_granularity"], max_warps_per_sm=o["max_warps_per_sm"],
-                     max_ctas_per_sm=o["max_ctas_per_sm"])
+                     max_ctas_per_sm=o["max_ctas_per_sm"], threads_per_warp=m["warps"]["threads_per_warp"])
 
 
 def cubin_resources(cubin: bytes):

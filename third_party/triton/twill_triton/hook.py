@@ -65,19 +65,24 @@ def _env_bool(name):
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def checkouts():
+    """The twill checkouts this package can use, in order: the one it was
+    installed from (recorded at build time), then the one it is imported
+    from."""
+    repos = [Path(__file__).resolve().parents[3]]
+    try:
+        from ._build_info import REPO
+
+        repos.insert(0, Path(REPO))
+    except ImportError:
+        pass
+    return repos
+
+
 def _find_twill_opt(explicit=None):
     cand = explicit or os.environ.get("TWILL_OPT") or shutil.which("twill-opt")
     if not cand:
-        # The checkout this package was installed from (recorded at build
-        # time), or the one it is imported from.
-        repos = [Path(__file__).resolve().parents[3]]
-        try:
-            from ._build_info import REPO
-
-            repos.insert(0, Path(REPO))
-        except ImportError:
-            pass
-        for repo in repos:
+        for repo in checkouts():
             guess = repo / "target" / "release" / "twill-opt"
             if guess.exists():
                 cand = str(guess)
