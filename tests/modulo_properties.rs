@@ -205,3 +205,33 @@ proptest! {
         prop_assert_eq!(again, g);
     }
 }
+
+#[test]
+fn zlp_proves_the_length_when_highs_reports_a_gap() {
+    // Found by random exploration: HiGHS stops on this ZLP at I = 7 with the
+    // minimum length but a positive MIP gap (good_lp: GapLimit, not
+    // Optimal). The length is then proven by the ZLP at horizon L - 1.
+    let g = load::parse(
+        "gap.toml",
+        r#"
+[[op]]
+name = "op0"
+rrt = [{ SFU = 1 }, { SFU = 1 }, {}]
+[[op]]
+name = "op1"
+rrt = [{ SFU = 1 }]
+[[op]]
+name = "op2"
+rrt = [{ SFU = 1 }, { SFU = 1 }]
+[[op]]
+name = "op3"
+rrt = [{ SFU = 1 }, { SFU = 1 }]
+"#,
+    )
+    .unwrap();
+    let p = build(&g, 2, 1);
+    let r = modulo::schedule(&p, SearchOptions { timeout: 60.0 }).expect("solvable");
+    assert_eq!((r.schedule.ii, r.schedule.length), (7, 7));
+    assert!(r.ii_proven && r.length_proven, "{r:?}");
+    assert!(checker::check(&p, &r.schedule).is_empty());
+}

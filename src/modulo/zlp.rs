@@ -177,7 +177,58 @@ pub fn solve_at(p: &Problem, ii: u32, time_limit: f64) -> ZlpOutcome {
 /// HiGHS's presolve occasionally ends in a bare solver error on tiny
 /// infeasible models (found by the property tests); the model is then
 /// solved again without presolve, which answers them.
+///
+/// HiGHS can also stop with a solution and a positive MIP gap (good_lp
+/// reports `GapLimit`, not `Optimal`) although the gap is set to zero: the
+/// objective weighs the length by n * horizon, so a gap within HiGHS's
+/// tolerances is not a proof. The length is then proven minimal the direct
+/// way: the same model with horizon L - 1 (every op ends by L - 1) is
+/// solved, and its infeasibility is the proof (a shorter schedule found there replaces the
+/// first and is checked the same way).
 pub fn solve_with_horizon(p: &Problem, ii: u32, horizon: u64, time_limit: f64) -> ZlpOutcome {
+    let started = std::time::Instant::now();
+    let left = |started: std::time::Instant| time_limit - started.elapsed().as_secs_f64();
+    let mut best = match solve_retrying(p, ii, horizon, time_limit) {
+        ZlpOutcome::Feasible {
+            schedule,
+            optimal: false,
+        } => schedule,
+        other => return other,
+    };
+    while best.length > 0 && left(started) > 0.0 {
+        let cap = best.length as u64 - 1;
+        debug!(
+            ii,
+            horizon,
+            length = best.length,
+            "ZLP solution without an optimality status; trying length <= {cap}"
+        );
+        // A length cap is a horizon: every op ends by the schedule's length.
+        match solve_retrying(p, ii, cap, left(started)) {
+            ZlpOutcome::Infeasible => {
+                return ZlpOutcome::Feasible {
+                    schedule: best,
+                    optimal: true,
+                }
+            }
+            ZlpOutcome::Feasible { schedule, optimal } => {
+                debug_assert!(schedule.length < best.length);
+                if optimal {
+                    return ZlpOutcome::Feasible { schedule, optimal };
+                }
+                best = schedule;
+            }
+            ZlpOutcome::Unknown(_) => break,
+        }
+    }
+    ZlpOutcome::Feasible {
+        schedule: best,
+        optimal: false,
+    }
+}
+
+/// [`solve_model`] with presolve, and again without it when HiGHS fails.
+fn solve_retrying(p: &Problem, ii: u32, horizon: u64, time_limit: f64) -> ZlpOutcome {
     let started = std::time::Instant::now();
     match solve_model(p, ii, horizon, time_limit, true) {
         ZlpOutcome::Unknown(why) if why.contains("HiGHS error while solving") => {
