@@ -16,6 +16,9 @@ has Triton but no MLIR, the same kernels are compiled with TWILL_REPLAY_DIR
 = bench/gpu/replay: the hook matches each exported module by its replay key
 (the module text without locations and SSA names) and uses the recorded
 schedule; a kernel whose key is not found is reported as "twill not applied".
+A Triton other than the H100's own 3.6 can be carried there
+(bench/gpu/pack_triton.sh); its schedules are recorded under
+bench/gpu/replay-<version> by running --record with that Triton.
 
 Every variant's output is poisoned (NaN) before it runs and checked against
 a float32 reference; NaN never passes. Times are medians of
@@ -49,6 +52,12 @@ import matmul  # noqa: E402
 import twill_triton  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
+# Schedules recorded with Triton 3.6 (the H100 machine's own) live in
+# bench/gpu/replay, those for any other Triton (carried to the H100 by
+# bench/gpu/pack_triton.sh) in bench/gpu/replay-<version>: the exported
+# modules, hence the replay keys, differ between versions.
+if not triton.__version__.startswith("3.6."):
+    REPLAY = REPO / "bench" / "gpu" / f"replay-{triton.__version__}"
 FA_SIZES = [1024, 4096, 16384]
 FA_SHAPE = dict(Z=4, H=32, D=128)
 GEMM_SIZES = [4096, 8192]
