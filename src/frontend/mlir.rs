@@ -127,6 +127,23 @@ fn int_attr(op: MlirOperation, name: &str) -> Option<i64> {
     }
 }
 
+/// Whether `op` lies in a region of a `ttg.warp_specialize` (its default
+/// region or a partition): the loop there is one partition's share of a loop
+/// Triton has already warp-specialized.
+fn in_warp_specialize(op: MlirOperation) -> bool {
+    // SAFETY: walking the parents of a live operation; a null parent ends it.
+    unsafe {
+        let mut p = mlirOperationGetParentOperation(op);
+        while !p.ptr.is_null() {
+            if op_name(p).starts_with("ttg.warp_specialize") {
+                return true;
+            }
+            p = mlirOperationGetParentOperation(p);
+        }
+    }
+    false
+}
+
 /// Every `scf.for` under `root` in pre-order, each either extracted as a
 /// candidate or with the reason it is not one.
 pub fn find_loops(root: MlirOperation, scope: Scope) -> Vec<FoundLoop> {
@@ -170,6 +187,13 @@ pub fn find_loops(root: MlirOperation, scope: Scope) -> Vec<FoundLoop> {
         nested_ops(op, &mut inner);
         let ir = if inner.iter().any(|&o| op_name(o) == "scf.for") {
             Err("not an innermost loop (it contains an scf.for)".to_string())
+        } else if scope == Scope::WarpSpecialized && in_warp_specialize(op) {
+            Err(
+                "inside a ttg.warp_specialize partition: Triton's own warp specialization \
+                 already split this loop (on sm90 it runs before twill); scope=all schedules \
+                 each partition's loop"
+                    .to_string(),
+            )
         } else if scope == Scope::WarpSpecialized && !has_attr(op, "tt.warp_specialize") {
             Err("not marked tt.warp_specialize (scope=ws; scope=all schedules it)".to_string())
         } else {
