@@ -183,11 +183,11 @@ pub fn solve_at(p: &Problem, ii: u32, time_limit: f64) -> ZlpOutcome {
 /// objective weighs the length by n * horizon, so a gap within HiGHS's
 /// tolerances is not a proof. The length is then proven minimal the direct
 /// way: the same model with horizon L - 1 (every op ends by L - 1) is
-/// solved, and its infeasibility is the proof (a shorter schedule found there replaces the
-/// first and is checked the same way).
+/// solved, and its infeasibility is the proof (a shorter schedule found
+/// there replaces the first and is checked the same way).
 pub fn solve_with_horizon(p: &Problem, ii: u32, horizon: u64, time_limit: f64) -> ZlpOutcome {
     let started = std::time::Instant::now();
-    let left = |started: std::time::Instant| time_limit - started.elapsed().as_secs_f64();
+    let left = || time_limit - started.elapsed().as_secs_f64();
     let mut best = match solve_retrying(p, ii, horizon, time_limit) {
         ZlpOutcome::Feasible {
             schedule,
@@ -195,7 +195,7 @@ pub fn solve_with_horizon(p: &Problem, ii: u32, horizon: u64, time_limit: f64) -
         } => schedule,
         other => return other,
     };
-    while best.length > 0 && left(started) > 0.0 {
+    while best.length > 0 && left() > 0.0 {
         let cap = best.length as u64 - 1;
         debug!(
             ii,
@@ -204,7 +204,7 @@ pub fn solve_with_horizon(p: &Problem, ii: u32, horizon: u64, time_limit: f64) -
             "ZLP solution without an optimality status; trying length <= {cap}"
         );
         // A length cap is a horizon: every op ends by the schedule's length.
-        match solve_retrying(p, ii, cap, left(started)) {
+        match solve_retrying(p, ii, cap, left()) {
             ZlpOutcome::Infeasible => {
                 return ZlpOutcome::Feasible {
                     schedule: best,
