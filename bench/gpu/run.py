@@ -99,6 +99,14 @@ def fa_configs(kind="fa"):
     for ns in stages:
         grid.append((dict(HEAD_DIM=d, BLOCK_M=128, BLOCK_N=cx["BLOCK_N"], WARP_SPECIALIZE=True, **extra),
                      dict(num_warps=8, num_stages=ns)))
+    if kind == "fa":
+        # Triton's own Hopper warp specialization (num_warps=4: a producer and
+        # two consumer warp groups), which compiles only with the descriptors
+        # made in the kernel (fa_fwd.attn_fwd_device_desc_kernel); BLOCK_N 128
+        # at 3 stages exceeds shared memory.
+        for bn, ns in ((128, 2), (64, 2), (64, 3)):
+            grid.append((dict(HEAD_DIM=d, BLOCK_M=128, BLOCK_N=bn, WARP_SPECIALIZE=True, DEVICE_DESC=True),
+                         dict(num_warps=4, num_stages=ns)))
     return twill, grid
 
 
@@ -126,7 +134,8 @@ def name_of(kind, cx, opts):
     if kind.startswith("bwd"):
         return f"w{opts['num_warps']} s{opts['num_stages']}{' ws' if cx['WARP_SPECIALIZE'] else ''}"
     if kind.startswith("fa"):
-        return f"BN{cx['BLOCK_N']} w{opts['num_warps']} s{opts['num_stages']}{' ws' if cx['WARP_SPECIALIZE'] else ''}"
+        return (f"BN{cx['BLOCK_N']} w{opts['num_warps']} s{opts['num_stages']}{' ws' if cx['WARP_SPECIALIZE'] else ''}"
+                + (" devdesc" if cx.get("DEVICE_DESC") else ""))
     return f"w{opts['num_warps']} s{opts['num_stages']}"
 
 
@@ -142,8 +151,11 @@ def compile_kernel(kind, cx, opts):
 
 def twill_compile(kind, cx, opts, extra="", **enable):
     # FA loops marked warp_specialize are twill's default scope; the others
-    # (the GEMM, FA at a configuration without warp specialization) need "all".
-    scope = "ws" if kind.startswith(("fa", "bwd")) and cx.get("WARP_SPECIALIZE") else "all"
+    # (the GEMM, FA at a configuration without warp specialization) need "all",
+    # and so do the partition loops Triton's Hopper warp specialization leaves
+    # (DEVICE_DESC at 4 warps: it runs before twill and splits the loop).
+    scope = ("ws" if kind.startswith(("fa", "bwd")) and cx.get("WARP_SPECIALIZE") and not cx.get("DEVICE_DESC")
+             else "all")
     twill_triton.enable(scope=scope, extra_options=extra, **enable)
     try:
         k = compile_kernel(kind, cx, opts)
@@ -203,6 +215,10 @@ def choice_candidates(kind):
         shapes = [(dict(cx, WARP_SPECIALIZE=ws), nw) for nw, ws in ((4, False), (8, False), (8, True))]
     else:
         shapes = [(dict(cx), nw) for nw in (4, 8)]
+    if kind == "fa":
+        # Triton's Hopper warp specialization: twill schedules each
+        # partition's loop; the model runs them concurrently.
+        shapes += [(dict(cx, BLOCK_N=bn, WARP_SPECIALIZE=True, DEVICE_DESC=True), 4) for bn in (64, 128)]
     for c, nw in shapes:
         for loads in ("first", "last"):
             o = dict(num_warps=nw, num_stages=2)
@@ -306,6 +322,8 @@ def bench_all(out):
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     torch.manual_seed(0)
+    # Scratch for tensor descriptors made in a kernel (DEVICE_DESC).
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     dev = torch.cuda.get_device_name()
     results = {"device": dev, "triton": triton.__version__, "torch": torch.__version__,
                "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": []}
@@ -446,7 +464,10 @@ def bench_all(out):
                 def desc(t, rows):
                     return TensorDescriptor.from_tensor(t.view(Z * H * N, D), [rows, D])
 
-                dq, dk, dv, do = desc(q, q_rows), desc(k, BN), desc(v, BN), desc(o, q_rows)
+                if cx.get("DEVICE_DESC"):  # the kernel makes its descriptors
+                    dq, dk, dv, do = q, k, v, o
+                else:
+                    dq, dk, dv, do = desc(q, q_rows), desc(k, BN), desc(v, BN), desc(o, q_rows)
                 grid = (triton.cdiv(N, BM), Z * H, 1)
                 general = ("CAUSAL" in cx) or ("SUBTILE" in cx)
                 consts = (cx["HEAD_DIM"], BM, BN) + ((bool(cx.get("CAUSAL")), bool(cx.get("SUBTILE"))) if general

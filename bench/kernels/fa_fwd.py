@@ -261,6 +261,55 @@ def attn_fwd_general_kernel(
         _attn_fwd_store(acc, l_i, m_i, M, off_hz * N_CTX + offs_m, desc_o, q_row)
 
 
+@triton.jit
+def attn_fwd_device_desc_kernel(
+    sm_scale,  # fp32 softmax scale (usually 1/sqrt(HEAD_DIM))
+    M,  # *fp32 [Z * H * N_CTX]: row-wise log2-sum-exp, for the backward pass
+    Z,
+    H,
+    Q,  # *fp16 [Z * H * N_CTX, HEAD_DIM], and so are K, V and O
+    K,
+    V,
+    O,
+    N_CTX,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
+):
+    """Non-causal `attn_fwd_kernel` with the tensor descriptors made in the
+    kernel from plain pointers. Triton's Hopper warp specialization
+    (num_warps=4: a producer and two consumer warp groups, each with 64 of
+    the 128 rows) compiles only this form: it splits the Q load and the O
+    store into halves, which a host descriptor of [BLOCK_M, HEAD_DIM] cannot
+    take. Launching it needs `triton.set_allocator` (descriptor scratch)."""
+    tl.static_assert(BLOCK_N <= HEAD_DIM)
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    off_z = off_hz // H
+    off_h = off_hz % H
+    rows = Z * H * N_CTX
+    desc_q = tl.make_tensor_descriptor(Q, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_M, HEAD_DIM])
+    desc_k = tl.make_tensor_descriptor(K, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_N, HEAD_DIM])
+    desc_v = tl.make_tensor_descriptor(V, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_N, HEAD_DIM])
+    desc_o = tl.make_tensor_descriptor(O, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_M, HEAD_DIM])
+    row0 = off_z * (H * N_CTX) + off_h * N_CTX
+    q_row = row0 + start_m * BLOCK_M
+    qk_scale = sm_scale * 1.44269504
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.full([BLOCK_M], 1.0, dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    q = desc_q.load([q_row, 0])
+    acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, offs_m, desc_k, desc_v, row0, 0, N_CTX, qk_scale, BLOCK_N,
+                                    False, WARP_SPECIALIZE)
+    _attn_fwd_store(acc, l_i, m_i, M, off_hz * N_CTX + offs_m, desc_o, q_row)
+
+
 # ---------------------------------------------------------------------------
 # Configurations.
 # ---------------------------------------------------------------------------
@@ -307,13 +356,17 @@ def split_config(config):
     return kwargs, options
 
 
-def kernel_for(CAUSAL=False, SUBTILE=False, **_ignored):
+def kernel_for(CAUSAL=False, SUBTILE=False, DEVICE_DESC=False, **_ignored):
     """The @triton.jit function a configuration runs."""
+    if DEVICE_DESC:
+        if CAUSAL or SUBTILE:
+            raise ValueError("DEVICE_DESC is implemented for the non-causal, unsplit kernel only")
+        return attn_fwd_device_desc_kernel
     return attn_fwd_general_kernel if (CAUSAL or SUBTILE) else attn_fwd_kernel
 
 
 def ast_source_args(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, WARP_SPECIALIZE=True, CAUSAL=False, SUBTILE=False,
-                    **_ignored):
+                    DEVICE_DESC=False, **_ignored):
     """Return (signature, constexprs, attrs) for `triton.compiler.ASTSource`.
 
     * signature: every kernel argument -> Triton type string (`*fp32` for a
@@ -328,8 +381,19 @@ def ast_source_args(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, WARP_SPECIALIZE=True
 
     With CAUSAL or SUBTILE the arguments are those of
     `attn_fwd_general_kernel` (two more constexprs; with SUBTILE the Q and O
-    descriptors have BLOCK_M // 2 rows), else those of `attn_fwd_kernel`.
+    descriptors have BLOCK_M // 2 rows), with DEVICE_DESC those of
+    `attn_fwd_device_desc_kernel` (pointers Q, K, V, O instead of the four
+    descriptors), else those of `attn_fwd_kernel`.
     """
+    kernel_for(CAUSAL=CAUSAL, SUBTILE=SUBTILE, DEVICE_DESC=DEVICE_DESC)  # rejects unsupported combinations
+    if DEVICE_DESC:
+        signature = {"sm_scale": "fp32", "M": "*fp32", "Z": "i32", "H": "i32", "Q": "*fp16", "K": "*fp16",
+                     "V": "*fp16", "O": "*fp16", "N_CTX": "i32", "HEAD_DIM": "constexpr", "BLOCK_M": "constexpr",
+                     "BLOCK_N": "constexpr", "WARP_SPECIALIZE": "constexpr"}
+        constexprs = dict(HEAD_DIM=HEAD_DIM, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, WARP_SPECIALIZE=WARP_SPECIALIZE)
+        names = list(signature)
+        attrs = {(names.index(n), ): [["tt.divisibility", 16]] for n in ("M", "Q", "K", "V", "O", "N_CTX")}
+        return signature, constexprs, attrs
     general = CAUSAL or SUBTILE
     q_rows = BLOCK_M // 2 if SUBTILE else BLOCK_M
     signature = {

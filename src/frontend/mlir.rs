@@ -22,6 +22,10 @@ pub enum Scope {
 /// A `scf.for` seen in the module and what became of it.
 pub struct FoundLoop {
     pub op: MlirOperation,
+    /// Inside a `ttg.warp_specialize` op: its number in the module (0 for
+    /// the first such op, in pre-order). Loops with the same number run
+    /// concurrently, one per partition.
+    pub warp_specialize: Option<usize>,
     /// The loop's IR when it is a candidate; why not otherwise.
     pub ir: Result<LoopIr, String>,
 }
@@ -127,21 +131,22 @@ fn int_attr(op: MlirOperation, name: &str) -> Option<i64> {
     }
 }
 
-/// Whether `op` lies in a region of a `ttg.warp_specialize` (its default
-/// region or a partition): the loop there is one partition's share of a loop
-/// Triton has already warp-specialized.
-fn in_warp_specialize(op: MlirOperation) -> bool {
+/// The `ttg.warp_specialize` op whose regions (its default region or a
+/// partition) hold `op`, if any: a loop there is one partition's share of a
+/// loop Triton has already warp-specialized, running concurrently with the
+/// other partitions' loops.
+fn enclosing_warp_specialize(op: MlirOperation) -> Option<MlirOperation> {
     // SAFETY: walking the parents of a live operation; a null parent ends it.
     unsafe {
         let mut p = mlirOperationGetParentOperation(op);
         while !p.ptr.is_null() {
-            if op_name(p).starts_with("ttg.warp_specialize") {
-                return true;
+            if op_name(p) == "ttg.warp_specialize" {
+                return Some(p);
             }
             p = mlirOperationGetParentOperation(p);
         }
     }
-    false
+    None
 }
 
 /// Every `scf.for` under `root` in pre-order, each either extracted as a
@@ -156,6 +161,11 @@ pub fn find_loops(root: MlirOperation, scope: Scope) -> Vec<FoundLoop> {
         .find_map(|o| int_attr(o, "ttg.num-warps"))
         .unwrap_or(4)
         .clamp(1, 1024) as u32;
+    let ws_ops: Vec<MlirOperation> = all
+        .iter()
+        .copied()
+        .filter(|&o| op_name(o) == "ttg.warp_specialize")
+        .collect();
     let mut kernel = String::new();
     let mut found = Vec::new();
     let mut count = 0usize;
@@ -185,9 +195,11 @@ pub fn find_loops(root: MlirOperation, scope: Scope) -> Vec<FoundLoop> {
         count += 1;
         let mut inner = Vec::new();
         nested_ops(op, &mut inner);
+        let warp_specialize =
+            enclosing_warp_specialize(op).and_then(|w| ws_ops.iter().position(|&o| o.ptr == w.ptr));
         let ir = if inner.iter().any(|&o| op_name(o) == "scf.for") {
             Err("not an innermost loop (it contains an scf.for)".to_string())
-        } else if scope == Scope::WarpSpecialized && in_warp_specialize(op) {
+        } else if scope == Scope::WarpSpecialized && warp_specialize.is_some() {
             Err(
                 "inside a ttg.warp_specialize partition: Triton's own warp specialization \
                  already split this loop (on sm90 it runs before twill); scope=all schedules \
@@ -204,7 +216,11 @@ pub fn find_loops(root: MlirOperation, scope: Scope) -> Vec<FoundLoop> {
             };
             extract(op, format!("{label}_loop{count}"), num_warps)
         };
-        found.push(FoundLoop { op, ir });
+        found.push(FoundLoop {
+            op,
+            warp_specialize,
+            ir,
+        });
     }
     found
 }

@@ -553,14 +553,19 @@ pub unsafe extern "C" fn schedule_body(
                     out
                 }
             };
-            match outcome {
-                Outcome::Scheduled(msg) => ffi::emit(loc, TWILL_REMARK, &msg),
-                Outcome::Skipped(why) => ffi::emit(
-                    loc,
-                    TWILL_REMARK,
-                    &format!("twill: skipped loop: {why}; Triton's own schedule applies"),
-                ),
+            let mut msg = match outcome {
+                Outcome::Scheduled(msg) => msg,
+                Outcome::Skipped(why) => {
+                    format!("twill: skipped loop: {why}; Triton's own schedule applies")
+                }
+            };
+            // Loops of one ttg.warp_specialize run at the same time, one per
+            // partition: a model of the kernel's time (twill_triton.configure)
+            // takes the slowest of them, not their sum.
+            if let Some(w) = found.warp_specialize {
+                msg.push_str(&format!(" [warp_specialize #{w}]"));
             }
+            ffi::emit(loc, TWILL_REMARK, &msg);
         }
         0
     })

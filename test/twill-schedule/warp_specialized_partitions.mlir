@@ -2,14 +2,16 @@
 // a ttg.warp_specialize op, none marked tt.warp_specialize, as Triton's
 // Hopper warp specialization leaves it before the scheduling point): under
 // scope=ws each copy is skipped with a remark that says why; scope=all
-// schedules each copy as a loop of its own, stages only. Input:
+// schedules each copy as a loop of its own, stages only. Either way the
+// remark ends with the number of the ttg.warp_specialize the loop belongs to
+// (loops with the same number run concurrently). Input:
 // Inputs/warp_specialized_sm90.mlir (see that file for provenance).
 
 // RUN: %twill-opt %inputs/warp_specialized_sm90.mlir --twill-schedule="arch=sm90" 2>&1 | FileCheck %s --check-prefix=WS
 // RUN: %twill-opt %inputs/warp_specialized_sm90.mlir --twill-schedule="arch=sm90 scope=all" 2>&1 | FileCheck %s --check-prefix=ALL
 
 // WS: remark: loc("default_loop"): twill: skipped loop: inside a ttg.warp_specialize partition: Triton's own warp specialization already split this loop
-// WS-SAME: scope=all schedules each partition's loop; Triton's own schedule applies
+// WS-SAME: scope=all schedules each partition's loop; Triton's own schedule applies [warp_specialize #0]
 // WS: remark: loc("partition_loop"): twill: skipped loop: inside a ttg.warp_specialize partition
 // WS-NOT: loop.stage
 // WS-NOT: tt.scheduled_max_stage
@@ -17,7 +19,9 @@
 
 // ALL: remark: loc("default_loop"): twill: scheduled ws_partitions_loop1: I={{[0-9]+}}
 // ALL-SAME: no partitions (the loop is not marked tt.warp_specialize)
+// ALL-SAME: [resource bound ~{{[0-9]+}} cycles, L ~{{[0-9]+}} cycles] [warp_specialize #0]
 // ALL: remark: loc("partition_loop"): twill: scheduled ws_partitions_loop2: I={{[0-9]+}}
+// ALL-SAME: [warp_specialize #0]
 // ALL-LABEL: "ttg.warp_specialize"
 // ALL: "ttng.warp_group_dot"{{.*}}loop.stage = 2 : i32
 // ALL: } {tt.scheduled_max_stage = 2 : i32}

@@ -35,6 +35,38 @@ def test_remarks_give_each_loop_its_cycles():
         (527, 500, 790, True), (600, 500, 790, True), (3478, 1686, 3478, False)]
 
 
+def test_loops_of_one_warp_specialize_are_one_concurrent_phase(monkeypatch):
+    # Triton's Hopper warp specialization leaves a producer loop and two
+    # consumer loops (one ttg.warp_specialize): one phase, the slowest loop's
+    # time, the sum of their unit cycles. A loop after it is a phase of its own.
+    ws = " [warp_specialize #0]"
+    producer = REMARK.replace("527", "8").replace("~500", "~8").replace("L ~790", "L ~8") + ws
+    consumer = REMARK.replace("527", "1965").replace("~500", "~1000").replace("L ~790", "L ~1965") + ws
+    loops = configure.loops_of([producer, consumer, consumer, REMARK])
+    assert [lp.group for lp in loops] == [0, 0, 0, None]
+    assert [len(run) for run in configure.phases(loops)] == [3, 1]
+
+    class Kernel:
+        class metadata:
+            shared = 197 * 1024
+            num_warps = 12
+        asm = {"cubin": b""}
+
+    class Decision:
+        scheduled = True
+        reason = ""
+        remarks = [producer, consumer, consumer, REMARK]
+
+    occ = configure.machine_occupancy("h100")
+    monkeypatch.setattr(configure, "cubin_resources", lambda cubin: (168, 0))
+    s = configure.score({}, Kernel, Decision, [64, 10], 132, occ)
+    assert s.scheduled and s.ctas_per_sm == 1
+    assert s.cta_cycles == 63 * 1965 + 1965 + 9 * 527 + 790
+    assert s.unit_cycles == 64 * (8 + 1000 + 1000) + 10 * 500
+    # Iteration counts are per phase: one per loop would not match.
+    assert not configure.score({}, Kernel, Decision, [64, 64, 64, 10], 132, occ).scheduled
+
+
 def test_ctas_per_sm_follow_the_tightest_limit():
     occ = configure.machine_occupancy("h100")
     assert (occ.sms, occ.smem_per_sm, occ.max_warps_per_sm) == (132, 233472, 64)

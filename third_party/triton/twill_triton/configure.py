@@ -14,6 +14,12 @@ target) and ranks them by modeled time:
   gives that and R);
 * one CTA runs its loops back to back: T = sum over loops of (n - 1) * I + L
   for n iterations, and needs S = sum of n * R cycles of its busiest units;
+  the loops of one `ttg.warp_specialize` (a loop Triton has already split
+  into partitions, as its Hopper warp specialization does before twill
+  runs; the remark ends with `[warp_specialize #W]`) run at the same time
+  and count as one phase of n iterations: T takes the slowest of them, S
+  the sum of their R (partitions share the SM's units; pessimistic when
+  they use different units);
 * CTAs per SM, c, from the compiled kernel (shared memory from Triton's
   metadata, registers from the cubin, warps) and the machine's `[occupancy]`
   table (machines/*.toml); a kernel whose registers spill (a stack frame in
@@ -46,6 +52,8 @@ _REMARK = re.compile(r"twill: scheduled \S+: I=\d+ \(~(\d+) cycles\).*"
 # A loop twill did not schedule keeps Triton's own schedule; its bounds
 # stand in for it: no overlap at all (the ops back to back), pessimistic.
 _SKIPPED = re.compile(r"twill: skipped loop: .*\[resource bound ~(\d+) cycles, sequential ~(\d+) cycles\]")
+# Loops of one ttg.warp_specialize (one per partition) run concurrently.
+_GROUP = re.compile(r"\[warp_specialize #(\d+)\]")
 
 
 # Stack-frame bytes per thread up to which a kernel still counts as keeping
@@ -137,6 +145,7 @@ class Loop:
     resource: int    # busiest unit's cycles per iteration
     length: int      # cycles of one iteration, first issue to last completion
     scheduled: bool = True  # False: twill skipped it; ii = length = ops back to back
+    group: Optional[int] = None  # the ttg.warp_specialize it is a partition of
 
 
 def loops_of(remarks: Sequence[str]) -> List[Loop]:
@@ -145,14 +154,29 @@ def loops_of(remarks: Sequence[str]) -> List[Loop]:
     pessimistic bound of no overlap, where the remark gives it."""
     out = []
     for r in remarks:
+        g = _GROUP.search(r)
+        group = int(g.group(1)) if g else None
         m = _REMARK.search(r)
         if m:
-            out.append(Loop(ii=int(m.group(1)), resource=int(m.group(2)), length=int(m.group(3))))
+            out.append(Loop(ii=int(m.group(1)), resource=int(m.group(2)), length=int(m.group(3)), group=group))
             continue
         m = _SKIPPED.search(r)
         if m:
             seq = int(m.group(2))
-            out.append(Loop(ii=seq, resource=int(m.group(1)), length=seq, scheduled=False))
+            out.append(Loop(ii=seq, resource=int(m.group(1)), length=seq, scheduled=False, group=group))
+    return out
+
+
+def phases(loops: Sequence[Loop]) -> List[List[Loop]]:
+    """Loops grouped into what one CTA runs one after the other: a loop on
+    its own, or the loops of one ttg.warp_specialize together (adjacent in
+    program order), which run concurrently."""
+    out: List[List[Loop]] = []
+    for lp in loops:
+        if lp.group is not None and out and out[-1][0].group == lp.group:
+            out[-1].append(lp)
+        else:
+            out.append([lp])
     return out
 
 
@@ -185,9 +209,10 @@ def score(candidate: dict, kernel, decision, iterations: Sequence[float], grid: 
     """Modeled time of one compiled candidate (see the module doc)."""
     s = Scored(candidate=candidate, scheduled=bool(decision.scheduled), reason=decision.reason)
     loops = loops_of(decision.remarks)
-    if not decision.scheduled or len(loops) != len(iterations):
+    runs = phases(loops)
+    if not decision.scheduled or len(runs) != len(iterations):
         s.scheduled = False
-        s.reason = s.reason or f"{len(loops)} scheduled loops for {len(iterations)} iteration counts"
+        s.reason = s.reason or f"{len(runs)} loop phases for {len(iterations)} iteration counts"
         return s
     s.loops = loops
     s.shared = int(kernel.metadata.shared)
@@ -196,8 +221,9 @@ def score(candidate: dict, kernel, decision, iterations: Sequence[float], grid: 
     if s.ctas_per_sm == 0:
         s.reason = "does not fit on an SM"
         return s
-    s.cta_cycles = sum(max(n - 1, 0) * l.ii + (l.length if n > 0 else 0) for l, n in zip(loops, iterations))
-    s.unit_cycles = sum(n * l.resource for l, n in zip(loops, iterations))
+    s.cta_cycles = sum(max(max(n - 1, 0) * lp.ii + (lp.length if n > 0 else 0) for lp in run)
+                       for run, n in zip(runs, iterations))
+    s.unit_cycles = sum(n * sum(lp.resource for lp in run) for run, n in zip(runs, iterations))
     s.time = grid_cycles(grid, occ.sms, s.ctas_per_sm, s.cta_cycles, s.unit_cycles)
     return s
 
