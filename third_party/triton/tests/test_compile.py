@@ -416,6 +416,38 @@ def test_fa_sm90_loads_lead_the_loop_body(tmp_path, monkeypatch, twill):
     assert _final_buffers(stock, "128x128xf16") == _final_buffers(ours, "128x128xf16") == [3, 3]
 
 
+def _fa_hopper_ws(cap):
+    """FA forward that Triton's Hopper warp specialization splits (device-side
+    descriptors, warp_specialize at 4 warps)."""
+    src = fa_fwd.make_ast_source(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, WARP_SPECIALIZE=True, DEVICE_DESC=True)
+    return src, dict(num_warps=4, num_stages=2)
+
+
+def test_loops_triton_warp_specialized_before_twill(twill):
+    """On sm90 Triton's Hopper warp specialization runs before twill's step
+    and splits the marked loop into one loop per partition (a producer and
+    two consumers), none marked. scope=ws says so for each and leaves them
+    to Triton; scope=all schedules each. Either way every remark carries the
+    partitions' common tag, which twill_triton.configure reads as one
+    concurrent phase."""
+    twill(scope="ws")
+    k = _compile(_fa_hopper_ws, 90)
+    assert "ttg.warp_specialize" in k.asm["ttgir"]
+    d = twill_triton.decisions()[-1]
+    assert not d.scheduled and len(d.remarks) == 3
+    assert all("inside a ttg.warp_specialize partition" in r and r.endswith("[warp_specialize #0]")
+               for r in (r.splitlines()[0] for r in d.remarks)), d.remarks
+    twill_triton.disable()
+    twill(scope="all")
+    k = _compile(_fa_hopper_ws, 90)
+    d = twill_triton.decisions()[-1]
+    assert d.scheduled and len(d.remarks) == 3, d.reason
+    from twill_triton import configure
+    loops = configure.loops_of(d.remarks)
+    assert [lp.group for lp in loops] == [0, 0, 0]
+    assert len(configure.phases(loops)) == 1
+
+
 def test_fallback_on_control_flow(twill, caplog):
     twill()
     with caplog.at_level(logging.WARNING, logger="twill"):
