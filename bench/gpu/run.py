@@ -165,6 +165,33 @@ def twill_compile(kind, cx, opts, extra="", **enable):
     return k, d
 
 
+# Triton's Hopper warp specialization (4 warps, warp_specialize, device-side
+# descriptors) numbers the loop-carried buffer indices of its partition loops
+# in an order that changes from one compilation to the next: the same module
+# in two variants, about half the time each (Triton 3.6.0 and 3.9.0,
+# 2026-11-23). A replay key is exact, so such kernels are recorded until
+# both variants are seen (at most RECORD_TRIES compilations).
+RECORD_TRIES = 8
+
+
+def hopper_ws(cx, opts):
+    return bool(cx.get("DEVICE_DESC") and cx.get("WARP_SPECIALIZE") and opts.get("num_warps") == 4)
+
+
+def twill_record(kind, cx, opts, extra, dump_dir):
+    """`twill_compile` that records the schedules for replay in `dump_dir`,
+    every variant of a Hopper warp-specialized kernel (see RECORD_TRIES)."""
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-record-cache-")
+    k, d = twill_compile(kind, cx, opts, extra, dump_dir=dump_dir)
+    if hopper_ws(cx, opts):
+        for _ in range(RECORD_TRIES - 1):
+            if len(set(p.read_text() for p in Path(dump_dir).rglob("key.txt"))) >= 2:
+                break
+            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-record-cache-")
+            twill_compile(kind, cx, opts, extra, dump_dir=dump_dir)
+    return k, d
+
+
 def _warm(job):
     """Compiles one stock kernel in a worker process, only to fill Triton's
     cache; errors show again in the main process."""
@@ -272,9 +299,8 @@ def record_choice():
     choice = {}
     for kind, _ in kinds():
         def compile_with_twill(cand, kind=kind):
-            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-choice-cache-")
             dump = CHOICE / kind / slug(cand["label"])
-            return twill_compile(kind, cand["cx"], cand["opts"], cand["extra"], dump_dir=str(dump))
+            return twill_record(kind, cand["cx"], cand["opts"], cand["extra"], str(dump))
 
         compiled = configure.compile_candidates(choice_candidates(kind), compile_with_twill)
         for size in kind_sizes(kind):
@@ -304,9 +330,8 @@ def record():
     record_choice()
     for kind, _ in kinds():
         for label, extra, cx, opts in twill_variants(kind):
-            # A fresh cache, so that the hook runs and records its decision.
-            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-record-cache-")
-            _, d = twill_compile(kind, cx, opts, extra, dump_dir=str(REPLAY / slug(label) / kind))
+            # A fresh cache (twill_record), so that the hook runs and records its decision.
+            _, d = twill_record(kind, cx, opts, extra, str(REPLAY / slug(label) / kind))
             print(label, kind, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
             for r in d.remarks:
                 print("  ", r.split("remark: ", 1)[-1])
