@@ -326,6 +326,20 @@ def load_choice():
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+# What a recorded dump keeps: the replay needs key.txt, scheduled.mlir and
+# remarks.txt; input.mlir and command.txt reproduce the schedule with
+# twill-opt. The hook's other files (output.mlir, twill-opt's raw output, and
+# export.pretty.mlir) are dropped so that the recorded schedules and a
+# carried Triton fit the GPU machine's 64 MiB together.
+RECORD_DROP = ("output.mlir", "export.pretty.mlir")
+
+
+def prune_recorded(root):
+    for name in RECORD_DROP:
+        for p in Path(root).rglob(name):
+            p.unlink()
+
+
 def record():
     record_choice()
     for kind, _ in kinds():
@@ -335,6 +349,7 @@ def record():
             print(label, kind, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
             for r in d.remarks:
                 print("  ", r.split("remark: ", 1)[-1])
+    prune_recorded(REPLAY)
     print("recorded under", REPLAY)
 
 
