@@ -373,8 +373,9 @@ def ast_source_args(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, WARP_SPECIALIZE=True
       pointer, `tensordesc<fp16[rows, cols]>` for a host tensor descriptor,
       "constexpr" for constexpr arguments).
     * constexprs: values of the constexpr arguments, keyed by name.
-    * attrs: the JIT's specialisation for the M pointer and N_CTX
-      (`tt.divisibility = 16`), keyed by argument index path.
+    * attrs: the JIT's specialisation for the M pointer and N_CTX (and the
+      Q, K, V, O pointers with DEVICE_DESC) (`tt.divisibility = 16`), keyed
+      by argument index path.
 
     Launch options (num_warps, num_stages, maxnreg) go in `options=` of
     `triton.compile`, not here.
@@ -386,25 +387,23 @@ def ast_source_args(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, WARP_SPECIALIZE=True
     descriptors), else those of `attn_fwd_kernel`.
     """
     kernel_for(CAUSAL=CAUSAL, SUBTILE=SUBTILE, DEVICE_DESC=DEVICE_DESC)  # rejects unsupported combinations
-    if DEVICE_DESC:
-        signature = {"sm_scale": "fp32", "M": "*fp32", "Z": "i32", "H": "i32", "Q": "*fp16", "K": "*fp16",
-                     "V": "*fp16", "O": "*fp16", "N_CTX": "i32", "HEAD_DIM": "constexpr", "BLOCK_M": "constexpr",
-                     "BLOCK_N": "constexpr", "WARP_SPECIALIZE": "constexpr"}
-        constexprs = dict(HEAD_DIM=HEAD_DIM, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, WARP_SPECIALIZE=WARP_SPECIALIZE)
-        names = list(signature)
-        attrs = {(names.index(n), ): [["tt.divisibility", 16]] for n in ("M", "Q", "K", "V", "O", "N_CTX")}
-        return signature, constexprs, attrs
     general = CAUSAL or SUBTILE
     q_rows = BLOCK_M // 2 if SUBTILE else BLOCK_M
+    if DEVICE_DESC:  # the kernel makes the descriptors from these pointers
+        operands = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "O": "*fp16"}
+    else:
+        operands = {
+            "desc_q": f"tensordesc<fp16[{q_rows}, {HEAD_DIM}]>",
+            "desc_k": f"tensordesc<fp16[{BLOCK_N}, {HEAD_DIM}]>",
+            "desc_v": f"tensordesc<fp16[{BLOCK_N}, {HEAD_DIM}]>",
+            "desc_o": f"tensordesc<fp16[{q_rows}, {HEAD_DIM}]>",
+        }
     signature = {
         "sm_scale": "fp32",
         "M": "*fp32",
         "Z": "i32",
         "H": "i32",
-        "desc_q": f"tensordesc<fp16[{q_rows}, {HEAD_DIM}]>",
-        "desc_k": f"tensordesc<fp16[{BLOCK_N}, {HEAD_DIM}]>",
-        "desc_v": f"tensordesc<fp16[{BLOCK_N}, {HEAD_DIM}]>",
-        "desc_o": f"tensordesc<fp16[{q_rows}, {HEAD_DIM}]>",
+        **operands,
         "N_CTX": "i32",
         "HEAD_DIM": "constexpr",
         "BLOCK_M": "constexpr",
@@ -417,7 +416,8 @@ def ast_source_args(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, WARP_SPECIALIZE=True
     signature["WARP_SPECIALIZE"] = "constexpr"
     constexprs["WARP_SPECIALIZE"] = WARP_SPECIALIZE
     names = list(signature)
-    attrs = {(names.index(n), ): [["tt.divisibility", 16]] for n in ("M", "N_CTX")}
+    pointers = ("M", "N_CTX") + (tuple(operands) if DEVICE_DESC else ())
+    attrs = {(names.index(n), ): [["tt.divisibility", 16]] for n in pointers}
     return signature, constexprs, attrs
 
 
