@@ -149,12 +149,18 @@ def compile_kernel(kind, cx, opts):
     return triton.compile(src, target=TARGET, options=opts)
 
 
+def hopper_ws(cx, opts):
+    """Whether Triton's Hopper warp specialization splits this FA
+    configuration's loop (device-side descriptors, warp_specialize, 4 warps)."""
+    return bool(cx.get("DEVICE_DESC") and cx.get("WARP_SPECIALIZE") and opts.get("num_warps") == 4)
+
+
 def twill_compile(kind, cx, opts, extra="", **enable):
     # FA loops marked warp_specialize are twill's default scope; the others
     # (the GEMM, FA at a configuration without warp specialization) need "all",
     # and so do the partition loops Triton's Hopper warp specialization leaves
-    # (DEVICE_DESC at 4 warps: it runs before twill and splits the loop).
-    scope = ("ws" if kind.startswith(("fa", "bwd")) and cx.get("WARP_SPECIALIZE") and not cx.get("DEVICE_DESC")
+    # (it runs before twill and splits the loop).
+    scope = ("ws" if kind.startswith(("fa", "bwd")) and cx.get("WARP_SPECIALIZE") and not hopper_ws(cx, opts)
              else "all")
     twill_triton.enable(scope=scope, extra_options=extra, **enable)
     try:
@@ -172,10 +178,6 @@ def twill_compile(kind, cx, opts, extra="", **enable):
 # 2026-11-23). A replay key is exact, so such kernels are recorded until
 # both variants are seen (at most RECORD_TRIES compilations).
 RECORD_TRIES = 8
-
-
-def hopper_ws(cx, opts):
-    return bool(cx.get("DEVICE_DESC") and cx.get("WARP_SPECIALIZE") and opts.get("num_warps") == 4)
 
 
 def twill_record(kind, cx, opts, extra, dump_dir):
