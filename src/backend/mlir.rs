@@ -3,7 +3,7 @@
 use mlir_sys::*;
 
 use super::{Arch, LoopDecision, STORES};
-use crate::frontend::mlir::{block_ops, op_name};
+use crate::frontend::mlir::{block_ops, enclosing, nested_ops, op_name};
 
 fn string_ref(s: &str) -> MlirStringRef {
     MlirStringRef {
@@ -69,7 +69,7 @@ pub fn write(for_op: MlirOperation, d: &LoopDecision, arch: Arch, tag: u32) -> R
                 // Triton's verifier wants the partition on every op nested
                 // in a partitioned op (a tt.reduce combiner, say).
                 let mut nested = Vec::new();
-                collect(op, &mut nested);
+                nested_ops(op, &mut nested);
                 for n in nested {
                     set(n, name, &ids(&od.partition))?;
                 }
@@ -99,17 +99,9 @@ pub fn write(for_op: MlirOperation, d: &LoopDecision, arch: Arch, tag: u32) -> R
     }
     if d.anchor_stores {
         // Every store of the enclosing function is a consumer anchor.
-        // SAFETY: walking the live parent function of the loop.
-        let func = unsafe {
-            let mut p = mlirOperationGetParentOperation(for_op);
-            while !p.ptr.is_null() && !matches!(op_name(p).as_str(), "tt.func" | "func.func") {
-                p = mlirOperationGetParentOperation(p);
-            }
-            p
-        };
-        if !func.ptr.is_null() {
+        if let Some(func) = enclosing(for_op, |n| matches!(n, "tt.func" | "func.func")) {
             let mut all = Vec::new();
-            collect(func, &mut all);
+            nested_ops(func, &mut all);
             for op in all {
                 if STORES.contains(&op_name(op).as_str()) {
                     set(op, "async_task_id", "array<i32: 1, 2>")?;
@@ -118,20 +110,4 @@ pub fn write(for_op: MlirOperation, d: &LoopDecision, arch: Arch, tag: u32) -> R
         }
     }
     Ok(())
-}
-
-fn collect(op: MlirOperation, out: &mut Vec<MlirOperation>) {
-    // SAFETY: walking regions of a live op.
-    unsafe {
-        for r in 0..mlirOperationGetNumRegions(op) {
-            let mut b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r));
-            while !b.ptr.is_null() {
-                for o in block_ops(b) {
-                    out.push(o);
-                    collect(o, out);
-                }
-                b = mlirBlockGetNextInRegion(b);
-            }
-        }
-    }
 }

@@ -92,7 +92,7 @@ fn blocks(r: MlirRegion) -> Vec<MlirBlock> {
 }
 
 /// Every op nested (at any depth) in `op`'s regions, in pre-order.
-fn nested_ops(op: MlirOperation, out: &mut Vec<MlirOperation>) {
+pub(crate) fn nested_ops(op: MlirOperation, out: &mut Vec<MlirOperation>) {
     for r in regions(op) {
         for b in blocks(r) {
             for o in block_ops(b) {
@@ -131,16 +131,13 @@ fn int_attr(op: MlirOperation, name: &str) -> Option<i64> {
     }
 }
 
-/// The `ttg.warp_specialize` op whose regions (its default region or a
-/// partition) hold `op`, if any: a loop there is one partition's share of a
-/// loop Triton has already warp-specialized, running concurrently with the
-/// other partitions' loops.
-fn enclosing_warp_specialize(op: MlirOperation) -> Option<MlirOperation> {
+/// The nearest op enclosing `op` whose name satisfies `is`, if any.
+pub(crate) fn enclosing(op: MlirOperation, is: impl Fn(&str) -> bool) -> Option<MlirOperation> {
     // SAFETY: walking the parents of a live operation; a null parent ends it.
     unsafe {
         let mut p = mlirOperationGetParentOperation(op);
         while !p.ptr.is_null() {
-            if op_name(p) == "ttg.warp_specialize" {
+            if is(&op_name(p)) {
                 return Some(p);
             }
             p = mlirOperationGetParentOperation(p);
@@ -195,8 +192,11 @@ pub fn find_loops(root: MlirOperation, scope: Scope) -> Vec<FoundLoop> {
         count += 1;
         let mut inner = Vec::new();
         nested_ops(op, &mut inner);
-        let warp_specialize =
-            enclosing_warp_specialize(op).and_then(|w| ws_ops.iter().position(|&o| o.ptr == w.ptr));
+        // In a region of a ttg.warp_specialize (its default region or a
+        // partition): one partition's share of a loop Triton has already
+        // warp-specialized, running concurrently with the others.
+        let warp_specialize = enclosing(op, |n| n == "ttg.warp_specialize")
+            .and_then(|w| ws_ops.iter().position(|&o| o.ptr == w.ptr));
         let ir = if inner.iter().any(|&o| op_name(o) == "scf.for") {
             Err("not an innermost loop (it contains an scf.for)".to_string())
         } else if scope == Scope::WarpSpecialized && warp_specialize.is_some() {
