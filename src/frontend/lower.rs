@@ -16,6 +16,10 @@
 //!   iterations (delta = 1). An edge leaving a pure reader (write after
 //!   read) is ordering-only (`order`): it keeps no value live (a data edge
 //!   between the same ops stays a data edge).
+//! * Ops whose rule says `ordered` (mbarrier waits, arrives and expects,
+//!   asynchronous copies: synchronization through memory that no SSA value
+//!   shows) keep their program order: ordering-only edges of delay 0 from
+//!   each to the next, and from the last to the first across iterations.
 //! * Edges leaving an op whose rule says `blocking` are blocking; a
 //!   variable-latency op with no incoming edge is streaming (section 5.3).
 //! * Registers: a register tile result costs elements x bytes / 4 per thread
@@ -44,13 +48,62 @@ impl std::fmt::Display for Unsupported {
     }
 }
 
+/// Cycles of straight-line code (no loop: `ir` holds the ops between a
+/// function's loops, see [`super::Straight`]) on its critical path: every op
+/// takes its unit occupancy plus latency, and starts when the ops it uses
+/// have completed (edges of iteration distance 0; an edge's own delay where
+/// it has one). Ops on different units overlap; ops on one unit are not
+/// serialized (the code runs once, so its unit time is counted in the path
+/// of its longest dependent chain only).
+pub fn straight_line_cycles(ir: &LoopIr, machine: &Machine) -> Result<u64, Unsupported> {
+    let lowered = lower(ir, machine, &[])?;
+    let g = &lowered.graph;
+    let mut duration = Vec::with_capacity(g.ops.len());
+    for op in &g.ops {
+        duration.push(match &op.timing {
+            Timing::Table(segs) => segs.iter().map(|s| s.len).sum(),
+            Timing::Cost {
+                class,
+                shape,
+                dtype,
+            } => {
+                let c = machine
+                    .cost(class, shape, dtype)
+                    .map_err(|reason| Unsupported {
+                        location: op.origin.clone(),
+                        reason,
+                    })?;
+                c.occupancy + c.latency
+            }
+        });
+    }
+    // Nodes come in program order and distance-0 edges point forward.
+    let mut start = vec![0u64; g.ops.len()];
+    let mut edges: Vec<&Edge> = g
+        .edges
+        .iter()
+        .filter(|e| e.distance == 0 && e.from < e.to)
+        .collect();
+    edges.sort_by_key(|e| e.to);
+    for e in edges {
+        let ready = start[e.from] + e.delay.unwrap_or(duration[e.from]);
+        start[e.to] = start[e.to].max(ready);
+    }
+    Ok(start
+        .iter()
+        .zip(&duration)
+        .map(|(s, d)| s + d)
+        .max()
+        .unwrap_or(0))
+}
+
 /// The cost class that prices moving a register tile between warp groups
 /// (a shared-memory store plus a load): the cross-warp spill cost.
 const SPILL_CLASS: &str = "smem_copy";
 
 /// Ops whose presence in the body makes the loop unpipelinable here: nested
 /// control flow.
-const CONTROL_FLOW: &[&str] = &[
+pub(crate) const CONTROL_FLOW: &[&str] = &[
     "scf.for",
     "scf.while",
     "scf.if",
@@ -194,6 +247,10 @@ pub fn lower(
             .iter()
             .filter_map(|v| parse_tile(&v.ty))
             .collect();
+        let largest = tile_operands
+            .iter()
+            .chain(result_tile.iter())
+            .max_by_key(|t| t.elements());
         let shape = match rule.shape {
             ShapeFrom::Mnk => match (tile_operands.first(), tile_operands.get(1)) {
                 (Some(a), Some(b)) if a.shape.len() >= 2 && b.shape.len() >= 2 => Some(vec![
@@ -211,10 +268,12 @@ pub fn lower(
                 .first()
                 .or(result_tile.as_ref())
                 .map(|t| t.shape.clone()),
+            ShapeFrom::Largest => largest.map(|t| t.shape.clone()),
         };
         let dtype = match rule.dtype {
             DtypeFrom::Result => result_tile.as_ref().or(tile_operands.first()),
             DtypeFrom::Operand => tile_operands.first().or(result_tile.as_ref()),
+            DtypeFrom::Largest => largest,
         }
         .map(|t| t.dtype.clone());
         let (Some(shape), Some(mut dtype)) = (shape, dtype) else {
@@ -371,9 +430,23 @@ pub fn lower(
         }
     }
 
+    // Synchronizing side effects keep their program order (issue order only:
+    // delay 0), around the iteration too. Where the ops already share a
+    // stricter edge, that one stays.
+    let sync: Vec<usize> = (0..ir.ops.len())
+        .filter(|&i| rules[i].is_some_and(|r| r.ordered))
+        .filter_map(|i| classified[i].node)
+        .collect();
+    let mut order_chain: Vec<(usize, usize, u32)> =
+        sync.windows(2).map(|w| (w[0], w[1], 0)).collect();
+    if let (Some(&first), Some(&last)) = (sync.first(), sync.last()) {
+        if sync.len() > 1 {
+            order_chain.push((last, first, 1));
+        }
+    }
     let mut graph_edges: Vec<Edge> = edges
-        .into_iter()
-        .map(|((u, v, d), (blocking, order))| Edge {
+        .iter()
+        .map(|(&(u, v, d), &(blocking, order))| Edge {
             from: u,
             to: v,
             delay: None,
@@ -383,6 +456,19 @@ pub fn lower(
             origin: ir.ops[op_of_node[v]].location.clone(),
         })
         .collect();
+    for (u, v, d) in order_chain {
+        if u != v && !edges.contains_key(&(u, v, d)) {
+            graph_edges.push(Edge {
+                from: u,
+                to: v,
+                delay: Some(0),
+                distance: d,
+                blocking: false,
+                order: true,
+                origin: ir.ops[op_of_node[v]].location.clone(),
+            });
+        }
+    }
     graph_edges.sort_by_key(|e| (e.from, e.to, e.distance));
     for (v, op) in ops.iter_mut().enumerate() {
         if op.variable_latency && !graph_edges.iter().any(|e| e.to == v) {

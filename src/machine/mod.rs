@@ -105,6 +105,9 @@ pub enum ShapeFrom {
     Result,
     /// The shape of operand 0.
     Operand,
+    /// The tile operand or result with the most elements (an async copy's
+    /// destination buffer, not the barrier next to it).
+    Largest,
 }
 
 /// Where an op rule reads the element type.
@@ -112,6 +115,8 @@ pub enum ShapeFrom {
 pub enum DtypeFrom {
     Result,
     Operand,
+    /// Of the tile that `ShapeFrom::Largest` picks.
+    Largest,
 }
 
 /// How an MLIR op of a loop body maps onto this machine: its cost class and
@@ -138,6 +143,11 @@ pub struct OpRule {
     pub view: bool,
     /// Writes the buffers of its memdesc operands.
     pub writes: bool,
+    /// A synchronizing side effect (mbarrier wait / arrive / expect, an
+    /// asynchronous copy that signals one): keeps its program order with
+    /// every other such op of the body, which share no SSA value (a copy
+    /// into a slot after the wait for that slot to be free).
+    pub ordered: bool,
     /// Memory kind that a memdesc result occupies while live.
     pub memory: Option<String>,
     /// Free when its tile operand comes straight from a variable-latency op:
@@ -228,6 +238,8 @@ struct RawOpRule {
     view: bool,
     #[serde(default)]
     writes: bool,
+    #[serde(default)]
+    ordered: bool,
     #[serde(default)]
     memory: Option<Spanned<String>>,
     #[serde(default)]
@@ -466,23 +478,25 @@ impl Machine {
                 None | Some("result") => ShapeFrom::Result,
                 Some("operand") => ShapeFrom::Operand,
                 Some("mnk") => ShapeFrom::Mnk,
-                Some(other) => {
-                    return Err(map.error(
-                        r.shape.as_ref().map(|s| s.span()),
-                        field("shape"),
-                        format!("unknown shape source `{other}` (expected result, operand or mnk)"),
-                    ))
-                }
+                Some("largest") => ShapeFrom::Largest,
+                Some(other) => return Err(map.error(
+                    r.shape.as_ref().map(|s| s.span()),
+                    field("shape"),
+                    format!(
+                        "unknown shape source `{other}` (expected result, operand, mnk or largest)"
+                    ),
+                )),
             };
             let dtype = match r.dtype.as_ref().map(|s| s.get_ref().as_str()) {
                 None | Some("result") => DtypeFrom::Result,
                 Some("operand") => DtypeFrom::Operand,
+                Some("largest") => DtypeFrom::Largest,
                 Some(other) => {
                     return Err(map.error(
                         r.dtype.as_ref().map(|s| s.span()),
                         field("dtype"),
                         format!(
-                            "unknown element-type source `{other}` (expected result or operand)"
+                            "unknown element-type source `{other}` (expected result, operand or largest)"
                         ),
                     ))
                 }
@@ -507,6 +521,7 @@ impl Machine {
                 blocking: r.blocking,
                 view: r.view,
                 writes: r.writes,
+                ordered: r.ordered,
                 memory,
                 absorbs_load: r.absorbs_load,
             });
