@@ -62,6 +62,11 @@ pub struct Problem {
     /// Raw machine cycles per normalized cycle (the largest duration's
     /// ratio), to translate normalized results back; 1 when not normalized.
     pub cycle_scale: f64,
+    /// Raw machine cycles that one iteration occupies each unit (parallel
+    /// to `units`), before normalization rounds op durations: what the
+    /// iteration costs the SM when other work (other CTAs, other
+    /// partitions) shares its units. Divide by `capacity` for the time.
+    pub unit_cycles: Vec<u64>,
 }
 
 /// Options of problem construction.
@@ -229,6 +234,17 @@ impl Problem {
             segments.push(segs);
         }
 
+        let mut unit_cycles = vec![0u64; units.len()];
+        for segs in &segments {
+            for seg in segs {
+                for (unit, &n) in &seg.uses {
+                    if let Some(f) = units.iter().position(|u| u == unit) {
+                        unit_cycles[f] += seg.len * u64::from(n);
+                    }
+                }
+            }
+        }
+
         // Every positive duration takes part in one normalization.
         let mut durations: Vec<u64> = Vec::new();
         for (op, segs) in graph.ops.iter().zip(&segments) {
@@ -333,6 +349,7 @@ impl Problem {
                 edges,
                 same_group: graph.same_group.iter().map(|g| g.ops.clone()).collect(),
                 cycle_scale,
+                unit_cycles,
             },
             norm,
         ))

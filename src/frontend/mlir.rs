@@ -3,12 +3,13 @@
 //! MLIR C API. Nothing here prices, solves or writes: see [`super::lower`]
 //! and [`crate::backend`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use melior::ir::{Location, Type};
 use mlir_sys::*;
 
-use super::{IrOp, IrValue, LoopIr, ValueSrc};
+use super::lower::CONTROL_FLOW;
+use super::{IrOp, IrValue, LoopIr, Straight, ValueSrc};
 
 /// Which loops are candidates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,21 +170,7 @@ pub fn find_loops(root: MlirOperation, scope: Scope) -> Vec<FoundLoop> {
     for &op in &all {
         let name = op_name(op);
         if name == "tt.func" || name == "func.func" {
-            // SAFETY: reading the symbol name attribute of a live op.
-            kernel = unsafe {
-                let a = mlirOperationGetAttributeByName(
-                    op,
-                    MlirStringRef {
-                        data: c"sym_name".as_ptr(),
-                        length: 8,
-                    },
-                );
-                if !a.ptr.is_null() && mlirAttributeIsAString(a) {
-                    string_ref(mlirStringAttrGetValue(a))
-                } else {
-                    String::new()
-                }
-            };
+            kernel = symbol_name(op);
             count = 0;
         }
         if name != "scf.for" {
@@ -246,105 +233,25 @@ fn extract(for_op: MlirOperation, name: String, num_warps: u32) -> Result<LoopIr
         ));
     }
 
-    let mut sources: HashMap<*const std::ffi::c_void, ValueSrc> = HashMap::new();
-    // SAFETY: reading arguments and results of live ops and blocks.
+    let mut reader = Reader::default();
+    // SAFETY: reading the arguments of a live block.
     unsafe {
-        let nargs = mlirBlockGetNumArguments(body);
-        for a in 0..nargs {
-            let v = mlirBlockGetArgument(body, a);
+        for a in 0..mlirBlockGetNumArguments(body) {
             let src = if a == 0 {
                 ValueSrc::InductionVar
             } else {
                 ValueSrc::IterArg(a as usize - 1)
             };
-            sources.insert(v.ptr, src);
-        }
-        for (i, &op) in body_ops.iter().enumerate() {
-            for r in 0..mlirOperationGetNumResults(op) {
-                sources.insert(
-                    mlirOperationGetResult(op, r).ptr,
-                    ValueSrc::Op {
-                        op: i,
-                        result: r as usize,
-                    },
-                );
-            }
+            reader
+                .sources
+                .insert(mlirBlockGetArgument(body, a).ptr, src);
         }
     }
-    let mut outside: HashMap<*const std::ffi::c_void, usize> = HashMap::new();
-    let mut resolve =
-        |v: MlirValue, local: &std::collections::HashSet<*const std::ffi::c_void>| -> IrValue {
-            let src = if let Some(s) = sources.get(&v.ptr) {
-                *s
-            } else if local.contains(&v.ptr) {
-                ValueSrc::Local
-            } else {
-                let n = outside.len();
-                ValueSrc::Outside(*outside.entry(v.ptr).or_insert(n))
-            };
-            IrValue {
-                src,
-                ty: type_text(v),
-            }
-        };
-
-    let mut ir_ops = Vec::with_capacity(body_ops.len());
-    let empty = std::collections::HashSet::new();
-    for &op in body_ops {
-        // SAFETY: reading operands, results and nested ops of a live op.
-        unsafe {
-            let operands: Vec<IrValue> = (0..mlirOperationGetNumOperands(op))
-                .map(|k| resolve(mlirOperationGetOperand(op, k), &empty))
-                .collect();
-            let results: Vec<String> = (0..mlirOperationGetNumResults(op))
-                .map(|k| type_text(mlirOperationGetResult(op, k)))
-                .collect();
-            let mut inner = Vec::new();
-            nested_ops(op, &mut inner);
-            // Values defined inside the op's regions.
-            let mut local = std::collections::HashSet::new();
-            for r in regions(op) {
-                for b in blocks(r) {
-                    for a in 0..mlirBlockGetNumArguments(b) {
-                        local.insert(mlirBlockGetArgument(b, a).ptr);
-                    }
-                }
-            }
-            for &o in &inner {
-                for r in 0..mlirOperationGetNumResults(o) {
-                    local.insert(mlirOperationGetResult(o, r).ptr);
-                }
-                for r in regions(o) {
-                    for b in blocks(r) {
-                        for a in 0..mlirBlockGetNumArguments(b) {
-                            local.insert(mlirBlockGetArgument(b, a).ptr);
-                        }
-                    }
-                }
-            }
-            let mut region_uses = Vec::new();
-            for &o in &inner {
-                for k in 0..mlirOperationGetNumOperands(o) {
-                    let v = mlirOperationGetOperand(o, k);
-                    if !local.contains(&v.ptr) {
-                        region_uses.push(resolve(v, &local));
-                    }
-                }
-            }
-            ir_ops.push(IrOp {
-                name: op_name(op),
-                location: location_text(op),
-                operands,
-                results,
-                region_uses,
-                nested: inner.iter().map(|&o| op_name(o)).collect(),
-            });
-        }
-    }
+    let ir_ops = reader.read(body_ops);
     // SAFETY: reading the terminator's operands.
     let yields = unsafe {
         (0..mlirOperationGetNumOperands(terminator))
-            .map(|k| resolve(mlirOperationGetOperand(terminator, k), &empty))
+            .map(|k| reader.resolve(mlirOperationGetOperand(terminator, k), &HashSet::new()))
             .collect()
     };
     Ok(LoopIr {
@@ -355,4 +262,184 @@ fn extract(for_op: MlirOperation, name: String, num_warps: u32) -> Result<LoopIr
         ops: ir_ops,
         yields,
     })
+}
+
+type ValueKey = *const std::ffi::c_void;
+
+/// Reads a run of ops of one block into [`IrOp`]s: where each operand
+/// comes from (an earlier op of the run, a block argument registered in
+/// `sources`, or outside) and what the ops' regions use.
+#[derive(Default)]
+struct Reader {
+    sources: HashMap<ValueKey, ValueSrc>,
+    outside: HashMap<ValueKey, usize>,
+}
+
+impl Reader {
+    fn resolve(&mut self, v: MlirValue, local: &HashSet<ValueKey>) -> IrValue {
+        let src = if let Some(s) = self.sources.get(&v.ptr) {
+            *s
+        } else if local.contains(&v.ptr) {
+            ValueSrc::Local
+        } else {
+            let n = self.outside.len();
+            ValueSrc::Outside(*self.outside.entry(v.ptr).or_insert(n))
+        };
+        IrValue {
+            src,
+            ty: type_text(v),
+        }
+    }
+
+    /// The ops of `ops` (in order, one block), each result registered as
+    /// that op's.
+    fn read(&mut self, ops: &[MlirOperation]) -> Vec<IrOp> {
+        // SAFETY: reading results of live ops.
+        unsafe {
+            for (i, &op) in ops.iter().enumerate() {
+                for r in 0..mlirOperationGetNumResults(op) {
+                    self.sources.insert(
+                        mlirOperationGetResult(op, r).ptr,
+                        ValueSrc::Op {
+                            op: i,
+                            result: r as usize,
+                        },
+                    );
+                }
+            }
+        }
+        let empty = HashSet::new();
+        let mut ir_ops = Vec::with_capacity(ops.len());
+        for &op in ops {
+            // SAFETY: reading operands, results and nested ops of a live op.
+            unsafe {
+                let operands: Vec<IrValue> = (0..mlirOperationGetNumOperands(op))
+                    .map(|k| self.resolve(mlirOperationGetOperand(op, k), &empty))
+                    .collect();
+                let results: Vec<String> = (0..mlirOperationGetNumResults(op))
+                    .map(|k| type_text(mlirOperationGetResult(op, k)))
+                    .collect();
+                let mut inner = Vec::new();
+                nested_ops(op, &mut inner);
+                // Values defined inside the op's regions.
+                let mut local = HashSet::new();
+                for &o in std::iter::once(&op).chain(&inner) {
+                    if o.ptr != op.ptr {
+                        for r in 0..mlirOperationGetNumResults(o) {
+                            local.insert(mlirOperationGetResult(o, r).ptr);
+                        }
+                    }
+                    for r in regions(o) {
+                        for b in blocks(r) {
+                            for a in 0..mlirBlockGetNumArguments(b) {
+                                local.insert(mlirBlockGetArgument(b, a).ptr);
+                            }
+                        }
+                    }
+                }
+                let mut region_uses = Vec::new();
+                for &o in &inner {
+                    for k in 0..mlirOperationGetNumOperands(o) {
+                        let v = mlirOperationGetOperand(o, k);
+                        if !local.contains(&v.ptr) {
+                            region_uses.push(self.resolve(v, &local));
+                        }
+                    }
+                }
+                ir_ops.push(IrOp {
+                    name: op_name(op),
+                    location: location_text(op),
+                    operands,
+                    results,
+                    region_uses,
+                    nested: inner.iter().map(|&o| op_name(o)).collect(),
+                });
+            }
+        }
+        ir_ops
+    }
+}
+
+fn contains_loop(op: MlirOperation) -> bool {
+    let mut inner = Vec::new();
+    nested_ops(op, &mut inner);
+    inner.iter().any(|&o| op_name(o) == "scf.for")
+}
+
+/// The code of function `func` outside its loops ([`Straight`]): runs of
+/// top-level ops between loops, and for a `ttg.warp_specialize` whose
+/// partitions hold loops, each region's own code, concurrently. Other
+/// control flow (an `scf.if`, a loop) ends a run and counts nothing.
+pub fn outside_loops(func: MlirOperation, num_warps: u32) -> Vec<Straight> {
+    let name = symbol_name(func);
+    let mut out = Vec::new();
+    for r in regions(func) {
+        for b in blocks(r) {
+            straight(b, &name, num_warps, &mut out);
+        }
+    }
+    out
+}
+
+fn straight(block: MlirBlock, name: &str, num_warps: u32, out: &mut Vec<Straight>) {
+    let mut run: Vec<MlirOperation> = Vec::new();
+    let flush = |run: &mut Vec<MlirOperation>, out: &mut Vec<Straight>| {
+        if run.is_empty() {
+            return;
+        }
+        let ops = Reader::default().read(run);
+        out.push(Straight::Code(LoopIr {
+            name: format!("{name}_outside{}", out.len()),
+            location: location_text(run[0]),
+            warp_specialize: false,
+            num_warps,
+            ops,
+            yields: Vec::new(),
+        }));
+        run.clear();
+    };
+    for op in block_ops(block) {
+        let n = op_name(op);
+        let mut inner = Vec::new();
+        nested_ops(op, &mut inner);
+        let control = std::iter::once(n.clone())
+            .chain(inner.iter().map(|&o| op_name(o)))
+            .any(|x| CONTROL_FLOW.contains(&x.as_str()));
+        if !control {
+            run.push(op);
+            continue;
+        }
+        flush(&mut run, out);
+        if n.starts_with("ttg.warp_specialize") && contains_loop(op) {
+            let mut each = Vec::new();
+            for r in regions(op) {
+                let mut code = Vec::new();
+                for b in blocks(r) {
+                    straight(b, name, num_warps, &mut code);
+                }
+                each.push(code);
+            }
+            out.push(Straight::Concurrent(each));
+        }
+    }
+    flush(&mut run, out);
+}
+
+/// The `sym_name` of a function op ("" when it has none).
+pub(crate) fn symbol_name(op: MlirOperation) -> String {
+    // SAFETY: reading the symbol name attribute of a live op.
+    unsafe {
+        let a = mlirOperationGetAttributeByName(
+            op,
+            MlirStringRef {
+                data: c"sym_name".as_ptr(),
+                length: 8,
+            },
+        );
+        if !a.ptr.is_null() && mlirAttributeIsAString(a) {
+            string_ref(mlirStringAttrGetValue(a))
+        } else {
+            String::new()
+        }
+    }
 }

@@ -64,6 +64,43 @@ pub struct LoopIr {
     pub yields: Vec<IrValue>,
 }
 
+/// A function's code outside its loops, for the time one CTA spends
+/// before, between and after them (prologue and epilogue: the first tile
+/// loads, the output's normalization and store).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Straight {
+    /// A run of ops between loops, as a [`LoopIr`] without a loop (no
+    /// iteration arguments, no yields).
+    Code(LoopIr),
+    /// The regions of a `ttg.warp_specialize` (its default region and each
+    /// partition), which run at the same time; each region's own code.
+    Concurrent(Vec<Vec<Straight>>),
+}
+
+impl Straight {
+    /// Cycles of `code` in sequence, concurrent regions taking their
+    /// slowest, with `cycles` pricing one run of ops.
+    pub fn total<E>(
+        code: &[Straight],
+        cycles: &impl Fn(&LoopIr) -> Result<u64, E>,
+    ) -> Result<u64, E> {
+        let mut sum = 0;
+        for s in code {
+            sum += match s {
+                Straight::Code(ir) => cycles(ir)?,
+                Straight::Concurrent(regions) => {
+                    let mut slowest = 0;
+                    for r in regions {
+                        slowest = slowest.max(Straight::total(r, cycles)?);
+                    }
+                    slowest
+                }
+            };
+        }
+        Ok(sum)
+    }
+}
+
 /// A tile type parsed out of its text: `tensor<128x64xf16, #enc>` or
 /// `!ttg.memdesc<128x64xf16, #shared, #smem, mutable>`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,6 +22,15 @@ pub(crate) static CALLBACKS: TwillPassCallbacks = TwillPassCallbacks {
 /// Runs `twill-opt` (MlirOptMain with every upstream dialect and pass plus
 /// twill's) on the process arguments; returns the exit code.
 pub fn opt_main() -> i32 {
+    // `RUST_LOG=twill=debug twill-opt ...` shows the passes' tracing on
+    // stderr (warnings only by default). The plugin leaves logging to its host.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
     let args: Vec<CString> = std::env::args_os()
         .map(|a| {
             CString::new(a.into_encoded_bytes()).unwrap_or_else(|_| c"<invalid argument>".into())

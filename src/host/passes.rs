@@ -18,9 +18,9 @@ use mlir_sys::{mlirOperationGetLocation, MlirLocation, MlirOperation};
 use super::ffi::{self, TWILL_ERROR, TWILL_REMARK, TWILL_WARNING};
 use crate::backend::{self, Arch, TritonTarget};
 use crate::checker::{self, WarpConfig};
-use crate::frontend::lower::{colocation, lower, Lowered};
-use crate::frontend::mlir::{find_loops, has_attr, Scope};
-use crate::frontend::LoopIr;
+use crate::frontend::lower::{colocation, lower, straight_line_cycles, Lowered};
+use crate::frontend::mlir::{enclosing, find_loops, has_attr, outside_loops, symbol_name, Scope};
+use crate::frontend::{LoopIr, Straight};
 use crate::graph::load::to_toml;
 use crate::joint::{self, Encoding, JointOptions};
 use crate::machine::Machine;
@@ -324,10 +324,11 @@ fn schedule_loop(
             // cycles per iteration and the ops back to back.
             let sequential: u64 = problem.ops.iter().map(|op| u64::from(op.cycles)).sum();
             return Outcome::Skipped(format!(
-                "{} [resource bound ~{:.0} cycles, sequential ~{:.0} cycles]",
+                "{} [resource bound ~{:.0} cycles, sequential ~{:.0} cycles]{}",
                 why.replace('\n', " "),
                 f64::from(mii::res_mii(&problem)) * problem.cycle_scale,
-                sequential as f64 * problem.cycle_scale
+                sequential as f64 * problem.cycle_scale,
+                unit_note(&problem)
             ));
         }
     };
@@ -449,10 +450,30 @@ fn schedule_loop(
         f64::from(result.res_mii) * problem.cycle_scale,
         f64::from(s.length) * problem.cycle_scale
     ));
+    msg.push_str(&unit_note(&problem));
     for n in &lowered.notes {
         tracing::debug!(target: "twill", "{n}");
     }
     Outcome::Scheduled(msg)
+}
+
+/// ` [units per iteration: TC 1024, SFU 520 cycles]`: the raw cycles one
+/// iteration keeps each unit busy (not rounded by normalization; units it
+/// does not use left out), so that a model of several CTAs or partitions
+/// sharing an SM can add them up per unit (twill_triton.configure).
+fn unit_note(problem: &Problem) -> String {
+    let used: Vec<String> = problem
+        .units
+        .iter()
+        .zip(&problem.unit_cycles)
+        .zip(&problem.capacity)
+        .filter(|((_, &c), _)| c > 0)
+        .map(|((u, &c), &cap)| format!("{u} {}", c.div_ceil(u64::from(cap.max(1)))))
+        .collect();
+    if used.is_empty() {
+        return String::new();
+    }
+    format!(" [units per iteration: {} cycles]", used.join(", "))
 }
 
 fn options_text(options: *const c_char, len: usize) -> String {
@@ -537,6 +558,20 @@ pub unsafe extern "C" fn schedule_body(
                 "Triton before 3.7 lowers several warp-specialized loops of one kernel only when Triton partitions them all",
             );
         let mut tag = 0;
+        // Warps of the CTA (for register counts only; cycles do not use it).
+        let num_warps = loops
+            .iter()
+            .find_map(|l| l.ir.as_ref().ok().map(|ir| ir.num_warps))
+            .unwrap_or(4);
+        let mut functions: Vec<MlirOperation> = Vec::new();
+        for f in loops
+            .iter()
+            .filter_map(|l| enclosing(l.op, |n| n == "tt.func" || n == "func.func"))
+        {
+            if !functions.iter().any(|g| g.ptr == f.ptr) {
+                functions.push(f);
+            }
+        }
         for found in loops {
             // SAFETY: `find_loops` returns live operations of the module.
             let loc = unsafe { mlirOperationGetLocation(found.op) };
@@ -567,8 +602,40 @@ pub unsafe extern "C" fn schedule_body(
             }
             ffi::emit(loc, TWILL_REMARK, &msg);
         }
+        for f in functions {
+            // SAFETY: `enclosing` returns live operations of the module.
+            let loc = unsafe { mlirOperationGetLocation(f) };
+            let msg = catch_unwind(AssertUnwindSafe(|| outside_note(f, &machine, num_warps)))
+                .unwrap_or_else(|_| Err("internal error (a panic); see stderr".into()));
+            match msg {
+                Ok(msg) => ffi::emit(loc, TWILL_REMARK, &msg),
+                Err(why) => {
+                    tracing::debug!(target: "twill", "no estimate outside the loops: {why}")
+                }
+            }
+        }
         0
     })
+}
+
+/// `twill: outside loops of @k: ~N cycles per CTA`: the critical path of a
+/// kernel's code before, between and after its loops (Q tile loads, the
+/// output's normalization and store), for models that rank configurations
+/// (twill_triton.configure): each CTA spends it besides its loops.
+fn outside_note(func: MlirOperation, machine: &Machine, num_warps: u32) -> Result<String, String> {
+    let code = outside_loops(func, num_warps);
+    let cycles = Straight::total(&code, &|ir| {
+        let c = straight_line_cycles(ir, machine);
+        if let Ok(c) = &c {
+            tracing::debug!(target: "twill", "{}: {} ops, ~{c} cycles (at {})", ir.name, ir.ops.len(), ir.location);
+        }
+        c
+    })
+        .map_err(|e| format!("{} (at {})", e.reason, e.location))?;
+    Ok(format!(
+        "twill: outside loops of @{}: ~{cycles} cycles per CTA (critical path of the code before, between and after its loops)",
+        symbol_name(func)
+    ))
 }
 
 /// `--twill-export-graph`.

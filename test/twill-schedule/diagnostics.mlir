@@ -8,6 +8,7 @@
 
 #mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 128, 16]}>
 module attributes {"ttg.num-warps" = 4 : i32} {
+  // expected-remark @+1 {{twill: outside loops of @ok: ~0 cycles per CTA}}
   "tt.func"() <{function_type = (!ttg.memdesc<128x64xf16, #shared, #smem>, !ttg.memdesc<64x128xf16, #shared, #smem>, i32) -> (), sym_name = "ok"}> ({
   ^bb0(%a: !ttg.memdesc<128x64xf16, #shared, #smem>, %b: !ttg.memdesc<64x128xf16, #shared, #smem>, %n: i32):
     %c0 = arith.constant 0 : i32
@@ -26,6 +27,7 @@ module attributes {"ttg.num-warps" = 4 : i32} {
 
 #mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 128, 16]}>
 module attributes {"ttg.num-warps" = 4 : i32} {
+  // expected-remark @+1 {{twill: outside loops of @branchy: ~0 cycles per CTA}}
   "tt.func"() <{function_type = (!ttg.memdesc<128x64xf16, #shared, #smem>, !ttg.memdesc<64x128xf16, #shared, #smem>, i32, i1) -> (), sym_name = "branchy"}> ({
   ^bb0(%a: !ttg.memdesc<128x64xf16, #shared, #smem>, %b: !ttg.memdesc<64x128xf16, #shared, #smem>, %n: i32, %p: i1):
     %c0 = arith.constant 0 : i32
@@ -48,6 +50,7 @@ module attributes {"ttg.num-warps" = 4 : i32} {
 // -----
 
 module attributes {"ttg.num-warps" = 4 : i32} {
+  // expected-remark @+1 {{twill: outside loops of @nested: ~0 cycles per CTA}}
   "tt.func"() <{function_type = (i32) -> (), sym_name = "nested"}> ({
   ^bb0(%n: i32):
     %c0 = arith.constant 0 : i32
@@ -69,6 +72,7 @@ module attributes {"ttg.num-warps" = 4 : i32} {
 // the f32 rate rather than rejected.
 #blocked = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
 module attributes {"ttg.num-warps" = 4 : i32} {
+  // expected-remark @+1 {{twill: outside loops of @f64: ~0 cycles per CTA}}
   "tt.func"() <{function_type = (tensor<128x64xf64, #blocked>, i32) -> (), sym_name = "f64"}> ({
   ^bb0(%x: tensor<128x64xf64, #blocked>, %n: i32):
     %c0 = arith.constant 0 : i32

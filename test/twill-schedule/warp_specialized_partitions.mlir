@@ -19,7 +19,7 @@
 
 // ALL: remark: loc("default_loop"): twill: scheduled ws_partitions_loop1: I={{[0-9]+}}
 // ALL-SAME: no partitions (the loop is not marked tt.warp_specialize)
-// ALL-SAME: [resource bound ~{{[0-9]+}} cycles, L ~{{[0-9]+}} cycles] [warp_specialize #0]
+// ALL-SAME: [resource bound ~{{[0-9]+}} cycles, L ~{{[0-9]+}} cycles] [units per iteration: {{.*}} cycles] [warp_specialize #0]
 // ALL: remark: loc("partition_loop"): twill: scheduled ws_partitions_loop2: I={{[0-9]+}}
 // ALL-SAME: [warp_specialize #0]
 // ALL-LABEL: "ttg.warp_specialize"
