@@ -61,10 +61,29 @@ def test_loops_of_one_warp_specialize_are_one_concurrent_phase(monkeypatch):
     monkeypatch.setattr(configure, "cubin_resources", lambda cubin: (168, 0))
     s = configure.score({}, Kernel, Decision, [64, 10], 132, occ)
     assert s.scheduled and s.ctas_per_sm == 1
-    assert s.cta_cycles == 63 * 1965 + 1965 + 9 * 527 + 790
+    # Without per-unit cycles (older remarks) a phase needs the sum of its
+    # loops' busiest units; alone on the SM it takes the slower of that and
+    # its slowest loop: the warp-specialized phase is unit-bound here, the
+    # loop after it latency-bound.
     assert s.unit_cycles == 64 * (8 + 1000 + 1000) + 10 * 500
+    assert s.cta_cycles == 64 * (8 + 1000 + 1000) + (9 * 527 + 790)
     # Iteration counts are per phase: one per loop would not match.
     assert not configure.score({}, Kernel, Decision, [64, 64, 64, 10], 132, occ).scheduled
+
+    # With per-unit cycles the partitions add up unit by unit: the producer's
+    # TMA time does not add to the consumers' tensor-core time.
+    units_p = " [units per iteration: ALU 6, TMA 1024 cycles]"
+    units_c = " [units per iteration: ALU 393, LSU 1000, SFU 516, TC 1024 cycles]"
+    outside = "loc: remark: twill: outside loops of @k: ~1800 cycles per CTA (critical path of ...)"
+    Decision.remarks = [REMARK.replace("527", "1024") + units_p + ws, consumer + units_c, consumer + units_c,
+                        REMARK + " [units per iteration: TC 500 cycles]", outside]
+    loops = configure.loops_of(Decision.remarks)
+    assert loops[0].units == {"ALU": 6, "TMA": 1024}
+    assert configure.phase_unit_cycles(loops[:3]) == 2048  # TC 1024 + 1024
+    s = configure.score({}, Kernel, Decision, [64, 10], 132, occ)
+    assert s.outside_cycles == 1800
+    assert s.unit_cycles == 64 * 2048 + 10 * 500
+    assert s.cta_cycles == 1800 + 64 * 2048 + (9 * 527 + 790)
 
 
 def test_ctas_per_sm_follow_the_tightest_limit():
@@ -108,7 +127,11 @@ def test_gemm_candidates_are_ranked_by_the_model(tmp_path, monkeypatch):
     r = ranking[0]
     lp = r.loops[0]
     n = size // base["BLOCK_K"]
-    assert r.cta_cycles == (n - 1) * lp.ii + lp.length and r.unit_cycles == n * lp.resource
+    busiest = max(lp.units.values())
+    assert lp.units and busiest <= lp.resource  # raw, not rounded up by normalization
+    assert r.outside_cycles > 0  # the output tile's store at least
+    assert r.unit_cycles == n * busiest
+    assert r.cta_cycles == r.outside_cycles + max((n - 1) * lp.ii + lp.length, n * busiest)
     waves = -(-((size // 128) ** 2) // (132 * r.ctas_per_sm))
     assert r.time == waves * max(r.cta_cycles, r.ctas_per_sm * r.unit_cycles)
 
@@ -128,6 +151,21 @@ def test_a_candidate_that_fails_ranks_last():
              S(candidate=dict(label="fast"), scheduled=True, time=7.0),
              S(candidate=dict(label="unfit"), scheduled=True, reason="does not fit on an SM")]
     assert [r.candidate["label"] for r in configure.ordered(cands)] == ["fast", "slow", "spills", "failed", "unfit"]
+
+
+def test_near_ties_go_to_more_ctas_per_sm():
+    # Within MODEL_TOLERANCE of the best modeled time, more CTAs per SM first;
+    # beyond it, the modeled time decides. A spilling kernel never profits.
+    S = configure.Scored
+    tol = configure.MODEL_TOLERANCE
+    cands = [S(candidate=dict(label="alone"), scheduled=True, ctas_per_sm=1, time=100.0),
+             S(candidate=dict(label="shared"), scheduled=True, ctas_per_sm=2, time=100.0 * (1 + tol / 2)),
+             S(candidate=dict(label="shared, spills"), scheduled=True, ctas_per_sm=3, spill_bytes=64, time=99.0),
+             S(candidate=dict(label="three, too slow"), scheduled=True, ctas_per_sm=3, time=100.0 * (1 + 2 * tol))]
+    assert [r.candidate["label"] for r in configure.ordered(cands)] == [
+        "shared", "alone", "three, too slow", "shared, spills"]
+    cands[1].time = 100.0 * (1 + 2 * tol)
+    assert [r.candidate["label"] for r in configure.ordered(cands)][0] == "alone"
 
 
 def test_grid_cycles_count_full_waves_and_the_tail():

@@ -8,18 +8,23 @@ target) and ranks them by modeled time:
 
 * per loop, from twill's remark: I (cycles per iteration of one CTA alone on
   the SM), L (cycles of one iteration from first issue to last completion)
-  and R, the busiest unit's cycles per iteration (what the iteration costs
-  when CTAs share the SM); a loop twill skipped keeps Triton's schedule and
+  and the raw cycles one iteration keeps each unit busy (`[units per
+  iteration: ...]`; older remarks give only R, the busiest unit's cycles
+  after normalization); a loop twill skipped keeps Triton's schedule and
   counts pessimistically, I = L = its ops back to back (the skip remark
-  gives that and R);
-* one CTA runs its loops back to back: T = sum over loops of (n - 1) * I + L
-  for n iterations, and needs S = sum of n * R cycles of its busiest units;
-  the loops of one `ttg.warp_specialize` (a loop Triton has already split
-  into partitions, as its Hopper warp specialization does before twill
-  runs; the remark ends with `[warp_specialize #W]`) run at the same time
-  and count as one phase of n iterations: T takes the slowest of them, S
-  the sum of their R (partitions share the SM's units; pessimistic when
-  they use different units);
+  gives that and the unit cycles);
+* a phase is a loop on its own, or the loops of one `ttg.warp_specialize`
+  (a loop Triton has already split into partitions, as its Hopper warp
+  specialization does before twill runs; the remark ends with
+  `[warp_specialize #W]`), which run at the same time. A phase of n
+  iterations needs S = n * (its busiest unit's cycles per iteration, the
+  loops' cycles added up unit by unit: partitions share the SM's units) and
+  takes, alone on the SM, max((n - 1) * I + L of its slowest loop, S);
+* one CTA runs its phases back to back after and before its code outside
+  the loops (twill's `outside loops` remark: the critical path of the
+  prologue and epilogue, e.g. the Q tile load and the output store):
+  T = outside + sum over phases; it needs S = sum over phases of the
+  phases' S on the units;
 * CTAs per SM, c, from the compiled kernel (shared memory from Triton's
   metadata, registers from the cubin, warps) and the machine's `[occupancy]`
   table (machines/*.toml); a kernel whose registers spill (a stack frame in
@@ -28,8 +33,8 @@ target) and ranks them by modeled time:
 * c CTAs share an SM for max(T, c * S) cycles; the grid takes
   floor(grid / (SMs * c)) such waves and a last partial one.
 
-The candidate with the smallest modeled time wins (ties: the earlier
-candidate). Every number is returned, so a benchmark can show the model's
+The candidate with the smallest modeled time wins; within MODEL_TOLERANCE
+of it, the one with more CTAs per SM (then: the earlier candidate). Every number is returned, so a benchmark can show the model's
 ranking next to measured times.
 """
 
@@ -38,7 +43,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from .hook import checkouts
 
@@ -54,6 +59,10 @@ _REMARK = re.compile(r"twill: scheduled \S+: I=\d+ \(~(\d+) cycles\).*"
 _SKIPPED = re.compile(r"twill: skipped loop: .*\[resource bound ~(\d+) cycles, sequential ~(\d+) cycles\]")
 # Loops of one ttg.warp_specialize (one per partition) run concurrently.
 _GROUP = re.compile(r"\[warp_specialize #(\d+)\]")
+# The raw cycles one iteration keeps each unit busy (not rounded).
+_UNITS = re.compile(r"\[units per iteration: ([^\]]*) cycles\]")
+# One per kernel: the critical path of its code outside the loops.
+_OUTSIDE = re.compile(r"twill: outside loops of \S+: ~(\d+) cycles per CTA")
 
 
 # Stack-frame bytes per thread up to which a kernel still counts as keeping
@@ -62,6 +71,16 @@ _GROUP = re.compile(r"\[warp_specialize #(\d+)\]")
 # 16 bytes and matches the best stock configuration; the sub-tiled forward at
 # BLOCK_N 128 / 8 warps spills 72 bytes and runs at 0.58 of it.
 SPILL_TOLERANCE = 32
+
+# Modeled times this close to the best count as a tie, broken towards more
+# CTAs per SM: stalls the model leaves out (pipeline fill and drain, barrier
+# waits, the CTA's launch and teardown) are exposed when a CTA has the SM to
+# itself and hidden behind another CTA's work otherwise. Measured on the H100
+# (BENCHMARKS.md, run 14): the FA forward at 1k, where Triton's Hopper warp
+# specialization (1 CTA/SM) models 0.4% ahead of BLOCK_N 64 with 2 CTAs/SM,
+# runs 4-5% behind it; at 4k (2.3% ahead in the model) and 16k (3.6%) the
+# two are even or warp specialization leads by 1%.
+MODEL_TOLERANCE = 0.01
 
 
 @dataclass
@@ -146,6 +165,24 @@ class Loop:
     length: int      # cycles of one iteration, first issue to last completion
     scheduled: bool = True  # False: twill skipped it; ii = length = ops back to back
     group: Optional[int] = None  # the ttg.warp_specialize it is a partition of
+    units: Dict[str, int] = field(default_factory=dict)  # raw cycles per unit per iteration
+
+
+def _units(remark: str) -> Dict[str, int]:
+    m = _UNITS.search(remark)
+    if not m:
+        return {}
+    out = {}
+    for part in m.group(1).split(","):
+        name, cycles = part.split()
+        out[name] = int(cycles)
+    return out
+
+
+def outside_cycles(remarks: Sequence[str]) -> int:
+    """Cycles each CTA spends outside its loops (twill's estimate of the
+    kernel's prologue and epilogue; 0 where no remark gives it)."""
+    return sum(int(m.group(1)) for r in remarks for m in [_OUTSIDE.search(r)] if m)
 
 
 def loops_of(remarks: Sequence[str]) -> List[Loop]:
@@ -158,12 +195,14 @@ def loops_of(remarks: Sequence[str]) -> List[Loop]:
         group = int(g.group(1)) if g else None
         m = _REMARK.search(r)
         if m:
-            out.append(Loop(ii=int(m.group(1)), resource=int(m.group(2)), length=int(m.group(3)), group=group))
+            out.append(Loop(ii=int(m.group(1)), resource=int(m.group(2)), length=int(m.group(3)), group=group,
+                            units=_units(r)))
             continue
         m = _SKIPPED.search(r)
         if m:
             seq = int(m.group(2))
-            out.append(Loop(ii=seq, resource=int(m.group(1)), length=seq, scheduled=False, group=group))
+            out.append(Loop(ii=seq, resource=int(m.group(1)), length=seq, scheduled=False, group=group,
+                            units=_units(r)))
     return out
 
 
@@ -191,6 +230,7 @@ class Scored:
     regs: int = 0
     spill_bytes: int = 0
     ctas_per_sm: int = 0
+    outside_cycles: int = 0
     cta_cycles: float = 0.0
     unit_cycles: float = 0.0
     time: float = math.inf
@@ -221,11 +261,30 @@ def score(candidate: dict, kernel, decision, iterations: Sequence[float], grid: 
     if s.ctas_per_sm == 0:
         s.reason = "does not fit on an SM"
         return s
-    s.cta_cycles = sum(max(max(n - 1, 0) * lp.ii + (lp.length if n > 0 else 0) for lp in run)
-                       for run, n in zip(runs, iterations))
-    s.unit_cycles = sum(n * sum(lp.resource for lp in run) for run, n in zip(runs, iterations))
+    s.outside_cycles = outside_cycles(decision.remarks)
+    s.cta_cycles = float(s.outside_cycles)
+    s.unit_cycles = 0.0
+    for run, n in zip(runs, iterations):
+        alone = max(max(n - 1, 0) * lp.ii + (lp.length if n > 0 else 0) for lp in run)
+        units = n * phase_unit_cycles(run)
+        s.cta_cycles += max(alone, units)
+        s.unit_cycles += units
     s.time = grid_cycles(grid, occ.sms, s.ctas_per_sm, s.cta_cycles, s.unit_cycles)
     return s
+
+
+def phase_unit_cycles(run: Sequence[Loop]) -> float:
+    """Cycles per iteration of a phase on the SM's busiest unit: the loops'
+    raw per-unit cycles added up unit by unit (partitions share the units),
+    or, where a remark gives no per-unit cycles, the sum of the loops'
+    busiest-unit cycles (pessimistic across units)."""
+    if all(lp.units for lp in run):
+        total: Dict[str, int] = {}
+        for lp in run:
+            for u, c in lp.units.items():
+                total[u] = total.get(u, 0) + c
+        return float(max(total.values()))
+    return float(sum(lp.resource for lp in run))
 
 
 def grid_cycles(grid: int, sms: int, ctas_per_sm: int, cta_cycles: float, unit_cycles: float) -> float:
@@ -282,11 +341,22 @@ def rank(compiled: Sequence[Compiled], iterations: Callable, grid: Callable, mac
 def ordered(scored: Sequence[Scored]) -> List[Scored]:
     """Best first: candidates with a modeled time before those without (not
     scheduled, not compiled, not fitting on an SM); among them, kernels that
-    spill more than SPILL_TOLERANCE last; then by modeled time; ties keep
-    the candidates' order."""
-    order = sorted(range(len(scored)), key=lambda i: (not scored[i].scheduled or math.isinf(scored[i].time),
-                                                     scored[i].spill_bytes > SPILL_TOLERANCE, scored[i].time, i))
-    return [scored[i] for i in order]
+    spill more than SPILL_TOLERANCE last; then by modeled time, except that
+    among the candidates within MODEL_TOLERANCE of the best (of those that do
+    not spill), more CTAs per SM come first; ties keep the candidates'
+    order."""
+    def usable(s):
+        return s.scheduled and not math.isinf(s.time)
+
+    clean = [s.time for s in scored if usable(s) and s.spill_bytes <= SPILL_TOLERANCE]
+    best = min(clean) if clean else math.inf
+
+    def key(i):
+        s = scored[i]
+        near = usable(s) and s.spill_bytes <= SPILL_TOLERANCE and s.time <= best * (1 + MODEL_TOLERANCE)
+        return (not usable(s), s.spill_bytes > SPILL_TOLERANCE, not near, -s.ctas_per_sm if near else 0, s.time, i)
+
+    return [scored[i] for i in sorted(range(len(scored)), key=key)]
 
 
 def choose(candidates: Sequence[dict], compile_with_twill: Callable, iterations: Callable, grid: Callable,
