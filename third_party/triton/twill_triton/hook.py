@@ -6,7 +6,9 @@ recorders, so every `passes.*.add_*(pm, ...)` call is recorded instead of
 applied. When `make_ttgir` runs its pass manager, the recorded list is split
 at `add_assign_latencies` / `add_schedule_loops`: the first part runs on the
 real module, twill schedules the loops, and the rest (from `add_pipeline` on)
-runs on the module twill wrote. Whatever Triton version is installed, the
+runs on the module twill wrote. Where twill leaves some loop of the kernel to
+Triton (it skipped it) and schedules another, Triton's two scheduling passes
+run first and twill's attributes replace theirs on the loops it schedules. Whatever Triton version is installed, the
 passes, their order and arguments are exactly its own.
 """
 
@@ -259,6 +261,13 @@ class _IRProxy:
         return getattr(self._ir, name)
 
 
+def leaves_loops_to_triton(remarks) -> bool:
+    """Whether twill scheduled some loop of a kernel and left another to
+    Triton's own schedule (a skip remark)."""
+    return (any("twill: scheduled" in r for r in remarks)
+            and any("twill: skipped loop:" in r and "Triton's own schedule applies" in r for r in remarks))
+
+
 def _run(ir, mod, calls, tag):
     pm = ir.pass_manager(mod.context)
     pm.enable_debug()
@@ -284,8 +293,17 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
             return
         i = names.index(SPLIT_FIRST)
         _run(ir, mod, calls[:i], tag + "_before_twill")
+        rest = i  # where Triton's own pass list resumes on `mod`
         try:
             new, decision = _schedule(ir, mod, capability, options, cfg)
+            if leaves_loops_to_triton(decision.remarks):
+                # Some loop keeps Triton's schedule: Triton schedules every
+                # loop first, and twill's schedule replaces Triton's on the
+                # loops twill schedules (a loop without a schedule would
+                # reach the pipeliner unpipelined).
+                _run(ir, mod, calls[i:i + 2], tag + "_triton_schedule")
+                rest = i + 2
+                new, decision = _schedule(ir, mod, capability, options, cfg)
             try:
                 _run(ir, new, calls[i + 2:], tag + "_after_twill")
             except Exception as e:  # Triton rejected the schedule
@@ -294,7 +312,7 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
             result["mod"] = new
         except _Fallback as e:
             _record(cfg, mod, capability, getattr(e, "decision", None), str(e))
-            _run(ir, mod, calls[i:], tag)
+            _run(ir, mod, calls[rest:], tag)
             result["mod"] = mod
 
     saved = {k: g[k] for k in ("ir", "passes", "nvidia")}
