@@ -479,13 +479,15 @@ impl Machine {
                 Some("operand") => ShapeFrom::Operand,
                 Some("mnk") => ShapeFrom::Mnk,
                 Some("largest") => ShapeFrom::Largest,
-                Some(other) => return Err(map.error(
-                    r.shape.as_ref().map(|s| s.span()),
-                    field("shape"),
-                    format!(
+                Some(other) => {
+                    return Err(map.error(
+                        r.shape.as_ref().map(|s| s.span()),
+                        field("shape"),
+                        format!(
                         "unknown shape source `{other}` (expected result, operand, mnk or largest)"
                     ),
-                )),
+                    ))
+                }
             };
             let dtype = match r.dtype.as_ref().map(|s| s.get_ref().as_str()) {
                 None | Some("result") => DtypeFrom::Result,
