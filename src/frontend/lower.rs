@@ -19,7 +19,10 @@
 //! * Ops whose rule says `ordered` (mbarrier waits, arrives and expects,
 //!   asynchronous copies: synchronization through memory that no SSA value
 //!   shows) keep their program order: ordering-only edges of delay 0 from
-//!   each to the next, and from the last to the first across iterations.
+//!   each to the next, and of delay 1 from the last to the first across
+//!   iterations; an op with a buffer (memdesc) operand between two of them
+//!   starts after the one before and completes before the one after (a slot
+//!   is released only once read), around the iteration likewise.
 //! * Edges leaving an op whose rule says `blocking` are blocking; a
 //!   variable-latency op with no incoming edge is streaming (section 5.3).
 //! * Registers: a register tile result costs elements x bytes / 4 per thread
@@ -52,9 +55,8 @@ impl std::fmt::Display for Unsupported {
 /// function's loops, see [`super::Straight`]) on its critical path: every op
 /// takes its unit occupancy plus latency, and starts when the ops it uses
 /// have completed (edges of iteration distance 0; an edge's own delay where
-/// it has one). Ops on different units overlap; ops on one unit are not
-/// serialized (the code runs once, so its unit time is counted in the path
-/// of its longest dependent chain only).
+/// it has one); and no less than any unit's total occupancy (ops on one unit
+/// queue).
 pub fn straight_line_cycles(ir: &LoopIr, machine: &Machine) -> Result<u64, Unsupported> {
     let lowered = lower(ir, machine, &[])?;
     let g = &lowered.graph;
@@ -89,12 +91,27 @@ pub fn straight_line_cycles(ir: &LoopIr, machine: &Machine) -> Result<u64, Unsup
         let ready = start[e.from] + e.delay.unwrap_or(duration[e.from]);
         start[e.to] = start[e.to].max(ready);
     }
-    Ok(start
+    let path = start
         .iter()
         .zip(&duration)
         .map(|(s, d)| s + d)
         .max()
-        .unwrap_or(0))
+        .unwrap_or(0);
+    // Ops on one unit queue: no shorter than any unit's total occupancy.
+    let mut per_unit: BTreeMap<String, u64> = BTreeMap::new();
+    for op in &g.ops {
+        if let Timing::Cost {
+            class,
+            shape,
+            dtype,
+        } = &op.timing
+        {
+            if let Ok(c) = machine.cost(class, shape, dtype) {
+                *per_unit.entry(c.unit).or_default() += c.occupancy;
+            }
+        }
+    }
+    Ok(per_unit.values().copied().fold(path, u64::max))
 }
 
 /// The cost class that prices moving a register tile between warp groups
@@ -431,17 +448,42 @@ pub fn lower(
     }
 
     // Synchronizing side effects keep their program order (issue order only:
-    // delay 0), around the iteration too. Where the ops already share a
-    // stricter edge, that one stays.
-    let sync: Vec<usize> = (0..ir.ops.len())
+    // delay 0), around the iteration too (delay 1 there, so that the next
+    // iteration's first one never shares a slot with this one's last). An op
+    // that reads or writes a buffer between two of them stays between them:
+    // after the one before (delay 0) and complete before the one after (its
+    // full delay: a slot is released only once it has been read). Where the
+    // ops already share an edge, that one stays.
+    let sync: Vec<(usize, usize)> = (0..ir.ops.len())
         .filter(|&i| rules[i].is_some_and(|r| r.ordered))
-        .filter_map(|i| classified[i].node)
+        .filter_map(|i| classified[i].node.map(|n| (i, n)))
         .collect();
-    let mut order_chain: Vec<(usize, usize, u32)> =
-        sync.windows(2).map(|w| (w[0], w[1], 0)).collect();
-    if let (Some(&first), Some(&last)) = (sync.first(), sync.last()) {
+    let mut order_chain: BTreeMap<(usize, usize, u32), Option<u64>> = BTreeMap::new();
+    for w in sync.windows(2) {
+        order_chain.insert((w[0].1, w[1].1, 0), Some(0));
+    }
+    if let (Some(&(_, first)), Some(&(_, last))) = (sync.first(), sync.last()) {
         if sync.len() > 1 {
-            order_chain.push((last, first, 1));
+            order_chain.insert((last, first, 1), Some(1));
+        }
+        for (i, op) in ir.ops.iter().enumerate() {
+            let Some(v) = classified[i].node else {
+                continue;
+            };
+            let touches_buffer = op
+                .operands
+                .iter()
+                .chain(op.region_uses.iter())
+                .any(|val| parse_tile(&val.ty).is_some_and(|t| t.memdesc));
+            if !touches_buffer || sync.iter().any(|&(_, n)| n == v) {
+                continue;
+            }
+            let before = sync.iter().rev().find(|&&(j, _)| j < i);
+            let after = sync.iter().find(|&&(j, _)| j > i);
+            let (p, dp) = before.map_or((last, 1), |&(_, n)| (n, 0));
+            let (q, dq) = after.map_or((first, 1), |&(_, n)| (n, 0));
+            order_chain.entry((p, v, dp)).or_insert(Some(0));
+            order_chain.insert((v, q, dq), None);
         }
     }
     let mut graph_edges: Vec<Edge> = edges
@@ -456,12 +498,12 @@ pub fn lower(
             origin: ir.ops[op_of_node[v]].location.clone(),
         })
         .collect();
-    for (u, v, d) in order_chain {
+    for ((u, v, d), delay) in order_chain {
         if u != v && !edges.contains_key(&(u, v, d)) {
             graph_edges.push(Edge {
                 from: u,
                 to: v,
-                delay: Some(0),
+                delay,
                 distance: d,
                 blocking: false,
                 order: true,

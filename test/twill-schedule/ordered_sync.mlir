@@ -10,6 +10,7 @@
 
 // RUN: rm -rf %t && %twill-opt %s --twill-export-graph="dir=%t arch=sm90 scope=all" -o /dev/null
 // RUN: FileCheck %s --check-prefix=GRAPH < %t/producer_loop1.toml
+// RUN: FileCheck %s --check-prefix=CONSUMER < %t/consumer_loop1.toml
 // RUN: %twill-opt %s --twill-schedule="arch=sm90 scope=all" 2>&1 | FileCheck %s --check-prefix=SCHED
 
 // GRAPH: name = "async_tma_copy_global_to_local_{{[0-9]+}}"
@@ -26,8 +27,22 @@
 // GRAPH-NEXT: delay = 0
 // GRAPH: from = "async_tma_copy_global_to_local_[[C2:[0-9]+]]"
 // GRAPH-NEXT: to = "wait_barrier_[[W1]]"
-// GRAPH-NEXT: delay = 0
+// GRAPH-NEXT: delay = 1
 // GRAPH-NEXT: distance = 1
+
+// The consumer side: wait until the slot is full, multiply out of it, and
+// release it. The wgmma reads the slot between the two barrier ops, so it
+// starts after the wait (delay 0) and completes before the arrive (no
+// delay given: the wgmma's own cycles), even though no SSA value links them.
+// CONSUMER: from = "wait_barrier_[[CW:[0-9]+]]"
+// CONSUMER-NEXT: to = "warp_group_dot_[[D:[0-9]+]]"
+// CONSUMER-NEXT: delay = 0
+// CONSUMER-NEXT: order = true
+// CONSUMER: from = "warp_group_dot_[[D]]"
+// CONSUMER-NEXT: to = "warp_group_dot_[[D]]"
+// CONSUMER: from = "warp_group_dot_[[D]]"
+// CONSUMER-NEXT: to = "arrive_barrier_{{[0-9]+}}"
+// CONSUMER-NEXT: order = true
 
 // Both copies fit one initiation interval of the TMA (1024 cycles): one
 // stage, every op in program order.
@@ -42,6 +57,7 @@
 // SCHED: "ttng.async_tma_copy_global_to_local"{{.*}}loop.stage = 0
 // SCHED: tt.scheduled_max_stage = 0
 
+#mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 128, 16]}>
 module attributes {"ttg.num-warps" = 4 : i32} {
   "tt.func"() <{function_type = (!tt.tensordesc<tensor<128x128xf16, #shared1>>, !ttg.memdesc<2x1xi64, #shared, #smem, mutable>, !ttg.memdesc<2x1xi64, #shared, #smem, mutable>, !ttg.memdesc<2x128x128xf16, #shared1, #smem, mutable>, !ttg.memdesc<2x128x128xf16, #shared1, #smem, mutable>, i32) -> (), sym_name = "producer"}> ({
   ^bb0(%desc: !tt.tensordesc<tensor<128x128xf16, #shared1>>, %empty: !ttg.memdesc<2x1xi64, #shared, #smem, mutable>, %full: !ttg.memdesc<2x1xi64, #shared, #smem, mutable>, %kbuf: !ttg.memdesc<2x128x128xf16, #shared1, #smem, mutable>, %vbuf: !ttg.memdesc<2x128x128xf16, #shared1, #smem, mutable>, %n: i32):
@@ -65,6 +81,25 @@ module attributes {"ttg.num-warps" = 4 : i32} {
       %bv = "ttg.memdesc_index"(%vbuf, %slot) : (!ttg.memdesc<2x128x128xf16, #shared1, #smem, mutable>, i32) -> !ttg.memdesc<128x128xf16, #shared1, #smem, mutable>
       "ttng.async_tma_copy_global_to_local"(%desc, %k, %c0, %fv, %bv, %true) <{cache = 1 : i32, evict = 1 : i32, isVolatile = false}> : (!tt.tensordesc<tensor<128x128xf16, #shared1>>, i32, i32, !ttg.memdesc<1xi64, #shared, #smem, mutable>, !ttg.memdesc<128x128xf16, #shared1, #smem, mutable>, i1) -> ()
       scf.yield
+    }
+    "tt.return"() : () -> ()
+  }) : () -> ()
+  "tt.func"() <{function_type = (!ttg.memdesc<2x1xi64, #shared, #smem, mutable>, !ttg.memdesc<2x1xi64, #shared, #smem, mutable>, !ttg.memdesc<2x128x128xf16, #shared1, #smem, mutable>, !ttg.memdesc<128x128xf16, #shared1, #smem>, i32) -> (), sym_name = "consumer"}> ({
+  ^bb0(%empty: !ttg.memdesc<2x1xi64, #shared, #smem, mutable>, %full: !ttg.memdesc<2x1xi64, #shared, #smem, mutable>, %kbuf: !ttg.memdesc<2x128x128xf16, #shared1, #smem, mutable>, %q: !ttg.memdesc<128x128xf16, #shared1, #smem>, %n: i32):
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c2 = arith.constant 2 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<128x128xf32, #mma>
+    %r = scf.for %k = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<128x128xf32, #mma>) : i32 {
+      %slot = arith.remsi %k, %c2 : i32
+      %phase = arith.divsi %k, %c2 : i32
+      %fk = "ttg.memdesc_index"(%full, %slot) : (!ttg.memdesc<2x1xi64, #shared, #smem, mutable>, i32) -> !ttg.memdesc<1xi64, #shared, #smem, mutable>
+      "ttng.wait_barrier"(%fk, %phase) <{operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (!ttg.memdesc<1xi64, #shared, #smem, mutable>, i32) -> ()
+      %bk = "ttg.memdesc_index"(%kbuf, %slot) : (!ttg.memdesc<2x128x128xf16, #shared1, #smem, mutable>, i32) -> !ttg.memdesc<128x128xf16, #shared1, #smem, mutable>
+      %d = "ttng.warp_group_dot"(%q, %bk, %acc) <{inputPrecision = 0 : i32, isAsync = false, maxNumImpreciseAcc = 0 : i32}> : (!ttg.memdesc<128x128xf16, #shared1, #smem>, !ttg.memdesc<128x128xf16, #shared1, #smem, mutable>, tensor<128x128xf32, #mma>) -> tensor<128x128xf32, #mma>
+      %ek = "ttg.memdesc_index"(%empty, %slot) : (!ttg.memdesc<2x1xi64, #shared, #smem, mutable>, i32) -> !ttg.memdesc<1xi64, #shared, #smem, mutable>
+      "ttng.arrive_barrier"(%ek) <{count = 128 : i32}> : (!ttg.memdesc<1xi64, #shared, #smem, mutable>) -> ()
+      scf.yield %d : tensor<128x128xf32, #mma>
     }
     "tt.return"() : () -> ()
   }) : () -> ()
