@@ -732,6 +732,81 @@ pub(crate) mod tests {
         }
     }
 
+    /// Straight-line code: two independent loads (A and B, 16 KB each: 256
+    /// cycles on the TMA plus 500 of latency on the H100 model), a wgmma on
+    /// both (128x128x64 f16: 512) and the store of its f32 result (64 KB on
+    /// the TMA: 1024).
+    fn straight() -> LoopIr {
+        let r = |op: usize| ValueSrc::Op { op, result: 0 };
+        LoopIr {
+            name: "straight".into(),
+            location: "loc(\"f\")".into(),
+            warp_specialize: false,
+            num_warps: 4,
+            ops: vec![
+                op(
+                    "tt.descriptor_load",
+                    vec![v(ValueSrc::Outside(0), DESC)],
+                    &[T],
+                ),
+                op("ttg.local_alloc", vec![v(r(0), T)], &[S]),
+                op(
+                    "tt.descriptor_load",
+                    vec![v(ValueSrc::Outside(1), DESC)],
+                    &[T],
+                ),
+                op("ttg.local_alloc", vec![v(r(2), T)], &[S]),
+                op("ttg.memdesc_trans", vec![v(r(3), S)], &[ST]),
+                op(
+                    "ttng.warp_group_dot",
+                    vec![v(r(1), S), v(r(4), ST), v(ValueSrc::Outside(2), ACC)],
+                    &[ACC],
+                ),
+                op(
+                    "tt.descriptor_store",
+                    vec![v(ValueSrc::Outside(3), DESC), v(r(5), ACC)],
+                    &[],
+                ),
+            ],
+            yields: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn straight_line_code_takes_its_critical_path_or_its_busiest_unit() {
+        let m = Machine::select("h100").unwrap();
+        // The loads overlap (756 each, on the TMA 256 each), then the wgmma
+        // (512), then the store (1024): 756 + 512 + 1024.
+        assert_eq!(straight_line_cycles(&straight(), &m).unwrap(), 2292);
+        // Eight more independent loads leave the path as it is, but they
+        // queue on the TMA with the others and the store: 10 x 256 + 1024.
+        let mut ir = straight();
+        for k in 0..8 {
+            ir.ops.push(op(
+                "tt.descriptor_load",
+                vec![v(ValueSrc::Outside(10 + k), DESC)],
+                &[T],
+            ));
+        }
+        assert_eq!(straight_line_cycles(&ir, &m).unwrap(), 10 * 256 + 1024);
+    }
+
+    #[test]
+    fn concurrent_regions_take_the_slowest_and_runs_add_up() {
+        use crate::frontend::Straight;
+        let code = vec![
+            Straight::Code(straight()),
+            Straight::Concurrent(vec![
+                vec![Straight::Code(straight())],
+                vec![Straight::Code(straight()), Straight::Code(straight())],
+                Vec::new(),
+            ]),
+        ];
+        let cycles = |ir: &LoopIr| -> Result<u64, ()> { Ok(ir.ops.len() as u64) };
+        assert_eq!(Straight::total(&code, &cycles), Ok(7 + 14));
+        assert_eq!(Straight::total(&[], &cycles), Ok(0));
+    }
+
     #[test]
     fn gemm_lowers_to_two_streaming_loads_and_a_pinned_wgmma() {
         let m = Machine::select("h100").unwrap();
