@@ -158,29 +158,8 @@ impl Problem {
         let mut segments: Vec<Vec<Segment>> = Vec::with_capacity(graph.ops.len());
         let mut stream_raw: Vec<u64> = Vec::with_capacity(graph.ops.len());
         for (i, op) in graph.ops.iter().enumerate() {
-            let segs = match &op.timing {
-                Timing::Table(s) => s.clone(),
-                Timing::Cost {
-                    class,
-                    shape,
-                    dtype,
-                } => {
-                    let c = machine
-                        .cost(class, shape, dtype)
-                        .map_err(|m| located(&op.origin, format!("op[{i}].cost"), m))?;
-                    let mut s = vec![Segment {
-                        len: c.occupancy,
-                        uses: BTreeMap::from([(c.unit, 1)]),
-                    }];
-                    if c.latency > 0 {
-                        s.push(Segment {
-                            len: c.latency,
-                            uses: BTreeMap::new(),
-                        });
-                    }
-                    s
-                }
-            };
+            let segs = priced_segments(&op.timing, machine)
+                .map_err(|m| located(&op.origin, format!("op[{i}].cost"), m))?;
             for (k, seg) in segs.iter().enumerate() {
                 for (unit, &n) in &seg.uses {
                     let Some(f) = units.iter().position(|u| u == unit) else {
@@ -234,16 +213,11 @@ impl Problem {
             segments.push(segs);
         }
 
-        let mut unit_cycles = vec![0u64; units.len()];
-        for segs in &segments {
-            for seg in segs {
-                for (unit, &n) in &seg.uses {
-                    if let Some(f) = units.iter().position(|u| u == unit) {
-                        unit_cycles[f] += seg.len * u64::from(n);
-                    }
-                }
-            }
-        }
+        let busy = busy_cycles(segments.iter().flatten());
+        let unit_cycles: Vec<u64> = units
+            .iter()
+            .map(|u| busy.get(u).copied().unwrap_or(0))
+            .collect();
 
         // Every positive duration takes part in one normalization.
         let mut durations: Vec<u64> = Vec::new();
@@ -354,6 +328,45 @@ impl Problem {
             norm,
         ))
     }
+}
+
+/// An op's reservation segments: a given table as it is, or a cost class
+/// priced by `machine` on a tile: its occupancy on the rule's unit, then its
+/// latency (if any) on no unit.
+pub fn priced_segments(timing: &Timing, machine: &Machine) -> Result<Vec<Segment>, String> {
+    match timing {
+        Timing::Table(s) => Ok(s.clone()),
+        Timing::Cost {
+            class,
+            shape,
+            dtype,
+        } => {
+            let c = machine.cost(class, shape, dtype)?;
+            let mut s = vec![Segment {
+                len: c.occupancy,
+                uses: BTreeMap::from([(c.unit, 1)]),
+            }];
+            if c.latency > 0 {
+                s.push(Segment {
+                    len: c.latency,
+                    uses: BTreeMap::new(),
+                });
+            }
+            Ok(s)
+        }
+    }
+}
+
+/// Cycles that `segments` keep each unit busy (length times instances), by
+/// unit name.
+pub fn busy_cycles<'a>(segments: impl IntoIterator<Item = &'a Segment>) -> BTreeMap<String, u64> {
+    let mut busy = BTreeMap::new();
+    for seg in segments {
+        for (unit, &n) in &seg.uses {
+            *busy.entry(unit.clone()).or_insert(0) += seg.len * u64::from(n);
+        }
+    }
+    busy
 }
 
 /// A modulo schedule: initiation interval I, issue cycle M(v) of every op

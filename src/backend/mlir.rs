@@ -3,7 +3,7 @@
 use mlir_sys::*;
 
 use super::{Arch, LoopDecision, STORES};
-use crate::frontend::mlir::{block_ops, enclosing, nested_ops, op_name};
+use crate::frontend::mlir::{block_ops, enclosing_function, nested_ops, op_name};
 
 fn string_ref(s: &str) -> MlirStringRef {
     MlirStringRef {
@@ -99,7 +99,7 @@ pub fn write(for_op: MlirOperation, d: &LoopDecision, arch: Arch, tag: u32) -> R
     }
     if d.anchor_stores {
         // Every store of the enclosing function is a consumer anchor.
-        if let Some(func) = enclosing(for_op, |n| matches!(n, "tt.func" | "func.func")) {
+        if let Some(func) = enclosing_function(for_op) {
             let mut all = Vec::new();
             nested_ops(func, &mut all);
             for op in all {

@@ -36,6 +36,7 @@ use petgraph::unionfind::UnionFind;
 use super::{element_bytes, parse_tile, IrOp, LoopIr, Tile, ValueSrc};
 use crate::graph::{Edge, Graph, Op, SameGroup, Timing};
 use crate::machine::{DtypeFrom, Machine, OpRule, ShapeFrom};
+use crate::problem::{busy_cycles, priced_segments};
 
 /// Why a loop cannot be scheduled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,25 +61,19 @@ impl std::fmt::Display for Unsupported {
 pub fn straight_line_cycles(ir: &LoopIr, machine: &Machine) -> Result<u64, Unsupported> {
     let lowered = lower(ir, machine, &[])?;
     let g = &lowered.graph;
-    let mut duration = Vec::with_capacity(g.ops.len());
+    let mut segments = Vec::with_capacity(g.ops.len());
     for op in &g.ops {
-        duration.push(match &op.timing {
-            Timing::Table(segs) => segs.iter().map(|s| s.len).sum(),
-            Timing::Cost {
-                class,
-                shape,
-                dtype,
-            } => {
-                let c = machine
-                    .cost(class, shape, dtype)
-                    .map_err(|reason| Unsupported {
-                        location: op.origin.clone(),
-                        reason,
-                    })?;
-                c.occupancy + c.latency
-            }
-        });
+        segments.push(
+            priced_segments(&op.timing, machine).map_err(|reason| Unsupported {
+                location: op.origin.clone(),
+                reason,
+            })?,
+        );
     }
+    let duration: Vec<u64> = segments
+        .iter()
+        .map(|segs| segs.iter().map(|s| s.len).sum())
+        .collect();
     // Nodes come in program order and distance-0 edges point forward.
     let mut start = vec![0u64; g.ops.len()];
     let mut edges: Vec<&Edge> = g
@@ -98,20 +93,9 @@ pub fn straight_line_cycles(ir: &LoopIr, machine: &Machine) -> Result<u64, Unsup
         .max()
         .unwrap_or(0);
     // Ops on one unit queue: no shorter than any unit's total occupancy.
-    let mut per_unit: BTreeMap<String, u64> = BTreeMap::new();
-    for op in &g.ops {
-        if let Timing::Cost {
-            class,
-            shape,
-            dtype,
-        } = &op.timing
-        {
-            if let Ok(c) = machine.cost(class, shape, dtype) {
-                *per_unit.entry(c.unit).or_default() += c.occupancy;
-            }
-        }
-    }
-    Ok(per_unit.values().copied().fold(path, u64::max))
+    Ok(busy_cycles(segments.iter().flatten())
+        .into_values()
+        .fold(path, u64::max))
 }
 
 /// The cost class that prices moving a register tile between warp groups

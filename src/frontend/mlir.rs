@@ -147,6 +147,16 @@ pub(crate) fn enclosing(op: MlirOperation, is: impl Fn(&str) -> bool) -> Option<
     None
 }
 
+/// Whether ops named `name` are functions (Triton's `tt.func`, `func.func`).
+fn is_function(name: &str) -> bool {
+    matches!(name, "tt.func" | "func.func")
+}
+
+/// The function that encloses `op`, if any.
+pub(crate) fn enclosing_function(op: MlirOperation) -> Option<MlirOperation> {
+    enclosing(op, is_function)
+}
+
 /// Every `scf.for` under `root` in pre-order, each either extracted as a
 /// candidate or with the reason it is not one.
 pub fn find_loops(root: MlirOperation, scope: Scope) -> Vec<FoundLoop> {
@@ -169,7 +179,7 @@ pub fn find_loops(root: MlirOperation, scope: Scope) -> Vec<FoundLoop> {
     let mut count = 0usize;
     for &op in &all {
         let name = op_name(op);
-        if name == "tt.func" || name == "func.func" {
+        if is_function(&name) {
             kernel = symbol_name(op);
             count = 0;
         }
@@ -360,12 +370,6 @@ impl Reader {
     }
 }
 
-fn contains_loop(op: MlirOperation) -> bool {
-    let mut inner = Vec::new();
-    nested_ops(op, &mut inner);
-    inner.iter().any(|&o| op_name(o) == "scf.for")
-}
-
 /// The code of function `func` outside its loops ([`Straight`]): runs of
 /// top-level ops between loops, and for a `ttg.warp_specialize` whose
 /// partitions hold loops, each region's own code, concurrently. Other
@@ -402,15 +406,21 @@ fn straight(block: MlirBlock, name: &str, num_warps: u32, out: &mut Vec<Straight
         let n = op_name(op);
         let mut inner = Vec::new();
         nested_ops(op, &mut inner);
-        let control = std::iter::once(n.clone())
-            .chain(inner.iter().map(|&o| op_name(o)))
+        let nested: Vec<String> = inner.iter().map(|&o| op_name(o)).collect();
+        let control = std::iter::once(&n)
+            .chain(&nested)
             .any(|x| CONTROL_FLOW.contains(&x.as_str()));
         if !control {
             run.push(op);
             continue;
         }
         flush(&mut run, out);
-        if n.starts_with("ttg.warp_specialize") && contains_loop(op) {
+        // The op and the holder of its partition regions.
+        let warp_specialize = matches!(
+            n.as_str(),
+            "ttg.warp_specialize" | "ttg.warp_specialize.partitions"
+        );
+        if warp_specialize && nested.iter().any(|x| x == "scf.for") {
             let mut each = Vec::new();
             for r in regions(op) {
                 let mut code = Vec::new();

@@ -19,7 +19,9 @@ use super::ffi::{self, TWILL_ERROR, TWILL_REMARK, TWILL_WARNING};
 use crate::backend::{self, Arch, TritonTarget};
 use crate::checker::{self, WarpConfig};
 use crate::frontend::lower::{colocation, lower, straight_line_cycles, Lowered};
-use crate::frontend::mlir::{enclosing, find_loops, has_attr, outside_loops, symbol_name, Scope};
+use crate::frontend::mlir::{
+    enclosing_function, find_loops, has_attr, outside_loops, symbol_name, Scope,
+};
 use crate::frontend::{LoopIr, Straight};
 use crate::graph::load::to_toml;
 use crate::joint::{self, Encoding, JointOptions};
@@ -564,10 +566,7 @@ pub unsafe extern "C" fn schedule_body(
             .find_map(|l| l.ir.as_ref().ok().map(|ir| ir.num_warps))
             .unwrap_or(4);
         let mut functions: Vec<MlirOperation> = Vec::new();
-        for f in loops
-            .iter()
-            .filter_map(|l| enclosing(l.op, |n| n == "tt.func" || n == "func.func"))
-        {
+        for f in loops.iter().filter_map(|l| enclosing_function(l.op)) {
             if !functions.iter().any(|g| g.ptr == f.ptr) {
                 functions.push(f);
             }
@@ -603,7 +602,7 @@ pub unsafe extern "C" fn schedule_body(
             ffi::emit(loc, TWILL_REMARK, &msg);
         }
         for f in functions {
-            // SAFETY: `enclosing` returns live operations of the module.
+            // SAFETY: `enclosing_function` returns live operations of the module.
             let loc = unsafe { mlirOperationGetLocation(f) };
             let msg = catch_unwind(AssertUnwindSafe(|| outside_note(f, &machine, num_warps)))
                 .unwrap_or_else(|_| Err("internal error (a panic); see stderr".into()));
