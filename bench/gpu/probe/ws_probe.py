@@ -20,7 +20,7 @@ import torch
 import triton
 from triton.testing import do_bench
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "kernels"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench" / "kernels"))
 import fa_fwd  # noqa: E402
 
 # Scratch for the device-side tensor descriptors.
