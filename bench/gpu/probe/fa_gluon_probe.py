@@ -1,0 +1,148 @@
+"""Probe on the H100: twill's Hopper FA forward schedule lowered to Gluon
+(bench/kernels/fa_fwd_gluon.py), each choice of the plan on and off, next to
+stock Triton's two best FA forward configurations of the bench grid and
+cuDNN, at N = 1k, 4k, 16k (Z=4, H=32, head dim 128, fp16, non-causal).
+
+    python3 bench/gpu/probe/fa_gluon_probe.py [--sizes 1024,16384]
+
+Every output (O and the log2-sum-exp) is poisoned with NaN before the run
+and checked against float32 on two heads, on fresh random inputs per size;
+times are do_bench medians. A variant that fails to compile or launch is
+reported and skipped.
+"""
+import argparse
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import triton
+from triton.testing import do_bench
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench" / "kernels"))
+import fa_fwd  # noqa: E402
+import fa_fwd_gluon  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--sizes", default="1024,4096,16384")
+ap.add_argument("--smoke", help="run one Gluon variant once on a small problem (used in a child process)")
+args = ap.parse_args()
+SIZES = [int(s) for s in args.sizes.split(",")]
+Z, H, D = 4, 32, 128
+triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+print("triton", triton.__version__, "torch", torch.__version__, torch.cuda.get_device_name(),
+      time.strftime("%Y-%m-%d %H:%M:%S %Z"), flush=True)
+
+GLUON = {
+    "gluon twill plan (pingpong, PV+QK turn, 2 stages)": dict(),
+    "gluon no pingpong": dict(PINGPONG=False),
+    "gluon pingpong + intra-WG overlap": dict(QK_FIRST=True, INTRA=True),
+    "gluon intra-WG overlap, no pingpong": dict(QK_FIRST=True, INTRA=True, PINGPONG=False),
+    "gluon pingpong, 3 stages": dict(STAGES=3),
+    "gluon pingpong + intra, 3 stages": dict(QK_FIRST=True, INTRA=True, STAGES=3),
+}
+if args.smoke:
+    # One launch on a small problem: a wrong barrier protocol hangs here, in
+    # a child process the parent kills, instead of hanging the whole probe.
+    cfg = GLUON[args.smoke]
+    kern = fa_fwd_gluon.compile_for(None, **cfg)
+    q, k, v = (torch.randn(1, 2, 512, D, device="cuda", dtype=torch.float16) for _ in range(3))
+    o = torch.full_like(q, float("nan"))
+    lse = torch.empty(2 * 512, device="cuda", dtype=torch.float32)
+    fa_fwd_gluon.launcher(kern, q, k, v, o, lse, 1 / math.sqrt(D), **cfg)()
+    torch.cuda.synchronize()
+    ref = torch.softmax((q.float() @ k.float().transpose(-1, -2)) / math.sqrt(D), -1) @ v.float()
+    print("smoke", args.smoke, "max err", (o.float() - ref).abs().max().item(), flush=True)
+    sys.exit(0)
+
+kernels = {}
+for name, cfg in GLUON.items():
+    t0 = time.time()
+    try:
+        r = subprocess.run([sys.executable, __file__, "--smoke", name], timeout=90, capture_output=True, text=True)
+        print((r.stdout + r.stderr).strip()[-400:], flush=True)
+        if r.returncode != 0:
+            print(f"smoke test failed: {name}: exit {r.returncode}", flush=True)
+            continue
+    except subprocess.TimeoutExpired:
+        print(f"smoke test HUNG (killed after 90 s): {name}", flush=True)
+        continue
+    try:
+        kernels[name] = ("gluon", cfg, fa_fwd_gluon.compile_for(None, **cfg))
+        print(f"compiled {name} in {time.time() - t0:.1f} s (with its smoke test)", flush=True)
+    except Exception as e:
+        print(f"compile failed: {name}: {type(e).__name__}: {str(e)[-300:]}", flush=True)
+# Stock Triton: the best configurations of the bench grid at 1k / 4k and 16k.
+STOCK = {"triton BN64 w4 s2": (dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, WARP_SPECIALIZE=False), 4, 2),
+         "triton BN128 w4 s2 ws devdesc (Hopper WS)": (dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=128,
+                                                            WARP_SPECIALIZE=True, DEVICE_DESC=True), 4, 2)}
+for name, (cx, nw, ns) in STOCK.items():
+    try:
+        kernels[name] = ("triton", cx, triton.compile(fa_fwd.make_ast_source(**cx),
+                                                      options=dict(num_warps=nw, num_stages=ns)))
+    except Exception as e:
+        print(f"compile failed: {name}: {str(e)[-300:]}", flush=True)
+
+table = {}
+for N in SIZES:
+    q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+    sm = 1 / math.sqrt(D)
+    heads = ((0, 0), (Z - 1, H - 1))
+    refs = {}
+    for z, h in heads:
+        s_ = (q[z, h].float() @ k[z, h].float().T) * sm
+        lse2 = torch.logsumexp(s_, -1) / math.log(2)  # log2-sum-exp of the scaled scores
+        refs[(z, h)] = (torch.softmax(s_, -1) @ v[z, h].float(), lse2)
+        del s_
+    flops = 4.0 * Z * H * N * N * D
+    for name, (kind, cfg, kern) in kernels.items():
+        o = torch.empty_like(q)
+        lse = torch.empty(Z * H * N, device="cuda", dtype=torch.float32)
+        if kind == "gluon":
+            fn = fa_fwd_gluon.launcher(kern, q, k, v, o, lse, sm, **cfg)
+        else:
+            from triton.tools.tensor_descriptor import TensorDescriptor
+            if cfg.get("DEVICE_DESC"):
+                args_ = (q, k, v, o)
+            else:
+                args_ = tuple(TensorDescriptor.from_tensor(t.view(Z * H * N, D), [rows, D])
+                              for t, rows in ((q, 128), (k, cfg["BLOCK_N"]), (v, cfg["BLOCK_N"]), (o, 128)))
+
+            def fn(kern=kern, cfg=cfg, args_=args_, o=o, lse=lse):
+                kern[(N // 128, Z * H, 1)](sm, lse, Z, H, *args_, N, D, 128, cfg["BLOCK_N"],
+                                           cfg["WARP_SPECIALIZE"])
+        try:
+            o.fill_(float("nan"))
+            lse.fill_(float("nan"))
+            fn()
+            torch.cuda.synchronize()
+            lse4 = lse.view(Z, H, N)
+            err = max((o[z, h].float() - r).abs().max().item() for (z, h), (r, _) in refs.items())
+            lerr = max((lse4[z, h] - l2).abs().max().item() for (z, h), (_, l2) in refs.items())
+            ok = bool(torch.isfinite(o).all()) and err < 2e-2 and (kind != "gluon" or lerr < 1e-2)
+            ms = do_bench(fn, warmup=25, rep=100, return_mode="median")
+            tf = flops / ms / 1e9
+            table[(name, N)] = tf if ok else float("nan")
+            print(f"N={N:6d} {name:52s} {ms:8.3f} ms {tf:7.1f} TFLOPS ok={ok} err={err:.2e} lse_err={lerr:.2e}",
+                  flush=True)
+        except Exception as e:
+            print(f"N={N:6d} {name:52s} FAILED {type(e).__name__}: {str(e)[:200]}", flush=True)
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        import torch.nn.functional as F
+
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            f = lambda: F.scaled_dot_product_attention(q, k, v, scale=sm)  # noqa: E731
+            ms = do_bench(f, warmup=25, rep=100, return_mode="median")
+            table[("cudnn", N)] = flops / ms / 1e9
+            print(f"N={N:6d} {'cudnn (torch sdpa)':52s} {ms:8.3f} ms {flops / ms / 1e9:7.1f} TFLOPS", flush=True)
+    except Exception as e:
+        print("cudnn failed", e)
+    del q, k, v, refs
+    torch.cuda.empty_cache()
+
+print("\nTFLOPS (NaN: wrong result)")
+for name in list(kernels) + ["cudnn"]:
+    print(f"{name:52s} " + " ".join(f"{table.get((name, N), float('nan')):7.1f}" for N in SIZES))
