@@ -225,12 +225,12 @@ def attn_fwd_gluon_kernel(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_C
         mbarrier.init(v_empty.index(s), count=2)
 
     gl.warp_specialize(
-        [(_consumer, (desc_o, M, q_s, k_s, v_s, q_ready, k_ready, v_ready, k_empty, v_empty, turn, q_row, m_row,
-                      n_kv, qk_scale, 0, HEAD_DIM, BLOCK_N, STAGES, PINGPONG, QK_FIRST, INTRA)),
-         (_consumer, (desc_o, M, q_s, k_s, v_s, q_ready, k_ready, v_ready, k_empty, v_empty, turn, q_row, m_row,
-                      n_kv, qk_scale, 1, HEAD_DIM, BLOCK_N, STAGES, PINGPONG, QK_FIRST, INTRA)),
-         (_producer, (desc_q, desc_k, desc_v, q_s, k_s, v_s, q_ready, k_ready, v_ready, k_empty, v_empty, q_row,
-                      row0, n_kv, BLOCK_N, STAGES))],
+        [(_consumer, (desc_o, M, q_s, k_s, v_s, q_ready, k_ready, v_ready, k_empty, v_empty, turn, q_row,
+                      m_row, n_kv, qk_scale, 0, HEAD_DIM, BLOCK_N, STAGES, PINGPONG, QK_FIRST, INTRA)),
+         (_consumer, (desc_o, M, q_s, k_s, v_s, q_ready, k_ready, v_ready, k_empty, v_empty, turn, q_row,
+                      m_row, n_kv, qk_scale, 1, HEAD_DIM, BLOCK_N, STAGES, PINGPONG, QK_FIRST, INTRA)),
+         (_producer, (desc_q, desc_k, desc_v, q_s, k_s, v_s, q_ready, k_ready, v_ready, k_empty, v_empty,
+                      q_row, row0, n_kv, BLOCK_N, STAGES))],
         [4, 1],
         [CONSUMER_REGS, PRODUCER_REGS])
 

@@ -1,0 +1,184 @@
+"""twill's schedule of the sub-tiled FA forward loop -> the plan of the Gluon
+kernel that realizes it (bench/kernels/fa_fwd_gluon.py).
+
+The Gluon kernel lowers one family of schedules: a producer (the TMA loads)
+and two consumer groups, one per 64-row sub-tile, each issuing its QK^T and
+PV as asynchronous wgmmas. What varies is what twill decides:
+
+* PINGPONG: the tensor core takes the two groups in turns, each turn being
+  one group's two wgmmas back to back (in the schedule's modular
+  reservation table, each group's two TC ops are adjacent, cyclically);
+* QK_FIRST: within a turn, QK^T of this iteration comes before PV of the
+  previous one;
+* INTRA: a group's exponentials run while its own PV is on the tensor core;
+* STAGES: one more buffer per K / V ring than the loads' prefetch depth.
+
+`plan_from_schedule` reads those off twill's JSON (`twill solve --json`) and
+the graph it solved, and refuses (PlanError) a schedule outside the family,
+e.g. both sub-tiles on one compute group, so that the kernel never claims a
+schedule it does not follow.
+
+The graph is the loop's own, exported by the pass from the kernel's TTGIR
+(`twill-opt --twill-export-graph`), made to describe the Gluon kernel by
+`gluon_graph`: without the last-stage pins (a rule of Triton 3.6's
+pipeliner, which cannot predicate a wgmma: Gluon issues each wgmma where the
+schedule puts it) and with the per-thread registers of a compute group of
+one warpgroup (the TTGIR's are for all the CTA's warps).
+"""
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    tomllib = None
+
+# A compute group of the Gluon kernel is one warpgroup.
+GROUP_WARPS = 4
+
+
+class PlanError(ValueError):
+    """The schedule is not one the Gluon kernel lowers."""
+
+
+def gluon_graph(toml_text: str, graph_warps: int, group_warps: int = GROUP_WARPS, unpin: bool = True) -> str:
+    """The exported loop graph as the Gluon kernel runs it (module doc):
+    no `last_stage` pins (unless `unpin` is False: the same problem under
+    Triton 3.6's rule, for comparison), `regs` scaled from `graph_warps`
+    warps to a group of `group_warps`."""
+    if graph_warps % group_warps:
+        raise PlanError(f"{graph_warps} warps do not split into groups of {group_warps}")
+    scale = graph_warps // group_warps
+    out = re.sub(r"^last_stage = true\n", "", toml_text, flags=re.M) if unpin else toml_text
+    return re.sub(r"^regs = (\d+)$", lambda m: f"regs = {int(m.group(1)) * scale}", out, flags=re.M)
+
+
+def export_graphs(twill_opt: str, ttgir: Path, out_dir: Path, arch: str = "sm90") -> list:
+    """The loop graphs twill's pass exports from a TTGIR module (one TOML per
+    candidate loop)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    subprocess.run([twill_opt, str(ttgir), f"--twill-export-graph=dir={out_dir} arch={arch}", "-o", "/dev/null"],
+                   check=True, capture_output=True, text=True)
+    return sorted(out_dir.glob("*.toml"))
+
+
+def solve(twill: str, graph: Path, consumer_regs: int, groups: int = 2, u: int = 30, timeout: int = 120) -> dict:
+    """twill's joint SWP + WS schedule of `graph` (JSON), with `groups`
+    compute groups of at most `consumer_regs` registers per thread."""
+    r = subprocess.run([twill, "solve", str(graph), "--groups", str(groups), "--reg-limit", str(consumer_regs),
+                        "--u", str(u), "--timeout", str(timeout), "--json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise PlanError(f"twill solve {graph} failed (exit {r.returncode}): {r.stderr.strip()[-300:]}")
+    return json.loads(r.stdout)
+
+
+def _ancestors(op, preds):
+    seen, todo = set(), [op]
+    while todo:
+        for p in preds.get(todo.pop(), ()):
+            if p not in seen:
+                seen.add(p)
+                todo.append(p)
+    return seen
+
+
+def _overlap(a0, a1, b0, b1, ii):
+    """Whether [a0, a1) and [b0 + k * ii, b1 + k * ii) intersect for some
+    integer k (two ops' executions in the steady state, any iterations)."""
+    reach = (a1 - a0 + b1 - b0) // ii + 2
+    return any(max(a0, b0 + k * ii) < min(a1, b1 + k * ii) for k in range(-reach - (b0 - a0) // ii,
+                                                                          reach - (b0 - a0) // ii + 1))
+
+
+def plan_from_schedule(schedule: dict, graph: dict) -> dict:
+    """The kernel constexprs (PINGPONG, QK_FIRST, INTRA, STAGES) of twill's
+    `schedule` (the JSON of `twill solve --json`) of `graph` (the parsed
+    TOML), or PlanError."""
+    ii = schedule["ii"]
+    if any("warp_group" not in o for o in schedule["ops"]):
+        raise PlanError("the schedule has no warp groups (a modulo schedule alone; solve with --groups)")
+    ops = {o["name"]: o for o in schedule["ops"]}
+    variable = {o["name"] for o in graph.get("op", []) if o.get("variable_latency")}
+    preds = {}
+    for e in graph.get("edge", []):
+        if e.get("distance", 0) == 0:
+            preds.setdefault(e["to"], set()).add(e["from"])
+    tc = [n for n, o in ops.items() if "TC" in o["units"]]
+    if len(tc) != 4:
+        raise PlanError(f"{len(tc)} tensor-core ops; the kernel has two sub-tiles of QK^T and PV")
+    # PV consumes P, computed from the same iteration's QK^T; QK^T has no
+    # tensor-core ancestor.
+    qk_of = {}
+    for t in tc:
+        up = [a for a in _ancestors(t, preds) if a in tc]
+        if len(up) > 1:
+            raise PlanError(f"{t} depends on {len(up)} tensor-core ops")
+        if up:
+            qk_of[t] = up[0]
+    pvs = sorted(qk_of)
+    if len(pvs) != 2 or len(set(qk_of.values())) != 2:
+        raise PlanError("the tensor-core ops do not form two QK^T -> PV sub-tiles")
+    subtiles = [(qk_of[pv], pv) for pv in pvs]
+    group = {}
+    for qk, pv in subtiles:
+        g = {ops[qk]["warp_group"], ops[pv]["warp_group"]}
+        # Every op on a path from QK^T to PV (the softmax) runs in the group too.
+        between = (_ancestors(pv, preds) - _ancestors(qk, preds)) - {qk}
+        g |= {ops[b]["warp_group"] for b in between if b in ops and b not in variable}
+        if len(g) != 1 or 0 in g:
+            raise PlanError(f"sub-tile {qk}/{pv} spans warp groups {sorted(g)}")
+        group[(qk, pv)] = g.pop()
+    if len(set(group.values())) != 2:
+        raise PlanError("both sub-tiles are on one compute group; the kernel gives each its own")
+    for o in schedule["ops"]:
+        if "TMA" in o["units"] and o["warp_group"] != 0:
+            raise PlanError(f"load {o['name']} is not on the producer")
+
+    # The tensor core's order in the steady state: (slot, group, kind).
+    seq = sorted((ops[t]["cycle"] % ii, group[st], "qk" if t == st[0] else "pv")
+                 for st in subtiles for t in st)
+    gs = [g for _, g, _ in seq]
+    # Turns: each group's two wgmmas adjacent in that order (cyclically),
+    # i.e. the group changes exactly twice around the cycle.
+    turns = sum(gs[i] != gs[i - 1] for i in range(4)) == 2
+    qk_first = None
+    if turns:
+        firsts = [seq[i][2] for i in range(4) if gs[i] != gs[i - 1]]
+        if len(set(firsts)) != 1:
+            raise PlanError("the two groups' turns start with different wgmmas")
+        qk_first = firsts[0] == "qk"
+        # The kernel's turn j holds QK^T of iteration j and PV of iteration
+        # j - 1: those two start less than one interval apart.
+        for qk, pv in subtiles:
+            delta = ops[qk]["cycle"] + ii - ops[pv]["cycle"]
+            if not -ii < delta < ii:
+                raise PlanError(f"the turn of {qk}/{pv} does not pair QK^T of one iteration with PV of the one "
+                                f"before")
+    # INTRA: the group's largest SFU op (the exponentials of P) overlaps its
+    # own PV on the tensor core.
+    intra = []
+    for (qk, pv), g in group.items():
+        sfu = [o for o in schedule["ops"] if "SFU" in o["units"] and o["warp_group"] == g]
+        if not sfu:
+            raise PlanError(f"no SFU op on group {g}")
+        e = max(sfu, key=lambda o: o["cycles"])
+        p = ops[pv]
+        intra.append(_overlap(e["cycle"], e["cycle"] + e["cycles"], p["cycle"], p["cycle"] + p["cycles"], ii))
+    if len(set(intra)) != 1:
+        raise PlanError("the groups differ in whether the softmax overlaps their own PV")
+    prefetch = max((s["prefetch"] for s in schedule["warp_specialization"]["streaming"]), default=0)
+    plan = dict(PINGPONG=turns, QK_FIRST=bool(qk_first) if turns else intra[0], INTRA=intra[0],
+                STAGES=prefetch + 1)
+    if plan["INTRA"] and not plan["QK_FIRST"]:
+        raise PlanError("a softmax under its own PV needs QK^T first in the turn")
+    return plan
+
+
+def load_graph(path: Path) -> dict:
+    if tomllib is None:
+        raise RuntimeError("reading graphs needs Python >= 3.11 (tomllib)")
+    with open(path, "rb") as f:
+        return tomllib.load(f)
