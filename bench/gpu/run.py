@@ -48,6 +48,8 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 
 import fa_bwd  # noqa: E402
 import fa_fwd  # noqa: E402
+import fa_fwd_gluon  # noqa: E402
+import fa_fwd_gluon_plan  # noqa: E402
 import matmul  # noqa: E402
 import twill_triton  # noqa: E402
 
@@ -323,6 +325,70 @@ def record_choice():
     (CHOICE / "choice.json").write_text(json.dumps(choice, indent=1, default=str))
 
 
+# twill's Hopper FA forward schedule lowered to Gluon (fa_fwd_gluon): the
+# graph of the sub-tiled loop as the Gluon kernel runs it, twill's joint
+# schedule of it, the same problem under Triton 3.6's last-stage rule, and
+# the plan the kernel is compiled with (plan.json). Recorded here (the GPU
+# machine has no twill), per Triton version like the other schedules.
+GLUON = REPLAY / "gluon"
+GLUON_ROW = "twill gluon (joint schedule)"
+
+
+def record_gluon():
+    """Exports the sub-tiled FA forward loop from its TTGIR at the
+    scheduling point (sm90, the bench's sub-tile configuration), solves it
+    with twill as the Gluon kernel runs it (two compute groups of one
+    warpgroup, CONSUMER_REGS registers each, no last-stage pins) and writes
+    the plan to GLUON/plan.json (fa_fwd_gluon_plan)."""
+    import re
+    import shutil
+
+    P = fa_fwd_gluon_plan
+    twill_opt = twill_triton.hook._find_twill_opt()
+    twill = str(Path(twill_opt).with_name("twill")) if twill_opt else None
+    if not twill_opt or not os.path.exists(twill):
+        raise SystemExit("record_gluon needs twill-opt and twill (cargo build --release)")
+    cx, opts = fa_fwd.split_config(fa_fwd.CONFIGS["subtile"][90])
+    tmp = Path(tempfile.mkdtemp(prefix="twill-gluon-"))
+    os.environ["TRITON_CACHE_DIR"] = str(tmp / "cache")
+    _, d = twill_compile("fa_subtile", cx, opts, dump_dir=str(tmp / "dump"))
+    ttgir = Path(d.dump) / "input.mlir"
+    graphs = P.export_graphs(twill_opt, ttgir, tmp / "graphs")
+    if len(graphs) != 1:
+        raise SystemExit(f"expected one loop graph, got {len(graphs)}")
+    text = graphs[0].read_text()
+    warps = int(re.search(r'"ttg.num-warps" = (\d+)', ttgir.read_text()).group(1))
+    regs = fa_fwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"]
+    if GLUON.exists():
+        shutil.rmtree(GLUON)
+    GLUON.mkdir(parents=True)
+    (GLUON / "graph.toml").write_text(P.gluon_graph(text, warps))
+    (GLUON / "graph_triton36_rule.toml").write_text(P.gluon_graph(text, warps, unpin=False))
+    sched = P.solve(twill, GLUON / "graph.toml", regs)
+    pinned = P.solve(twill, GLUON / "graph_triton36_rule.toml", regs)
+    (GLUON / "schedule.json").write_text(json.dumps(sched, indent=1))
+    (GLUON / "schedule_triton36_rule.json").write_text(json.dumps(pinned, indent=1))
+    plan = P.plan_from_schedule(sched, P.load_graph(GLUON / "graph.toml"))
+
+    def brief(j):
+        return {k: j[k] for k in ("ii", "length", "stages", "proven", "ii_proven", "res_mii", "seconds")}
+
+    record = dict(plan=plan, triton=triton.__version__, kernel_config=cx, options=opts, graph_warps=warps,
+                  consumer_regs=regs, schedule=brief(sched), triton36_rule=brief(pinned),
+                  commands=[f"twill-opt input.mlir --twill-export-graph='dir=. arch=sm90'",
+                            f"twill solve graph.toml --groups 2 --reg-limit {regs} --u 30 --timeout 120 --json",
+                            f"twill solve graph_triton36_rule.toml --groups 2 --reg-limit {regs} --u 30 "
+                            f"--timeout 120 --json"])
+    (GLUON / "plan.json").write_text(json.dumps(record, indent=1) + "\n")
+    print(f"gluon plan {plan}: I = {sched['ii']} (ResMII {sched['res_mii']}, proven {sched['proven']}), "
+          f"under Triton 3.6's rule I = {pinned['ii']} (proven {pinned['proven']})")
+
+
+def load_gluon_plan():
+    path = GLUON / "plan.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def load_choice():
     path = CHOICE / "choice.json"
     return json.loads(path.read_text()) if path.exists() else {}
@@ -343,6 +409,7 @@ def prune_recorded(root):
 
 
 def record():
+    record_gluon()
     record_choice()
     for kind, _ in kinds():
         for label, extra, cx, opts in twill_variants(kind):
@@ -373,15 +440,16 @@ def bench_all(out):
     def med(fn):
         return do_bench(fn, warmup=25, rep=100, return_mode="median")
 
-    def paired(kernel, size, fns, rounds=3):
-        """The best stock configuration and twill's choice timed alternately
-        (rounds x each), right after all variants of this kernel and size:
-        the first-pass rows of the two are up to a minute apart, and a kernel
-        timed twice drifts by a few percent over that time."""
+    def paired(kernel, size, fns, rounds=3, ours_prefix="twill choice", key="paired"):
+        """The best stock configuration and one of twill's rows (by default
+        the model's choice) timed alternately (rounds x each), right after
+        all variants of this kernel and size: the first-pass rows of the two
+        are up to a minute apart, and a kernel timed twice drifts by a few
+        percent over that time."""
         rows = [r for r in results["rows"] if r["kernel"] == kernel and r["size"] == size and r["correct"]
                 and r["ms"] and r["variant"] in fns]
         stock = min((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["ms"], default=None)
-        ours = next((r for r in rows if r["variant"].startswith("twill choice")), None)
+        ours = next((r for r in rows if r["variant"].startswith(ours_prefix)), None)
         if stock is None or ours is None:
             return
         ts, tt = [], []
@@ -393,7 +461,7 @@ def bench_all(out):
             print(f"paired {kernel} {size} failed: {type(e).__name__}: {e}", flush=True)
             return
         ratio = statistics.median(ts) / statistics.median(tt)
-        results.setdefault("paired", []).append(dict(kernel=kernel, size=size, stock=stock["variant"],
+        results.setdefault(key, []).append(dict(kernel=kernel, size=size, stock=stock["variant"],
                                                      twill=ours["variant"], stock_ms=ts, twill_ms=tt, ratio=ratio))
         print(f"paired {kernel} {size}: {stock['variant']} {['%.4f' % t for t in ts]} ms, "
               f"{ours['variant']} {['%.4f' % t for t in tt]} ms: twill / stock = {ratio:.3f}", flush=True)
@@ -469,6 +537,24 @@ def bench_all(out):
     def skip(kind, variant, size):
         return (kind, variant) in only_sizes and size not in only_sizes[(kind, variant)]
 
+    # twill's FA forward schedule through Gluon (recorded plan), and two
+    # ablations of it: the same kernel without the turn order between the
+    # groups, and FA3's intra-warpgroup order (a softmax under its own PV).
+    gluon_kernels = {}
+    gluon = load_gluon_plan()
+    results["gluon_plan"] = gluon
+    if gluon:
+        plan = gluon["plan"]
+        for label, cfg in ((GLUON_ROW, plan), ("ablation: gluon without the turns", dict(plan, PINGPONG=False)),
+                           ("ablation: gluon, FA3 intra-warpgroup order", dict(plan, PINGPONG=False, QK_FIRST=True,
+                                                                               INTRA=True))):
+            try:
+                gluon_kernels[label] = (fa_fwd_gluon.compile_for(None, **cfg), cfg)
+            except Exception as e:
+                print(f"gluon compile failed: {label}: {type(e).__name__}: {str(e)[-300:]}", flush=True)
+    else:
+        print("no recorded Gluon plan (run.py --record-gluon)", flush=True)
+
     # FlashAttention forward, every kind.
     Z, H = FA_SHAPE["Z"], FA_SHAPE["H"]
     for fa_kind, (cfg_name, D) in FA_KINDS.items():
@@ -478,18 +564,26 @@ def bench_all(out):
             sm_scale = 1.0 / math.sqrt(D)
             flops = 4.0 * Z * H * N * N * D * (0.5 if causal else 1.0)
             heads = [(0, 0), (Z - 1, H - 1)]  # reference on two heads
-            ref = {}
+            ref, ref_lse = {}, {}
             for z, h in heads:
                 s_ = (q[z, h].float() @ k[z, h].float().T) * sm_scale
                 if causal:
                     s_ = s_.masked_fill(torch.ones(N, N, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
                 ref[(z, h)] = torch.softmax(s_, dim=-1) @ v[z, h].float()
+                ref_lse[(z, h)] = torch.logsumexp(s_, dim=-1) / math.log(2)  # M: log2-sum-exp
                 del s_
 
-            def check(o):
+            def check(o, lse=None):
+                """O against float32 on two heads; and M (the log2-sum-exp
+                the backward pass reads), where given."""
                 if not torch.isfinite(o).all():
                     return False, float("nan")
                 err = max((o[z, h].float() - ref[(z, h)]).abs().max().item() for z, h in heads)
+                if lse is not None:
+                    m = lse.view(Z, H, N)
+                    lerr = max((m[z, h] - ref_lse[(z, h)]).abs().max().item() for z, h in heads)
+                    if not lerr < 1e-2:
+                        return False, max(err, lerr)
                 return err < 2e-2, err
 
             fns = {}
@@ -520,16 +614,37 @@ def bench_all(out):
 
                 try:
                     o.fill_(float("nan"))
+                    lse.fill_(float("nan"))
                     fn()
                     torch.cuda.synchronize()
-                    ok, err = check(o)
+                    ok, err = check(o, lse)
                     ms = med(fn)
                     fns[variant] = fn
                 except Exception as e:
                     ok, err, ms = False, None, None
                     note = f"launch failed: {str(e)[:120]}"
                 row(FA_ROWS[fa_kind], N, variant, ms, flops, ok, err, note or "")
+            if fa_kind == "fa":
+                for variant, (gk, gcfg) in gluon_kernels.items():
+                    o = torch.empty_like(q)
+                    lse = torch.empty(Z * H * N, device="cuda", dtype=torch.float32)
+                    note = "plan " + " ".join(f"{k}={gcfg[k]}" for k in ("PINGPONG", "QK_FIRST", "INTRA", "STAGES"))
+                    try:
+                        fn = fa_fwd_gluon.launcher(gk, q, k, v, o, lse, sm_scale, **gcfg)
+                        o.fill_(float("nan"))
+                        lse.fill_(float("nan"))
+                        fn()
+                        torch.cuda.synchronize()
+                        ok, err = check(o, lse)
+                        ms = med(fn)
+                        fns[variant] = fn
+                    except Exception as e:
+                        ok, err, ms = False, None, None
+                        note = f"launch failed: {str(e)[:120]}"
+                    row(FA_ROWS[fa_kind], N, variant, ms, flops, ok, err, note)
             paired(FA_ROWS[fa_kind], N, fns)
+            if fa_kind == "fa":
+                paired(FA_ROWS[fa_kind], N, fns, ours_prefix=GLUON_ROW, key="paired_gluon")
             # cuDNN through torch SDPA.
             try:
                 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -701,6 +816,19 @@ def bench_all(out):
                       f"{ours['tflops']:6.1f} ({ours['variant'][13:]}) | {ratio:.3f}"
                       + (f" | paired {pair['ratio']:.3f}" if pair else ""), flush=True)
     results["summary"] = summary
+    print("\nsummary: twill's Hopper FA schedule through Gluon | best stock (config) | ratio | paired ratio "
+          "| cuDNN", flush=True)
+    for size in FA_SIZES:
+        rows = [r for r in results["rows"] if r["kernel"] == "fa_fwd" and r["size"] == size and r["tflops"]
+                and r["correct"]]
+        stock = max((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["tflops"], default=None)
+        ours = next((r for r in rows if r["variant"] == GLUON_ROW), None)
+        ref = next((r for r in rows if r["variant"].startswith("cudnn")), None)
+        if stock and ours:
+            pair = next((p for p in results.get("paired_gluon", []) if p["size"] == size), None)
+            print(f"fa_fwd {size:>6} | {ours['tflops']:6.1f} | {stock['tflops']:6.1f} ({stock['variant'][7:]}) | "
+                  f"{ours['tflops'] / stock['tflops']:.3f}" + (f" | paired {pair['ratio']:.3f}" if pair else "")
+                  + (f" | {ref['tflops']:.1f}" if ref else ""), flush=True)
 
     Path(out).mkdir(parents=True, exist_ok=True)
     (Path(out) / "results.json").write_text(json.dumps(results, indent=1))
@@ -722,10 +850,16 @@ def bench_all(out):
             ref = {s: max((r["tflops"] for r in rows if r["size"] == s and ("cudnn" in r["variant"]
                                                                          or "cublas" in r["variant"])), default=0)
                    for s in sizes}
+            gl_ = {s: max((r["tflops"] for r in rows if r["size"] == s and r["variant"] == GLUON_ROW
+                           and r["correct"]), default=0) for s in sizes}
+            bars = [("best stock Triton", best_stock), ("twill (model's configuration)", tw)]
+            if any(gl_.values()):
+                bars.append(("twill's schedule through Gluon", gl_))
+            bars.append(("cuDNN/cuBLAS", ref))
             xs = range(len(sizes))
-            ax.bar([x - 0.25 for x in xs], [best_stock[s] for s in sizes], 0.25, label="best stock Triton")
-            ax.bar(list(xs), [tw[s] for s in sizes], 0.25, label="twill (model's configuration)")
-            ax.bar([x + 0.25 for x in xs], [ref[s] for s in sizes], 0.25, label="cuDNN/cuBLAS")
+            w = 0.8 / len(bars)
+            for i, (label, vals) in enumerate(bars):
+                ax.bar([x + (i - (len(bars) - 1) / 2) * w for x in xs], [vals[s] for s in sizes], w, label=label)
             ax.set_xticks(list(xs), [str(s) for s in sizes])
             ax.set_title(f"{kernel} on {dev}")
             ax.set_ylabel("TFLOPS")
@@ -740,11 +874,15 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--record", action="store_true", help="record twill's schedules (machine with twill-opt)")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/gpu/out"))
+    ap.add_argument("--record-gluon", action="store_true",
+                    help="record only the Gluon plan of the FA forward (machine with twill)")
     ap.add_argument("--all-variants", action="store_true",
                     help="also the twill variants of earlier runs (prefetch+1, slot order, BN64 w4 s2)")
     args = ap.parse_args()
     ALL_VARIANTS = args.all_variants
-    if args.record:
+    if args.record_gluon:
+        record_gluon()
+    elif args.record:
         record()
     else:
         bench_all(args.out)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# One device call on the H100: the whole GPU benchmark (bench/gpu/run.py)
+# with the machine's own Triton 3.6.0 and, when it was packed and carried
+# (bash bench/gpu/pack_triton.sh 3.9.0; carry target/carry), with Triton
+# 3.9.0. The schedules come recorded (bench/gpu/replay*, by run.py --record
+# on a machine with twill); the H100 machine needs no MLIR.
+#
+#   bash bench/gpu/h100.sh          # OUT: where results go (the device tool sets it)
+#
+# Writes $OUT/gpu.txt, and per Triton results.json, results.png and run.log
+# under $OUT/bench36 and $OUT/bench39.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-bench/gpu/out}
+export PYTHONUNBUFFERED=1
+mkdir -p "$OUT/bench36"
+{ date -u; nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv; } | tee "$OUT/gpu.txt"
+status=0
+python3 bench/gpu/run.py --out "$OUT/bench36" 2>&1 | tee "$OUT/bench36/run.log" || status=1
+if [ -f target/carry/triton-3.9.0.tar.xz ]; then
+  mkdir -p /tmp/t39 "$OUT/bench39" && tar -xJf target/carry/triton-3.9.0.tar.xz -C /tmp/t39
+  # Triton 3.9 compiles sm90 with ptxas-blackwell; the machine's 3.6 wheel
+  # supplies ptxas 12.8 for both. Backends from the carried tree only.
+  TRITON_PTXAS_PATH=$(python3 -c 'import triton, os; print(os.path.dirname(triton.__file__))')/backends/nvidia/bin/ptxas
+  export TRITON_PTXAS_PATH TRITON_PTXAS_BLACKWELL_PATH=$TRITON_PTXAS_PATH TRITON_DEFAULT_FP_FUSION=1 \
+    TRITON_BACKENDS_IN_TREE=1
+  PYTHONPATH=/tmp/t39 python3 bench/gpu/run.py --out "$OUT/bench39" 2>&1 | tee "$OUT/bench39/run.log" || status=1
+fi
+exit $status
