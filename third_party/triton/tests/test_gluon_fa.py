@@ -1,0 +1,137 @@
+"""twill's Hopper FA forward schedule lowered to Gluon (bench/kernels/
+fa_fwd_gluon.py) and the plan derived from twill's JSON
+(bench/kernels/fa_fwd_gluon_plan.py), on the CPU:
+
+* the kernel compiles for sm_90a in every plan the template lowers, with no
+  spills and without ptxas serializing its wgmmas (which it does, with one
+  WARPGROUP.DEPBAR per HGMMA, when an in-flight accumulator is read or the
+  registers do not suffice);
+* twill's joint schedule of the real sub-tiled loop (exported by the pass
+  from captured Triton 3.6 TTGIR) gives the plan the kernel defaults to, and
+  twill proves that Triton 3.6's last-stage rule costs a larger I;
+* schedules outside the family the kernel lowers are refused.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "bench" / "kernels"))
+sys.path.insert(0, str(REPO / "third_party" / "triton"))
+
+triton = pytest.importorskip("triton")
+pytest.importorskip("triton.experimental.gluon")
+from triton.backends.compiler import GPUTarget  # noqa: E402
+
+import fa_fwd_gluon  # noqa: E402
+import fa_fwd_gluon_plan as P  # noqa: E402
+from twill_triton import configure  # noqa: E402
+
+TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")
+TWILL = str(Path(TWILL_OPT).with_name("twill"))
+SUBTILE_TTGIR = REPO / "test" / "Inputs" / "triton36" / "fa_fwd_subtile_sm90.before.mlir"
+PLAN_KEYS = ("PINGPONG", "QK_FIRST", "INTRA", "STAGES")
+PLANS = {
+    "twill": {},
+    "no turns": dict(PINGPONG=False),
+    "intra-warpgroup": dict(PINGPONG=False, QK_FIRST=True, INTRA=True),
+    "turns + intra": dict(QK_FIRST=True, INTRA=True),
+    "3 stages": dict(STAGES=3),
+}
+
+
+def _sass(cubin: bytes, tmp_path) -> str:
+    nvdisasm = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
+    path = tmp_path / "k.cubin"
+    path.write_bytes(cubin)
+    return subprocess.run([str(nvdisasm), "-c", str(path)], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.parametrize("plan", list(PLANS))
+def test_kernel_compiles_with_async_wgmma(plan, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    k = fa_fwd_gluon.compile_for(GPUTarget("cuda", 90, 32), **PLANS[plan])
+    regs, frame = configure.cubin_resources(k.asm["cubin"])
+    assert frame == 0, f"{plan}: {frame} bytes of stack (spills)"
+    assert k.metadata.shared <= 232448, f"{plan}: {k.metadata.shared} bytes of shared memory"
+    assert k.metadata.num_warps == 12  # two consumer warpgroups and the producer's
+    sass = _sass(k.asm["cubin"], tmp_path)
+    hgmma = len(re.findall(r"\bHGMMA\.64x128x16\.F32", sass))
+    depbar = len(re.findall(r"WARPGROUP\.DEPBAR", sass))
+    # QK^T and PV of both groups in the prologue turn, the loop and the last
+    # turn (16 HGMMA of k = 16 each per group, twice over).
+    assert hgmma == 64
+    # One wait per turn, not one per wgmma (ptxas's serialization).
+    assert depbar <= 8, f"{plan}: {depbar} WARPGROUP.DEPBAR for {hgmma} HGMMA: wgmmas serialized"
+    # PV reads P from registers: HGMMA with a register A operand.
+    assert re.search(r"HGMMA\.64x128x16\.F32 R\d+, R\d+, gdesc", sass)
+    # The register split of the partitions (setmaxnreg), as asked.
+    ptx = k.asm["ptx"]
+    assert re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+240", ptx)
+    assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+24", ptx)
+
+
+def _twill_available():
+    return os.path.exists(TWILL_OPT) and os.path.exists(TWILL)
+
+
+needs_twill = pytest.mark.skipif(not _twill_available(), reason="twill-opt / twill not built")
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    if not _twill_available():
+        pytest.skip("twill-opt / twill not built")
+    d = tmp_path_factory.mktemp("graphs")
+    graphs = P.export_graphs(TWILL_OPT, SUBTILE_TTGIR, d)
+    assert len(graphs) == 1
+    warps = int(re.search(r'"ttg.num-warps" = (\d+)', SUBTILE_TTGIR.read_text()).group(1))
+    text = graphs[0].read_text()
+    free, pinned = d / "gluon.toml", d / "pinned.toml"
+    free.write_text(P.gluon_graph(text, warps))
+    pinned.write_text(P.gluon_graph(text, warps, unpin=False))
+    return free, pinned
+
+
+@needs_twill
+def test_twill_schedule_gives_the_kernel_plan(exported):
+    free, pinned = exported
+    regs = fa_fwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"]
+    sched = P.solve(TWILL, free, regs)
+    assert sched["proven"] and sched["ii"] == sched["res_mii"]  # tensor-core bound, proven
+    plan = P.plan_from_schedule(sched, P.load_graph(free))
+    assert plan == {k: fa_fwd_gluon.DEFAULT_CONFIG[k] for k in PLAN_KEYS}
+    # Under Triton 3.6's rule (every wgmma in the last stage) twill proves a
+    # larger minimum I for the same loop.
+    held = P.solve(TWILL, pinned, regs)
+    assert held["ii_proven"] and held["ii"] > sched["ii"]
+
+
+@needs_twill
+def test_schedules_outside_the_family_are_refused(exported, tmp_path):
+    free, _ = exported
+    graph = P.load_graph(free)
+    r = subprocess.run([TWILL, "solve", str(free), "--modulo-only", "--u", "30", "--json"], capture_output=True,
+                       text=True, check=True)
+    with pytest.raises(P.PlanError, match="no warp groups"):
+        P.plan_from_schedule(json.loads(r.stdout), graph)
+    one = P.solve(TWILL, free, fa_fwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"], groups=1)
+    with pytest.raises(P.PlanError, match="one compute group"):
+        P.plan_from_schedule(one, graph)
+
+
+def test_recorded_plans_are_the_kernel_default():
+    """The plans bench/gpu/run.py --record-gluon recorded for the GPU run
+    (one per Triton version) are the kernel's default configuration."""
+    recorded = sorted(REPO.glob("bench/gpu/replay*/gluon/plan.json"))
+    assert recorded
+    for path in recorded:
+        plan = json.loads(path.read_text())
+        assert plan["plan"] == {k: fa_fwd_gluon.DEFAULT_CONFIG[k] for k in PLAN_KEYS}, path
+        assert plan["schedule"]["ii"] < plan["triton36_rule"]["ii"], path
