@@ -368,12 +368,14 @@ def record_gluon():
     pinned = P.solve(twill, GLUON / "graph_triton36_rule.toml", regs)
     (GLUON / "schedule.json").write_text(json.dumps(sched, indent=1))
     (GLUON / "schedule_triton36_rule.json").write_text(json.dumps(pinned, indent=1))
-    plan = P.plan_from_schedule(sched, P.load_graph(GLUON / "graph.toml"))
+    graph = P.load_graph(GLUON / "graph.toml")
+    plan = P.plan_from_schedule(sched, graph)
 
     def brief(j):
         return {k: j[k] for k in ("ii", "length", "stages", "proven", "ii_proven", "res_mii", "seconds")}
 
-    record = dict(plan=plan, triton=triton.__version__, kernel_config=cx, options=opts, graph_warps=warps,
+    record = dict(plan=plan, schedule_facts=P.describe(sched, graph), triton=triton.__version__,
+                  kernel_config=cx, options=opts, graph_warps=warps,
                   consumer_regs=regs, schedule=brief(sched), triton36_rule=brief(pinned),
                   commands=[f"twill-opt input.mlir --twill-export-graph='dir=. arch=sm90'",
                             f"twill solve graph.toml --groups 2 --reg-limit {regs} --u 30 --timeout 120 --json",
@@ -538,14 +540,15 @@ def bench_all(out):
         return (kind, variant) in only_sizes and size not in only_sizes[(kind, variant)]
 
     # twill's FA forward schedule through Gluon (recorded plan), and two
-    # ablations of it: the same kernel without the turn order between the
-    # groups, and FA3's intra-warpgroup order (a softmax under its own PV).
+    # ablations of it: the groups' turn order on the tensor core enforced
+    # with mbarriers, and FA3's intra-warpgroup order (a softmax under its
+    # own PV) instead of twill's.
     gluon_kernels = {}
     gluon = load_gluon_plan()
     results["gluon_plan"] = gluon
     if gluon:
         plan = gluon["plan"]
-        for label, cfg in ((GLUON_ROW, plan), ("ablation: gluon without the turns", dict(plan, PINGPONG=False)),
+        for label, cfg in ((GLUON_ROW, plan), ("ablation: gluon, turns enforced", dict(plan, PINGPONG=True)),
                            ("ablation: gluon, FA3 intra-warpgroup order", dict(plan, PINGPONG=False, QK_FIRST=True,
                                                                                INTRA=True))):
             try:

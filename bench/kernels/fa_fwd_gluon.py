@@ -10,24 +10,31 @@ solved without Triton 3.6's "every wgmma in the last stage" rule; see
   prefetch;
 * each 64-row sub-tile (its QK^T, softmax and PV) on a compute group of its
   own;
-* the tensor core taking the groups in turns: one group issues its PV of the
-  previous iteration and its QK^T of this one back to back while the other
-  group runs its softmax (FA3's "ping-pong").
+* each group's PV in the stage after its QK^T, so that a group issues its
+  PV of the previous iteration and its QK^T of this one back to back, and
+  the tensor core takes the groups in turns while the other group runs its
+  softmax (FA3's "ping-pong").
 
-Triton 3.6 rejects a wgmma outside the last stage (3.9 makes it
-synchronous), and its Hopper warp specialization runs its two consumer
-groups without any order between them, so this schedule is not reachable
-through the attributes twill writes for Triton. Gluon (shipped in the same
-Triton wheel) exposes what it needs: warp-specialized partitions with
-register budgets, TMA, mbarriers and asynchronous wgmma with explicit waits.
+Triton cannot lower it: 3.6 rejects a wgmma outside the last stage (3.9
+makes it synchronous), and in the partitions of its own Hopper warp
+specialization every wgmma is synchronous (`ttng.warp_group_dot` without
+`isAsync`, the partition loops get `tt.num_stages = 0`), so a group waits
+for its PV to complete before it issues the next QK^T. Gluon (shipped in the
+same Triton wheel) exposes what the schedule needs: warp-specialized
+partitions with register budgets, TMA, mbarriers and asynchronous wgmma
+with explicit waits.
 This kernel is that schedule, written once, with the choices the schedule
 makes as constexprs (`plan_from_schedule` in `fa_fwd_gluon_plan.py`
 derives them from twill's JSON):
 
-* PINGPONG: the turn order between the two consumer groups (mbarriers
-  `turn[0]`, `turn[1]`: a group waits for its turn, issues its wgmmas,
-  hands the turn on). False: both groups issue freely (what Triton's own
-  Hopper warp specialization does), to measure the order itself.
+* PINGPONG: enforce the schedule's turn order between the two consumer
+  groups (mbarriers `turn[0]`, `turn[1]`: a group waits for its turn,
+  issues its wgmmas, hands the turn on). The order is a consequence of the
+  tensor core's capacity, not a dependence, and twill's plan leaves it to
+  the hardware: the tensor core serializes the groups' wgmmas and the warp
+  schedulers interleave the groups as they become ready. Enforced, it
+  measured 570-637 TFLOPS at N = 16k over three H100 runs; left to the
+  hardware, 600-625 (BENCHMARKS.md, 2026-11-24).
 * QK_FIRST: within a turn, QK^T of this iteration is issued before PV of
   the previous one. With INTRA the group then waits only for QK^T, runs the
   softmax while its own PV is still on the tensor core, and waits for PV
@@ -245,11 +252,12 @@ def attn_fwd_gluon_kernel(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_C
 
 
 # twill's plan for the H100 (fa_fwd_gluon_plan.plan_from_schedule; recorded
-# in bench/gpu/replay/gluon/plan.json): ping-pong, PV before QK^T in a turn,
-# one iteration of prefetch. The register split follows the partitions: the
+# in bench/gpu/replay/gluon/plan.json): the groups' turn order left to the
+# hardware, PV before QK^T in a turn, no softmax under its own PV, one
+# iteration of prefetch. The register split follows the partitions: the
 # producer needs few, each consumer group as many as fit (65536 per SM at
 # one CTA per SM: 2 x 128 x 240 + 128 x 24).
-DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, STAGES=2, PINGPONG=True, QK_FIRST=False,
+DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, STAGES=2, PINGPONG=False, QK_FIRST=False,
                       INTRA=False, CONSUMER_REGS=240, PRODUCER_REGS=24)
 CONSTEXPRS = ("HEAD_DIM", "BLOCK_M", "BLOCK_N", "STAGES", "PINGPONG", "QK_FIRST", "INTRA", "CONSUMER_REGS",
               "PRODUCER_REGS")

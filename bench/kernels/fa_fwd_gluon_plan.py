@@ -5,9 +5,11 @@ The Gluon kernel lowers one family of schedules: a producer (the TMA loads)
 and two consumer groups, one per 64-row sub-tile, each issuing its QK^T and
 PV as asynchronous wgmmas. What varies is what twill decides:
 
-* PINGPONG: the tensor core takes the two groups in turns, each turn being
+* the turns: the tensor core takes the two groups in turns, each turn being
   one group's two wgmmas back to back (in the schedule's modular
-  reservation table, each group's two TC ops are adjacent, cyclically);
+  reservation table, each group's two TC ops are adjacent, cyclically).
+  A capacity order, not a dependence: the kernel leaves it to the hardware
+  unless asked to enforce it (PINGPONG; see `plan_from_schedule`);
 * QK_FIRST: within a turn, QK^T of this iteration comes before PV of the
   previous one;
 * INTRA: a group's exponentials run while its own PV is on the tensor core;
@@ -93,10 +95,14 @@ def _overlap(a0, a1, b0, b1, ii):
                                                                           reach - (b0 - a0) // ii + 1))
 
 
-def plan_from_schedule(schedule: dict, graph: dict) -> dict:
-    """The kernel constexprs (PINGPONG, QK_FIRST, INTRA, STAGES) of twill's
-    `schedule` (the JSON of `twill solve --json`) of `graph` (the parsed
-    TOML), or PlanError."""
+def describe(schedule: dict, graph: dict) -> dict:
+    """What twill's `schedule` (the JSON of `twill solve --json`) of `graph`
+    (the parsed TOML) decides, in the kernel's terms: `groups` (the compute
+    group of each sub-tile), `turns` (each group's two wgmmas adjacent on
+    the tensor core, the groups alternating), `qk_first` (a turn starts with
+    QK^T), `intra` (a group's exponentials under its own PV) and `prefetch`
+    (iterations of prefetch of the loads); PlanError for a schedule outside
+    the family the kernel lowers."""
     ii = schedule["ii"]
     if any("warp_group" not in o for o in schedule["ops"]):
         raise PlanError("the schedule has no warp groups (a modulo schedule alone; solve with --groups)")
@@ -170,11 +176,29 @@ def plan_from_schedule(schedule: dict, graph: dict) -> dict:
     if len(set(intra)) != 1:
         raise PlanError("the groups differ in whether the softmax overlaps their own PV")
     prefetch = max((s["prefetch"] for s in schedule["warp_specialization"]["streaming"]), default=0)
-    plan = dict(PINGPONG=turns, QK_FIRST=bool(qk_first) if turns else intra[0], INTRA=intra[0],
-                STAGES=prefetch + 1)
-    if plan["INTRA"] and not plan["QK_FIRST"]:
+    qk_first = bool(qk_first) if turns else intra[0]
+    if intra[0] and not qk_first:
         raise PlanError("a softmax under its own PV needs QK^T first in the turn")
-    return plan
+    return dict(groups={f"{qk}/{pv}": g for (qk, pv), g in group.items()}, turns=turns, qk_first=qk_first,
+                intra=intra[0], prefetch=prefetch, tc_order=[f"{kind}@{slot} group {g}" for slot, g, kind in seq])
+
+
+def plan_from_schedule(schedule: dict, graph: dict, enforce_turns: bool = False) -> dict:
+    """The kernel constexprs (PINGPONG, QK_FIRST, INTRA, STAGES) that lower
+    twill's `schedule` of `graph` (see `describe`), or PlanError.
+
+    Every data dependence of the schedule becomes a barrier or a wgmma wait.
+    The order of the two groups on the tensor core is not a dependence but a
+    consequence of its capacity: the tensor core runs one group's wgmmas
+    after the other's whatever the issue order, and Hopper's warp schedulers
+    interleave the groups as they become ready. By default it is left to the
+    hardware; `enforce_turns` makes the groups hand the turn on through
+    mbarriers (PINGPONG) where the schedule alternates them. Measured on the
+    H100 at N = 16k (BENCHMARKS.md, 2026-11-24): 570-637 TFLOPS with the
+    turns enforced (three runs), 600-625 without."""
+    facts = describe(schedule, graph)
+    return dict(PINGPONG=bool(enforce_turns and facts["turns"]), QK_FIRST=facts["qk_first"],
+                INTRA=facts["intra"], STAGES=facts["prefetch"] + 1)
 
 
 def load_graph(path: Path) -> dict:

@@ -7,8 +7,10 @@ fa_fwd_gluon.py) and the plan derived from twill's JSON
   WARPGROUP.DEPBAR per HGMMA, when an in-flight accumulator is read or the
   registers do not suffice);
 * twill's joint schedule of the real sub-tiled loop (exported by the pass
-  from captured Triton 3.6 TTGIR) gives the plan the kernel defaults to, and
-  twill proves that Triton 3.6's last-stage rule costs a larger I;
+  from captured Triton 3.6 TTGIR) gives the plan the kernel defaults to
+  (the groups' turn order on the tensor core, a capacity order, left to the
+  hardware), and twill proves that Triton 3.6's last-stage rule costs a
+  larger I;
 * schedules outside the family the kernel lowers are refused.
 """
 
@@ -39,7 +41,7 @@ SUBTILE_TTGIR = REPO / "test" / "Inputs" / "triton36" / "fa_fwd_subtile_sm90.bef
 PLAN_KEYS = ("PINGPONG", "QK_FIRST", "INTRA", "STAGES")
 PLANS = {
     "twill": {},
-    "no turns": dict(PINGPONG=False),
+    "turns enforced": dict(PINGPONG=True),
     "intra-warpgroup": dict(PINGPONG=False, QK_FIRST=True, INTRA=True),
     "turns + intra": dict(QK_FIRST=True, INTRA=True),
     "3 stages": dict(STAGES=3),
@@ -105,8 +107,17 @@ def test_twill_schedule_gives_the_kernel_plan(exported):
     regs = fa_fwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"]
     sched = P.solve(TWILL, free, regs)
     assert sched["proven"] and sched["ii"] == sched["res_mii"]  # tensor-core bound, proven
-    plan = P.plan_from_schedule(sched, P.load_graph(free))
+    graph = P.load_graph(free)
+    facts = P.describe(sched, graph)
+    # Each sub-tile on a group of its own, the tensor core taking the groups
+    # in turns of PV (previous iteration) then QK^T, no softmax under its
+    # own PV, one iteration of prefetch.
+    assert len(set(facts["groups"].values())) == 2
+    assert facts["turns"] and not facts["qk_first"] and not facts["intra"] and facts["prefetch"] == 1
+    plan = P.plan_from_schedule(sched, graph)
     assert plan == {k: fa_fwd_gluon.DEFAULT_CONFIG[k] for k in PLAN_KEYS}
+    assert not plan["PINGPONG"]  # the turn order is left to the hardware
+    assert P.plan_from_schedule(sched, graph, enforce_turns=True)["PINGPONG"]
     # Under Triton 3.6's rule (every wgmma in the last stage) twill proves a
     # larger minimum I for the same loop.
     held = P.solve(TWILL, pinned, regs)
