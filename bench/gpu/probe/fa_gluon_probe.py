@@ -1,5 +1,8 @@
 """Probe on the H100: twill's Hopper FA forward schedule lowered to Gluon
-(bench/kernels/fa_fwd_gluon.py), each choice of the plan on and off, next to
+(bench/kernels/fa_fwd_gluon.py), each choice of the plan on and off (the
+names of the first run, 2026-11-24 04:41 UTC, were those of the kernel's
+flags then: "twill plan (pingpong ...)" is the plan with the turns
+enforced), next to
 stock Triton's two best FA forward configurations of the bench grid and
 cuDNN, at N = 1k, 4k, 16k (Z=4, H=32, head dim 128, fp16, non-causal).
 
@@ -36,12 +39,12 @@ print("triton", triton.__version__, "torch", torch.__version__, torch.cuda.get_d
       time.strftime("%Y-%m-%d %H:%M:%S %Z"), flush=True)
 
 GLUON = {
-    "gluon twill plan (pingpong, PV+QK turn, 2 stages)": dict(),
-    "gluon no pingpong": dict(PINGPONG=False),
-    "gluon pingpong + intra-WG overlap": dict(QK_FIRST=True, INTRA=True),
-    "gluon intra-WG overlap, no pingpong": dict(QK_FIRST=True, INTRA=True, PINGPONG=False),
-    "gluon pingpong, 3 stages": dict(STAGES=3),
-    "gluon pingpong + intra, 3 stages": dict(QK_FIRST=True, INTRA=True, STAGES=3),
+    "gluon twill plan (turn order left to the hardware)": dict(),
+    "gluon twill plan, turns enforced": dict(PINGPONG=True),
+    "gluon FA3 intra-warpgroup order": dict(QK_FIRST=True, INTRA=True),
+    "gluon FA3 order, turns enforced": dict(PINGPONG=True, QK_FIRST=True, INTRA=True),
+    "gluon twill plan, 3 stages": dict(STAGES=3),
+    "gluon FA3 order, 3 stages": dict(QK_FIRST=True, INTRA=True, STAGES=3),
 }
 if args.smoke:
     # One launch on a small problem: a wrong barrier protocol hangs here, in
