@@ -31,6 +31,10 @@ import fa_fwd_gluon  # noqa: E402
 ap = argparse.ArgumentParser()
 ap.add_argument("--sizes", default="1024,4096,16384")
 ap.add_argument("--smoke", help="run one Gluon variant once on a small problem (used in a child process)")
+ap.add_argument("--rounds", type=int, default=0,
+                help="then time every correct variant again in this many interleaved rounds per size "
+                     "(do_bench median over --rep ms each, the variants' order rotated per round)")
+ap.add_argument("--rep", type=int, default=500, help="do_bench repetition time (ms) per variant and round")
 args = ap.parse_args()
 SIZES = [int(s) for s in args.sizes.split(",")]
 Z, H, D = 4, 32, 128
@@ -89,7 +93,9 @@ for name, (cx, nw, ns) in STOCK.items():
         print(f"compile failed: {name}: {str(e)[-300:]}", flush=True)
 
 table = {}
+rounds = {}  # (name, N) -> TFLOPS per round
 for N in SIZES:
+    fns = {}
     q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
     sm = 1 / math.sqrt(D)
     heads = ((0, 0), (Z - 1, H - 1))
@@ -128,6 +134,8 @@ for N in SIZES:
             ms = do_bench(fn, warmup=25, rep=100, return_mode="median")
             tf = flops / ms / 1e9
             table[(name, N)] = tf if ok else float("nan")
+            if ok:
+                fns[name] = fn
             print(f"N={N:6d} {name:52s} {ms:8.3f} ms {tf:7.1f} TFLOPS ok={ok} err={err:.2e} lse_err={lerr:.2e}",
                   flush=True)
         except Exception as e:
@@ -141,11 +149,37 @@ for N in SIZES:
             ms = do_bench(f, warmup=25, rep=100, return_mode="median")
             table[("cudnn", N)] = flops / ms / 1e9
             print(f"N={N:6d} {'cudnn (torch sdpa)':52s} {ms:8.3f} ms {flops / ms / 1e9:7.1f} TFLOPS", flush=True)
+
+            def cudnn():
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    F.scaled_dot_product_attention(q, k, v, scale=sm)
+
+            fns["cudnn"] = cudnn
     except Exception as e:
         print("cudnn failed", e)
+    # Interleaved rounds: every variant once per round, the order rotated,
+    # so that drift of the machine (clocks, temperature) spreads over all.
+    names = list(fns)
+    for r in range(args.rounds):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for name in order:
+            ms = do_bench(fns[name], warmup=25, rep=args.rep, return_mode="median")
+            rounds.setdefault((name, N), []).append(flops / ms / 1e9)
+        print(f"N={N:6d} round {r + 1}/{args.rounds} done", flush=True)
     del q, k, v, refs
     torch.cuda.empty_cache()
 
+if rounds:
+    import statistics
+
+    print(f"\nTFLOPS over {args.rounds} interleaved rounds (do_bench median over {args.rep} ms each): "
+          f"median [min, max] per size")
+    for name in list(kernels) + ["cudnn"]:
+        cells = []
+        for N in SIZES:
+            xs = rounds.get((name, N))
+            cells.append(f"{statistics.median(xs):6.1f} [{min(xs):6.1f}, {max(xs):6.1f}]" if xs else " " * 24)
+        print(f"{name:52s} " + " ".join(cells))
 print("\nTFLOPS (NaN: wrong result)")
 for name in list(kernels) + ["cudnn"]:
     print(f"{name:52s} " + " ".join(f"{table.get((name, N), float('nan')):7.1f}" for N in SIZES))
