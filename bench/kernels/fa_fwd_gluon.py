@@ -32,9 +32,9 @@ derives them from twill's JSON):
   issues its wgmmas, hands the turn on). The order is a consequence of the
   tensor core's capacity, not a dependence, and twill's plan leaves it to
   the hardware: the tensor core serializes the groups' wgmmas and the warp
-  schedulers interleave the groups as they become ready. Enforced, it
-  measured 570-637 TFLOPS at N = 16k over three H100 runs; left to the
-  hardware, 600-625 (BENCHMARKS.md, 2026-11-24).
+  schedulers interleave the groups as they become ready. Enforcing it buys
+  nothing measurable: 605.5 against 608.0 TFLOPS at N = 16k, medians of 7
+  interleaved rounds on the H100 (BENCHMARKS.md, 2026-11-24).
 * QK_FIRST: within a turn, QK^T of this iteration is issued before PV of
   the previous one. With INTRA the group then waits only for QK^T, runs the
   softmax while its own PV is still on the tensor core, and waits for PV

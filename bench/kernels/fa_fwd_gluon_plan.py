@@ -194,8 +194,8 @@ def plan_from_schedule(schedule: dict, graph: dict, enforce_turns: bool = False)
     interleave the groups as they become ready. By default it is left to the
     hardware; `enforce_turns` makes the groups hand the turn on through
     mbarriers (PINGPONG) where the schedule alternates them. Measured on the
-    H100 at N = 16k (BENCHMARKS.md, 2026-11-24): 570-637 TFLOPS with the
-    turns enforced (three runs), 600-625 without."""
+    H100 at N = 16k (BENCHMARKS.md, 2026-11-24, medians of 7 interleaved
+    rounds): 605.5 TFLOPS with the turns enforced, 608.0 without."""
     facts = describe(schedule, graph)
     return dict(PINGPONG=bool(enforce_turns and facts["turns"]), QK_FIRST=facts["qk_first"],
                 INTRA=facts["intra"], STAGES=facts["prefetch"] + 1)
