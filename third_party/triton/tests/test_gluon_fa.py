@@ -146,3 +146,14 @@ def test_recorded_plans_are_the_kernel_default():
         plan = json.loads(path.read_text())
         assert plan["plan"] == {k: fa_fwd_gluon.DEFAULT_CONFIG[k] for k in PLAN_KEYS}, path
         assert plan["schedule"]["ii"] < plan["triton36_rule"]["ii"], path
+
+
+def test_modular_overlap():
+    """Two executions overlap in the steady state if some iterations of them
+    intersect, at any offset of whole intervals (I = 16 here)."""
+    assert not P._overlap(0, 8, 8, 16, 16)  # back to back
+    assert P._overlap(0, 8, 14, 24, 16)  # [14, 24) wraps into [0, 8)
+    assert not P._overlap(30, 32, 0, 4, 16)  # [30, 32) is [14, 16)
+    assert not P._overlap(18, 20, 0, 2, 16)  # [18, 20) is [2, 4)
+    assert P._overlap(17, 18, 0, 2, 16)  # [17, 18) is [1, 2)
+    assert P._overlap(5, 6, 0, 40, 16)  # longer than I: overlaps everything
