@@ -69,7 +69,6 @@ else:
     _tma_store = tma.async_copy_shared_to_global
 
 SUB_M = 64  # rows of one sub-tile: one consumer group, one m64 wgmma
-CONSUMERS = 2
 
 
 @gluon.jit
