@@ -68,6 +68,9 @@ for ver in ${TWILL_TRITON_VERSIONS:-3.6.0 3.9.0}; do
   summary=$(grep -E "[0-9]+ (passed|failed|errors?)( |,|$)" "$log" | tail -1)
   passed=$(echo "$summary" | grep -oE "[0-9]+ passed" | awk '{ s += $1 } END { print s + 0 }')
   failed=$(echo "$summary" | grep -oE "[0-9]+ (failed|errors?)" | awk '{ s += $1 } END { print s + 0 }')
+  # Triton 3.9's bindings print a leak report at exit without a final
+  # newline: start the summary on a line of its own.
+  echo
   echo "pytest (triton $ver): ${passed:-0} passed, ${failed:-0} failed"
   if [ "$rc" -ne 0 ] || [ "${passed:-0}" -eq 0 ]; then status=1; fi
   rm -f "$log"
