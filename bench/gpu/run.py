@@ -377,7 +377,7 @@ def record_gluon():
     record = dict(plan=plan, schedule_facts=P.describe(sched, graph), triton=triton.__version__,
                   kernel_config=cx, options=opts, graph_warps=warps,
                   consumer_regs=regs, schedule=brief(sched), triton36_rule=brief(pinned),
-                  commands=[f"twill-opt input.mlir --twill-export-graph='dir=. arch=sm90'",
+                  commands=["twill-opt input.mlir --twill-export-graph='dir=. arch=sm90'",
                             f"twill solve graph.toml --groups 2 --reg-limit {regs} --u 30 --timeout 120 --json",
                             f"twill solve graph_triton36_rule.toml --groups 2 --reg-limit {regs} --u 30 "
                             f"--timeout 120 --json"])
@@ -590,6 +590,25 @@ def bench_all(out):
                 return err < 2e-2, err
 
             fns = {}
+
+            def measure(variant, make_fn, o, lse, note):
+                """One FA row: the launch function from `make_fn()`, outputs
+                poisoned, one launch checked (O and M), then timed; a
+                failure to build or launch is the row's note."""
+                try:
+                    fn = make_fn()
+                    o.fill_(float("nan"))
+                    lse.fill_(float("nan"))
+                    fn()
+                    torch.cuda.synchronize()
+                    ok, err = check(o, lse)
+                    ms = med(fn)
+                    fns[variant] = fn
+                except Exception as e:
+                    ok, err, ms = False, None, None
+                    note = f"launch failed: {str(e)[:120]}"
+                row(FA_ROWS[fa_kind], N, variant, ms, flops, ok, err, note)
+
             for (kind, variant), (kern, cx, note) in compiled.items():
                 if kind != fa_kind or skip(kind, variant, N):
                     continue
@@ -615,36 +634,14 @@ def bench_all(out):
                 def fn(kern=kern, grid=grid, lse=lse, dq=dq, dk=dk, dv=dv, do=do, consts=consts):
                     kern[grid](sm_scale, lse, Z, H, dq, dk, dv, do, N, *consts)
 
-                try:
-                    o.fill_(float("nan"))
-                    lse.fill_(float("nan"))
-                    fn()
-                    torch.cuda.synchronize()
-                    ok, err = check(o, lse)
-                    ms = med(fn)
-                    fns[variant] = fn
-                except Exception as e:
-                    ok, err, ms = False, None, None
-                    note = f"launch failed: {str(e)[:120]}"
-                row(FA_ROWS[fa_kind], N, variant, ms, flops, ok, err, note or "")
+                measure(variant, lambda fn=fn: fn, o, lse, note or "")
             if fa_kind == "fa":
                 for variant, (gk, gcfg) in gluon_kernels.items():
                     o = torch.empty_like(q)
                     lse = torch.empty(Z * H * N, device="cuda", dtype=torch.float32)
                     note = "plan " + " ".join(f"{k}={gcfg[k]}" for k in ("PINGPONG", "QK_FIRST", "INTRA", "STAGES"))
-                    try:
-                        fn = fa_fwd_gluon.launcher(gk, q, k, v, o, lse, sm_scale, **gcfg)
-                        o.fill_(float("nan"))
-                        lse.fill_(float("nan"))
-                        fn()
-                        torch.cuda.synchronize()
-                        ok, err = check(o, lse)
-                        ms = med(fn)
-                        fns[variant] = fn
-                    except Exception as e:
-                        ok, err, ms = False, None, None
-                        note = f"launch failed: {str(e)[:120]}"
-                    row(FA_ROWS[fa_kind], N, variant, ms, flops, ok, err, note)
+                    measure(variant, lambda gk=gk, gcfg=gcfg, o=o, lse=lse:
+                            fa_fwd_gluon.launcher(gk, q, k, v, o, lse, sm_scale, **gcfg), o, lse, note)
             paired(FA_ROWS[fa_kind], N, fns)
             if fa_kind == "fa":
                 paired(FA_ROWS[fa_kind], N, fns, ours_prefix=GLUON_ROW, key="paired_gluon")
