@@ -38,8 +38,13 @@
 //! 8. **concurrency**: an op v is *blocking* if an incoming edge is marked
 //!    blocking or comes from another group (cross-warp data is handed over
 //!    through shared memory behind a barrier wait). When a blocking v issues,
-//!    no other op o of the same group is executing: for every instance,
-//!    the issue cycle of v is not in [M(o) + kI, M(o) + kI + cycles(o)).
+//!    no other op o of the same group that needs its warp is executing: for
+//!    every instance, the issue cycle of v is not in
+//!    [M(o) + kI, M(o) + kI + cycles(o)). An op needs its warp unless every
+//!    unit its reservation table occupies is asynchronous (and it occupies
+//!    one): a wgmma or a TMA copy is one instruction, and the unit finishes
+//!    it while the warp waits; an exponential tile is many instructions that
+//!    a waiting warp stops issuing (the paper's Figure 2).
 //! 9. **last stage**: an op marked `last_stage` issues in the last stage,
 //!    floor(M(v)/I) = max over all ops w of floor(M(w)/I) (Triton before 3.9
 //!    pipelines Hopper wgmma only there).
@@ -536,11 +541,32 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
             .filter(|k| start[v] + k * ii <= t && t < end + k * ii)
             .count() as u32
     };
-    let executing = |o: usize, t: i64| -> bool {
-        (0..=t / ii + 1).any(|k| {
-            let issue = start[o] + k * ii;
-            issue <= t && t < issue + p.ops[o].cycles as i64
+    // Ops that run on asynchronous units only, read off the reservation
+    // tables and the problem's unit flags (not `ProblemOp::asynchronous`,
+    // which the encodings use).
+    let detached: Vec<bool> = p
+        .ops
+        .iter()
+        .map(|op| {
+            let used: Vec<usize> = (0..p.units.len())
+                .filter(|&f| {
+                    op.rrt
+                        .iter()
+                        .any(|row| row.get(f).copied().unwrap_or(0) > 0)
+                })
+                .collect();
+            !used.is_empty()
+                && used
+                    .iter()
+                    .all(|&f| p.asynchronous.get(f).copied().unwrap_or(false))
         })
+        .collect();
+    let executing = |o: usize, t: i64| -> bool {
+        !detached[o]
+            && (0..=t / ii + 1).any(|k| {
+                let issue = start[o] + k * ii;
+                issue <= t && t < issue + p.ops[o].cycles as i64
+            })
     };
     for t in window..window + ii {
         let residue = (t - window) as u32;

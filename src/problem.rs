@@ -30,6 +30,10 @@ pub struct ProblemOp {
     /// Must be in the last stage (see [`crate::graph::Op::last_stage`]).
     pub last_stage: bool,
     pub spill_cost: u32,
+    /// Every unit the op occupies is asynchronous (and it occupies one):
+    /// its warp issues it and goes on, so it does not count as executing
+    /// for blocking concurrency (rule 8).
+    pub asynchronous: bool,
     /// For streaming ops: the raw cycles (with latency) before the latency
     /// was dropped (section 5.3); 0 otherwise.
     pub stream_cycles: u64,
@@ -52,6 +56,9 @@ pub struct ProblemEdge {
 pub struct Problem {
     pub units: Vec<String>,
     pub capacity: Vec<u32>,
+    /// Whether each unit is asynchronous (parallel to `units`; see
+    /// [`crate::machine::Unit::asynchronous`]).
+    pub asynchronous: Vec<bool>,
     /// Memory kinds and capacities (from the machine).
     pub memories: Vec<(String, u64)>,
     pub ops: Vec<ProblemOp>,
@@ -148,6 +155,7 @@ impl Problem {
     ) -> Result<(Problem, Normalization), LoadError> {
         let units: Vec<String> = machine.units.iter().map(|u| u.name.clone()).collect();
         let capacity: Vec<u32> = machine.units.iter().map(|u| u.capacity).collect();
+        let asynchronous: Vec<bool> = machine.units.iter().map(|u| u.asynchronous).collect();
         let memories: Vec<(String, u64)> = machine
             .memories
             .iter()
@@ -257,6 +265,10 @@ impl Problem {
             let cycles =
                 u32::try_from(rrt.len()).map_err(|_| too_big(rrt.len() as u64, "cycles"))?;
             let spill = norm.map(op.spill_cost);
+            let used: Vec<usize> = (0..units.len())
+                .filter(|&f| rrt.iter().any(|row| row[f] > 0))
+                .collect();
+            let op_async = !used.is_empty() && used.iter().all(|&f| asynchronous[f]);
             ops.push(ProblemOp {
                 name: op.name.clone(),
                 cycles,
@@ -271,6 +283,7 @@ impl Problem {
                 warp_group: op.warp_group,
                 last_stage: op.last_stage,
                 spill_cost: u32::try_from(spill).map_err(|_| too_big(spill, "spill_cost"))?,
+                asynchronous: op_async,
                 stream_cycles,
             });
         }
@@ -318,6 +331,7 @@ impl Problem {
             Problem {
                 units,
                 capacity,
+                asynchronous,
                 memories,
                 ops,
                 edges,

@@ -164,8 +164,9 @@ fn graph_strategy() -> impl Strategy<Value = Graph> {
         })
 }
 
-fn build(g: &Graph) -> Problem {
-    let m = Machine::parse("test.toml", &common::machine_toml(1, 1)).expect("test machine");
+fn build(g: &Graph, tc_async: bool) -> Problem {
+    let m = Machine::parse("test.toml", &common::machine_toml_async(1, 1, tc_async))
+        .expect("test machine");
     Problem::build(g, &m, BuildOptions::default())
         .expect("valid")
         .0
@@ -175,8 +176,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
-    fn joint_encodings_agree_with_brute_force(g in graph_strategy(), groups in 1u32..=2) {
-        let p = build(&g);
+    fn joint_encodings_agree_with_brute_force(g in graph_strategy(), groups in 1u32..=2, tc_async in prop::bool::ANY) {
+        let p = build(&g, tc_async);
         let warps = WarpConfig { groups, reg_limit: 255, cross_warp: true };
         let run = |encoding| joint::solve(&p, JointOptions { encoding, warps, timeout: 60.0, seed: 0, threads: 1 });
         let expected = common::joint_brute_force(&p, groups, 255, 12);

@@ -10,8 +10,13 @@ use twill::problem::{BuildOptions, Problem, Schedule};
 use twill::Machine;
 
 fn problem(text: &str) -> Problem {
+    problem_on(text, false)
+}
+
+/// `problem` on the test machine with an asynchronous tensor-core unit or not.
+fn problem_on(text: &str, tc_async: bool) -> Problem {
     let g = load::parse("rules.toml", text).unwrap();
-    let m = Machine::parse("test.toml", &common::machine_toml(1, 1)).unwrap();
+    let m = Machine::parse("test.toml", &common::machine_toml_async(1, 1, tc_async)).unwrap();
     Problem::build(&g, &m, BuildOptions::default()).unwrap().0
 }
 
@@ -163,6 +168,63 @@ blocking = true
     // Without the blocking flag one group suffices at I = 4.
     let p = problem(&text.replace("blocking = true", ""));
     assert_eq!(both(&p, 1).unwrap().schedule.schedule.ii, 4);
+}
+
+#[test]
+fn blocking_wait_runs_under_an_asynchronous_unit() {
+    // The graph above on a machine whose tensor cores are asynchronous (a
+    // wgmma is one instruction; the unit finishes it while the warp waits):
+    // B's wait no longer interrupts C, and one group reaches I = 4.
+    let text = r#"
+[[op]]
+name = "C"
+cycles = 4
+uses = { TC = 1 }
+[[op]]
+name = "A"
+cycles = 1
+uses = { SFU = 1 }
+[[op]]
+name = "B"
+cycles = 1
+uses = { SFU = 1 }
+[[edge]]
+from = "A"
+to = "B"
+blocking = true
+"#;
+    let p = problem_on(text, true);
+    assert!(p.ops[0].asynchronous && !p.ops[1].asynchronous);
+    let one = both(&p, 1).unwrap();
+    assert_eq!(one.schedule.schedule.ii, 4);
+    // B issues while C executes, in C's group: allowed on this machine, a
+    // rule-8 violation where the tensor cores are synchronous.
+    let (m, g) = (&one.schedule.schedule.start, &one.schedule.group);
+    let ii = one.schedule.schedule.ii;
+    assert_eq!(g[0], g[2]);
+    assert!((m[2] + ii - m[0] % ii) % ii < 4, "B issues under C: {m:?}");
+    let sync = problem_on(text, false);
+    let warps = WarpConfig {
+        groups: 1,
+        reg_limit: 255,
+        cross_warp: true,
+    };
+    let v = check_joint(&sync, &one.schedule, &warps);
+    assert!(
+        v.iter().any(|x| matches!(x, Violation::Concurrency { blocked, other, .. } if blocked == "B" && other == "C")),
+        "{v:?}"
+    );
+    // A synchronous op of the same group still may not execute under B's
+    // wait: with C on the SFU (synchronous) one group needs I = 6 (C, A, B
+    // share the SFU) and B never issues while C runs.
+    let on_sfu = problem_on(
+        &text.replacen("uses = { TC = 1 }", "uses = { SFU = 1 }", 1),
+        true,
+    );
+    assert!(!on_sfu.ops[0].asynchronous);
+    let r = both(&on_sfu, 1).unwrap();
+    assert_eq!(r.schedule.schedule.ii, 6);
+    assert!(check_joint(&on_sfu, &r.schedule, &warps).is_empty());
 }
 
 #[test]

@@ -17,7 +17,7 @@
 //!   (k(u) + d - k(x)) - [r(v) < r(x)] + [r(v) < r(u)]; register and memory
 //!   limits are checked at every lifetime start (where the sum can grow);
 //! * concurrency: (r(v) - r(o)) mod I >= cycles(o) when v blocks and o shares
-//!   its group;
+//!   its group and needs its warp (not `ProblemOp::asynchronous`);
 //! * symmetry breaking between the interchangeable compute groups;
 //! * the length L is a variable bounded by assumptions, so one solver per I
 //!   answers every L query incrementally.
@@ -292,7 +292,11 @@ impl<'p> IntEncoding<'p> {
             let blocking = Bool::or(&why);
             for o in 0..n {
                 let cyc = p.ops[o].cycles as i64;
-                if o == v || cyc == 0 || p.ops[o].variable_latency != p.ops[v].variable_latency {
+                if o == v
+                    || cyc == 0
+                    || p.ops[o].asynchronous
+                    || p.ops[o].variable_latency != p.ops[v].variable_latency
+                {
                     continue;
                 }
                 let same = g[o].eq(&g[v]);

@@ -17,6 +17,10 @@
 //! the producer live before it issues (DeadProp-1 requires ¬op[v, i, t]).
 //! Blocking synchronization is required by blocking edges and by every edge
 //! that crosses warp groups (the constraint the paper elides, section 4.3).
+//! The ops it excludes are those that need their warp: an op on asynchronous
+//! units only (`ProblemOp::asynchronous`) runs on while its warp waits, which
+//! is the paper's own reason for the constraint (Figure 2) applied to units
+//! it does not distinguish.
 
 // Encodings index ops, copies and cycles together; index loops read best.
 #![allow(clippy::needless_range_loop)]
@@ -283,7 +287,7 @@ impl JointEncoding for PaperEncoding<'_> {
                     if issue.as_bool() == Some(false) {
                         continue;
                     }
-                    for o in (0..n).filter(|&o| o != v) {
+                    for o in (0..n).filter(|&o| o != v && !p.ops[o].asynchronous) {
                         let cyc = p.ops[o].cycles as i64;
                         for &w in &groups {
                             let mut busy: Vec<Bool> = Vec::new();

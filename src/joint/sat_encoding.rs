@@ -13,7 +13,7 @@
 //! * the warp group is one-hot G[v][w], with value-precedence symmetry
 //!   breaking between the interchangeable compute groups;
 //! * concurrency forbids R[v][r] and "o executes at residue r" in one group when
-//!   v blocks;
+//!   v blocks and o needs its warp (not `ProblemOp::asynchronous`);
 //! * liveness: instance m periods back of x is live at steady-state residue r
 //!   iff M(x) <= a < E(x) for a = r + m*I, i.e. not B[x][a+1] and
 //!   OR over users u of B[u][a+1-delta_u*I]; register and memory limits are
@@ -379,6 +379,7 @@ impl<'p> SatEncoding<'p> {
             for o in 0..n {
                 if o == v
                     || p.ops[o].cycles == 0
+                    || p.ops[o].asynchronous
                     || p.ops[o].variable_latency != p.ops[v].variable_latency
                 {
                     continue;

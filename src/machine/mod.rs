@@ -22,6 +22,12 @@ pub struct Unit {
     pub name: String,
     pub capacity: u32,
     pub description: String,
+    /// Whether the unit runs an op without its warp: the warp issues one
+    /// instruction (wgmma, a TMA copy, tcgen05.mma) and goes on while the
+    /// unit works, until it waits for the result. Such an op is not
+    /// interrupted when its warp blocks, so blocking concurrency (rule 8 of
+    /// the checker) does not count it as executing.
+    pub asynchronous: bool,
 }
 
 /// One kind of on-chip memory and its capacity per SM.
@@ -252,6 +258,8 @@ struct RawUnit {
     capacity: Spanned<i64>,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    asynchronous: bool,
 }
 
 #[derive(Deserialize)]
@@ -360,6 +368,7 @@ impl Machine {
                 name: uname.clone(),
                 capacity: small(&map, &u.capacity, format!("units.{uname}.capacity"))?,
                 description: u.description.clone(),
+                asynchronous: u.asynchronous,
             });
         }
         if units.is_empty() {

@@ -137,10 +137,16 @@ fn dfs(
 
 /// A two-unit machine description for generated problems.
 pub fn machine_toml(tc: u32, sfu: u32) -> String {
+    machine_toml_async(tc, sfu, false)
+}
+
+/// `machine_toml` with the tensor-core unit asynchronous or not (an op on
+/// it then does not count for blocking concurrency).
+pub fn machine_toml_async(tc: u32, sfu: u32, tc_async: bool) -> String {
     format!(
         "name = 'test'\nvendor = 'test'\narch = 'test'\ndescription = 'generated'\n\
          clock_mhz = 1000\nsms = 1\n\
-         [units.TC]\ncapacity = {tc}\n[units.SFU]\ncapacity = {sfu}\n\
+         [units.TC]\ncapacity = {tc}\nasynchronous = {tc_async}\n[units.SFU]\ncapacity = {sfu}\n\
          [memory.smem]\ncapacity = 1000\nunit = 'bytes'\n\
          [warps]\nthreads_per_warp = 32\nwarp_group_size = 4\nmax_warps_per_cta = 32\n\
          max_regs_per_thread = 255\nregister_file = 65536\n"
@@ -204,6 +210,23 @@ pub fn valid_joint(
             .map(|e| issue(e.to, k + e.distance as i64))
             .max()
     };
+    // An op needs its warp (rule 8) unless it occupies some unit and only
+    // asynchronous ones.
+    let needs_warp = |o: usize| -> bool {
+        let rows = &p.ops[o].rrt;
+        let mut any = false;
+        for row in rows {
+            for (f, &n) in row.iter().enumerate() {
+                if n > 0 {
+                    any = true;
+                    if !p.asynchronous[f] {
+                        return true;
+                    }
+                }
+            }
+        }
+        !any
+    };
     let mid = (iters / 2) * ii;
     for t in mid..mid + ii {
         let mut regs = std::collections::HashMap::<u32, u64>::new();
@@ -234,7 +257,7 @@ pub fn valid_joint(
             if !blocks || (t - start[v] as i64).rem_euclid(ii) != 0 {
                 continue;
             }
-            for o in (0..n).filter(|&o| o != v && group[o] == group[v]) {
+            for o in (0..n).filter(|&o| o != v && group[o] == group[v] && needs_warp(o)) {
                 for k in 0..iters {
                     let s = issue(o, k);
                     if s <= t && t < s + p.ops[o].cycles as i64 {
