@@ -276,6 +276,43 @@ def model_problem(kind, size, cand):
     return [size / cx["BLOCK_K"]], (size // cx["BLOCK_M"]) * (size // cx["BLOCK_N"])
 
 
+def _mean_distinct(running, total, key, samples=64):
+    """Mean number of distinct key(pid) over windows of `running`
+    consecutive program ids (the CTAs resident at once in the steady state:
+    the hardware dispatches CTAs in launch order), sampled at `samples`
+    window positions."""
+    running = max(1, min(running, total))
+    starts = sorted({(total - running) * i // max(1, samples - 1) for i in range(samples)})
+    return sum(len({key(p) for p in range(s0, s0 + running)}) for s0 in starts) / len(starts)
+
+
+def panel_bytes(kind, size, cand, running):
+    """Bytes of the operand panels that `running` concurrently running CTAs
+    of `kind` at `size` share (twill_triton.configure's L2 check): a GEMM's
+    A row panels and B column panels of the running tiles (GROUP_M order,
+    K = size), an attention kernel's K and V (forward) or Q, dO, K and V
+    (backward) of the heads the running CTAs cover (x = the query or key
+    block, fastest in launch order)."""
+    cx = cand["cx"]
+    if kind == "gemm":
+        bm, bn, gm = cx["BLOCK_M"], cx["BLOCK_N"], cx["GROUP_M"]
+        tm, tn = size // bm, size // bn
+
+        def tile(pid):
+            first = (pid // (gm * tn)) * gm
+            rows = min(tm - first, gm)
+            return first + (pid % (gm * tn)) % rows, (pid % (gm * tn)) // rows
+
+        rows = _mean_distinct(running, tm * tn, lambda p: tile(p)[0])
+        cols = _mean_distinct(running, tm * tn, lambda p: tile(p)[1])
+        return int((rows * bm + cols * bn) * size * 2)
+    d = cx.get("HEAD_DIM", FA_SHAPE["D"])
+    per_head = size // (cx["BLOCK_N1"] if kind.startswith("bwd") else cx["BLOCK_M"])
+    heads = _mean_distinct(running, per_head * FA_SHAPE["Z"] * FA_SHAPE["H"], lambda p: p // per_head)
+    tensors = 4 if kind.startswith("bwd") else 2
+    return int(heads * tensors * size * d * 2)
+
+
 def kind_sizes(kind):
     return GEMM_SIZES if kind == "gemm" else FA_SIZES
 
@@ -309,7 +346,8 @@ def record_choice():
         compiled = configure.compile_candidates(choice_candidates(kind), compile_with_twill)
         for size in kind_sizes(kind):
             ranking = configure.rank(compiled, lambda c: model_problem(kind, size, c)[0],
-                                     lambda c: model_problem(kind, size, c)[1])
+                                     lambda c: model_problem(kind, size, c)[1],
+                                     panels=lambda c, running: panel_bytes(kind, size, c, running))
             best = ranking[0]
             if not best.scheduled or math.isinf(best.time):
                 print(f"{kind} {size}: no candidate has a modeled time ({best.reason}); no choice", flush=True)

@@ -65,6 +65,9 @@ pub struct Occupancy {
     pub reg_granularity: u32,
     pub max_warps_per_sm: u32,
     pub max_ctas_per_sm: u32,
+    /// L2 cache bytes, when the description gives them: the configuration
+    /// model checks that the operand panels the running CTAs share fit.
+    pub l2_bytes: Option<u64>,
 }
 
 /// How a rule measures an op's work from its tile shape.
@@ -222,6 +225,8 @@ struct RawOccupancy {
     reg_granularity: Spanned<i64>,
     max_warps_per_sm: Spanned<i64>,
     max_ctas_per_sm: Spanned<i64>,
+    #[serde(default)]
+    l2_bytes: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -550,6 +555,10 @@ impl Machine {
                 reg_granularity: small(&map, &o.reg_granularity, "occupancy.reg_granularity")?,
                 max_warps_per_sm: small(&map, &o.max_warps_per_sm, "occupancy.max_warps_per_sm")?,
                 max_ctas_per_sm: small(&map, &o.max_ctas_per_sm, "occupancy.max_ctas_per_sm")?,
+                l2_bytes: match &o.l2_bytes {
+                    None => None,
+                    Some(v) => Some(positive(&map, v, "occupancy.l2_bytes", false)?),
+                },
             }),
         };
         Ok(Machine {

@@ -168,6 +168,53 @@ def test_near_ties_go_to_more_ctas_per_sm():
     assert [r.candidate["label"] for r in configure.ordered(cands)][0] == "alone"
 
 
+def test_panels_beyond_the_l2_rank_after_those_that_fit():
+    # The 8k GEMM of the H100 probe (NOTES.md): 2 CTAs per SM model ahead,
+    # but their running tiles share panels beyond the L2; 1 CTA per SM
+    # exceeds it less and wins. When every candidate fits, the panels do
+    # not matter (near ties still go to more CTAs per SM).
+    occ = configure.machine_occupancy("h100")
+    assert occ.l2_bytes == 50 * 2**20
+    S = configure.Scored
+    cands = [S(candidate=dict(label="two per SM"), scheduled=True, ctas_per_sm=2, time=96.0, l2_excess=0.74),
+             S(candidate=dict(label="one per SM"), scheduled=True, ctas_per_sm=1, time=100.0, l2_excess=0.09),
+             S(candidate=dict(label="one per SM, slower"), scheduled=True, ctas_per_sm=1, time=120.0,
+               l2_excess=0.09),
+             S(candidate=dict(label="spills, fits"), scheduled=True, ctas_per_sm=1, spill_bytes=96, time=50.0)]
+    assert [r.candidate["label"] for r in configure.ordered(cands)] == [
+        "one per SM", "one per SM, slower", "two per SM", "spills, fits"]
+    for c in cands:
+        c.l2_excess = 0.0
+    assert [r.candidate["label"] for r in configure.ordered(cands)][:2] == ["two per SM", "one per SM"]
+
+
+def test_scored_panels_come_from_the_callers_footprint(monkeypatch):
+    # score() asks for the panels of the CTAs that run at once (the grid,
+    # or SMs x CTAs per SM when the grid is larger) and compares with the L2.
+    occ = configure.machine_occupancy("h100")
+    asked = []
+
+    def panels(cand, running):
+        asked.append(running)
+        return 2 * occ.l2_bytes if running > occ.sms else occ.l2_bytes // 2
+
+    class K:
+        metadata = type("M", (), dict(shared=96 * 1024, num_warps=4))
+        asm = {"cubin": b""}
+
+    class D:
+        scheduled = True
+        reason = ""
+        remarks = [REMARK]
+
+    monkeypatch.setattr(configure, "cubin_resources", lambda cubin: (128, 0))
+    big = configure.score(dict(label="x"), K, D, [64], 4096, occ, panels)
+    small = configure.score(dict(label="x"), K, D, [64], 100, occ, panels)
+    assert asked == [2 * occ.sms, 100]
+    assert big.ctas_per_sm == 2 and big.l2_excess == 1.0 and big.panel_bytes == 2 * occ.l2_bytes
+    assert small.l2_excess == 0.0 and "panels 25 MB" in small.summary()
+
+
 def test_grid_cycles_count_full_waves_and_the_tail():
     # 264 CTAs, 132 SMs, 2 per SM: one full wave of max(T, 2S).
     assert configure.grid_cycles(264, 132, 2, 100.0, 80.0) == 160.0

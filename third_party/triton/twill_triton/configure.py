@@ -33,6 +33,17 @@ target) and ranks them by modeled time:
 * c CTAs share an SM for max(T, c * S) cycles; the grid takes
   floor(grid / (SMs * c)) such waves and a last partial one.
 
+* the operand panels the running CTAs share (given per problem by the
+  caller: the A and B panels a GEMM's concurrently running tiles read, the
+  K and V of the heads an attention kernel's running CTAs cover) must fit
+  in the L2 (the machine's `l2_bytes`): co-resident CTAs drift out of phase
+  (measured on the H100: 2 CTAs per SM from the second wave on), and then
+  only what the L2 holds is reused; the 8k GEMM at 2 CTAs per SM, whose
+  running tiles share 90 MB of panels, ran 1.23x slower per CTA after the
+  first wave, at 1 CTA per SM (54 MB) 1.006x. A candidate whose panels
+  exceed the L2 ranks after those whose panels fit, and among such the
+  smaller excess first.
+
 The candidate with the smallest modeled time wins; within MODEL_TOLERANCE
 of it, the one with more CTAs per SM (then: the earlier candidate). Every number is returned, so a benchmark can show the model's
 ranking next to measured times.
@@ -97,6 +108,8 @@ class Occupancy:
     max_warps_per_sm: int
     max_ctas_per_sm: int
     threads_per_warp: int
+    # L2 bytes (None: the description does not give them; nothing is checked).
+    l2_bytes: Optional[int] = None
 
     def ctas(self, shared: int, regs_per_thread: int, num_warps: int) -> int:
         """CTAs of one kernel that fit on one SM at once (0: none)."""
@@ -125,7 +138,8 @@ def machine_occupancy(machine: str = "h100", machines_dir: Optional[Path] = None
                      smem_reserved_per_cta=o["smem_reserved_per_cta"],
                      max_smem_per_cta=m["memory"]["smem"]["capacity"], regs_per_sm=m["memory"]["regs"]["capacity"],
                      reg_granularity=o["reg_granularity"], max_warps_per_sm=o["max_warps_per_sm"],
-                     max_ctas_per_sm=o["max_ctas_per_sm"], threads_per_warp=m["warps"]["threads_per_warp"])
+                     max_ctas_per_sm=o["max_ctas_per_sm"], threads_per_warp=m["warps"]["threads_per_warp"],
+                     l2_bytes=o.get("l2_bytes"))
 
 
 def cubin_resources(cubin: bytes):
@@ -236,6 +250,10 @@ class Scored:
     cta_cycles: float = 0.0
     unit_cycles: float = 0.0
     time: float = math.inf
+    # Operand panels the running CTAs share, bytes (0: not given), and how
+    # far they exceed the L2: panels / l2_bytes - 1, 0 when they fit.
+    panel_bytes: int = 0
+    l2_excess: float = 0.0
 
     def summary(self) -> str:
         if not self.scheduled:
@@ -243,12 +261,18 @@ class Scored:
         spills = f", {self.spill_bytes} B spilled" if self.spill_bytes else ""
         skipped = sum(1 for lp in self.loops if not lp.scheduled)
         spills += f", {skipped} loop(s) Triton's, bounded" if skipped else ""
+        if self.panel_bytes:
+            spills += f", panels {self.panel_bytes / 2**20:.0f} MB" + (
+                f" ({self.l2_excess:+.0%} over the L2)" if self.l2_excess > 0 else "")
         return (f"{self.ctas_per_sm} CTA/SM (smem {self.shared // 1024} KB, {self.regs} regs{spills}), "
                 f"CTA {self.cta_cycles:.0f} cycles, units {self.unit_cycles:.0f}, model {self.time:.3g} cycles")
 
 
-def score(candidate: dict, kernel, decision, iterations: Sequence[float], grid: int, occ: Occupancy) -> Scored:
-    """Modeled time of one compiled candidate (see the module doc)."""
+def score(candidate: dict, kernel, decision, iterations: Sequence[float], grid: int, occ: Occupancy,
+          panels: Optional[Callable[[dict, int], int]] = None) -> Scored:
+    """Modeled time of one compiled candidate (see the module doc);
+    `panels(candidate, running CTAs)` gives the operand bytes the running
+    CTAs share."""
     s = Scored(candidate=candidate, scheduled=bool(decision.scheduled), reason=decision.reason)
     loops = loops_of(decision.remarks)
     runs = phases(loops)
@@ -272,6 +296,10 @@ def score(candidate: dict, kernel, decision, iterations: Sequence[float], grid: 
         s.cta_cycles += max(alone, units)
         s.unit_cycles += units
     s.time = grid_cycles(grid, occ.sms, s.ctas_per_sm, s.cta_cycles, s.unit_cycles)
+    if panels is not None:
+        s.panel_bytes = int(panels(candidate, min(grid, occ.sms * s.ctas_per_sm)))
+        if occ.l2_bytes:
+            s.l2_excess = max(0.0, s.panel_bytes / occ.l2_bytes - 1.0)
     return s
 
 
@@ -324,45 +352,53 @@ def compile_candidates(candidates: Sequence[dict], compile_with_twill: Callable)
     return out
 
 
-def rank(compiled: Sequence[Compiled], iterations: Callable, grid: Callable, machine: str = "h100") -> List[Scored]:
+def rank(compiled: Sequence[Compiled], iterations: Callable, grid: Callable, machine: str = "h100",
+         panels: Optional[Callable[[dict, int], int]] = None) -> List[Scored]:
     """Ranks compiled candidates, best first, by modeled time for one
     problem: `iterations(candidate)` gives the iteration count of each
     scheduled loop of one CTA (program order), `grid(candidate)` the CTAs
-    launched. Candidates twill did not schedule, that failed to compile or
-    that do not fit on an SM rank last, with the reason."""
+    launched, `panels(candidate, running)` (optional) the operand bytes that
+    `running` concurrently running CTAs share. Candidates twill did not
+    schedule, that failed to compile or that do not fit on an SM rank last,
+    with the reason."""
     occ = machine_occupancy(machine)
     scored = []
     for c in compiled:
         if c.kernel is None:
             scored.append(Scored(candidate=c.candidate, scheduled=False, reason=c.error))
         else:
-            scored.append(score(c.candidate, c.kernel, c.decision, iterations(c.candidate), grid(c.candidate), occ))
+            scored.append(score(c.candidate, c.kernel, c.decision, iterations(c.candidate), grid(c.candidate), occ,
+                                panels))
     return ordered(scored)
 
 
 def ordered(scored: Sequence[Scored]) -> List[Scored]:
     """Best first: candidates with a modeled time before those without (not
     scheduled, not compiled, not fitting on an SM); among them, kernels that
-    spill more than SPILL_TOLERANCE last; then by modeled time, except that
-    among the candidates within MODEL_TOLERANCE of the best (of those that do
-    not spill), more CTAs per SM come first; ties keep the candidates'
-    order."""
+    spill more than SPILL_TOLERANCE last; then those whose running CTAs'
+    panels exceed the L2, the smaller excess first; then by modeled time,
+    except that among the candidates within MODEL_TOLERANCE of the best (of
+    those that do not spill, at the smallest L2 excess), more CTAs per SM
+    come first; ties keep the candidates' order."""
     def usable(s):
         return s.scheduled and not math.isinf(s.time)
 
-    clean = [s.time for s in scored if usable(s) and s.spill_bytes <= SPILL_TOLERANCE]
-    best = min(clean) if clean else math.inf
+    clean = [s for s in scored if usable(s) and s.spill_bytes <= SPILL_TOLERANCE]
+    least = min((s.l2_excess for s in clean), default=0.0)
+    best = min((s.time for s in clean if s.l2_excess == least), default=math.inf)
 
     def key(i):
         s = scored[i]
-        near = usable(s) and s.spill_bytes <= SPILL_TOLERANCE and s.time <= best * (1 + MODEL_TOLERANCE)
-        return (not usable(s), s.spill_bytes > SPILL_TOLERANCE, not near, -s.ctas_per_sm if near else 0, s.time, i)
+        near = (usable(s) and s.spill_bytes <= SPILL_TOLERANCE and s.l2_excess == least
+                and s.time <= best * (1 + MODEL_TOLERANCE))
+        return (not usable(s), s.spill_bytes > SPILL_TOLERANCE, s.l2_excess, not near,
+                -s.ctas_per_sm if near else 0, s.time, i)
 
     return [scored[i] for i in sorted(range(len(scored)), key=key)]
 
 
 def choose(candidates: Sequence[dict], compile_with_twill: Callable, iterations: Callable, grid: Callable,
-           machine: str = "h100") -> List[Scored]:
+           machine: str = "h100", panels: Optional[Callable[[dict, int], int]] = None) -> List[Scored]:
     """`rank(compile_candidates(...))`: every candidate compiled with twill
     and ranked by modeled time, best first."""
-    return rank(compile_candidates(candidates, compile_with_twill), iterations, grid, machine)
+    return rank(compile_candidates(candidates, compile_with_twill), iterations, grid, machine, panels)
