@@ -480,12 +480,23 @@ def bench_all(out):
     def med(fn):
         return do_bench(fn, warmup=25, rep=100, return_mode="median")
 
-    def paired(kernel, size, fns, rounds=3, ours_prefix="twill choice", key="paired"):
+    # Paired timing: rounds of alternating medians, each median over at least
+    # PAIRED_CALLS calls. With do_bench's 100 ms a 16k attention call (20-35
+    # ms) gave a median of 3-5 samples, and the SM clock dips now and then:
+    # run 19 measured one kernel at 21.2-22.6 ms within one paired row
+    # (fa_fwd_hd64 16k, a 0.959 "ratio" between configurations the first pass
+    # had within 0.5%).
+    PAIRED_ROUNDS, PAIRED_CALLS = 5, 20
+
+    def med_calls(fn, ms):
+        return do_bench(fn, warmup=25, rep=max(100, int(PAIRED_CALLS * ms) + 1), return_mode="median")
+
+    def paired(kernel, size, fns, rounds=PAIRED_ROUNDS, ours_prefix="twill choice", key="paired"):
         """The best stock configuration and one of twill's rows (by default
-        the model's choice) timed alternately (rounds x each), right after
-        all variants of this kernel and size: the first-pass rows of the two
-        are up to a minute apart, and a kernel timed twice drifts by a few
-        percent over that time."""
+        the model's choice) timed alternately (rounds x each, medians of at
+        least PAIRED_CALLS calls), right after all variants of this kernel
+        and size: the first-pass rows of the two are up to a minute apart,
+        and a kernel timed twice drifts by a few percent over that time."""
         rows = [r for r in results["rows"] if r["kernel"] == kernel and r["size"] == size and r["correct"]
                 and r["ms"] and r["variant"] in fns]
         stock = min((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["ms"], default=None)
@@ -495,8 +506,8 @@ def bench_all(out):
         ts, tt = [], []
         try:
             for _ in range(rounds):
-                ts.append(med(fns[stock["variant"]]))
-                tt.append(med(fns[ours["variant"]]))
+                ts.append(med_calls(fns[stock["variant"]], stock["ms"]))
+                tt.append(med_calls(fns[ours["variant"]], ours["ms"]))
         except Exception as e:  # a failure here must not lose the run
             print(f"paired {kernel} {size} failed: {type(e).__name__}: {e}", flush=True)
             return
