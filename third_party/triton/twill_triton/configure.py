@@ -39,7 +39,7 @@ target) and ranks them by modeled time:
   in the L2 (the machine's `l2_bytes`): co-resident CTAs drift out of phase
   (measured on the H100: 2 CTAs per SM from the second wave on), and then
   only what the L2 holds is reused; the 8k GEMM at 2 CTAs per SM, whose
-  running tiles share 90 MB of panels, ran 1.23x slower per CTA after the
+  running tiles share 91 MB of panels, ran 1.23x slower per CTA after the
   first wave, at 1 CTA per SM (54 MB) 1.006x. A candidate whose panels
   exceed the L2 ranks after those whose panels fit, and among such the
   smaller excess first.
