@@ -25,6 +25,7 @@ fn same_op(a: &ProblemOp, b: &ProblemOp) -> bool {
         && a.warp_group == b.warp_group
         && a.last_stage == b.last_stage
         && a.spill_cost == b.spill_cost
+        && a.asynchronous == b.asynchronous
 }
 
 /// An edge as (from, to, delay, distance, blocking, order).
