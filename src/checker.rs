@@ -298,7 +298,7 @@ impl fmt::Display for Violation {
                 residue,
             } => write!(
                 f,
-                "concurrency: `{blocked}` blocks at steady-state cycle {residue} while `{other}` executes on the same group {group}"
+                "concurrency: `{blocked}` blocks at steady-state cycle {residue} while `{other}`, which needs its warp, executes on the same group {group}"
             ),
             Violation::Capacity {
                 unit,
