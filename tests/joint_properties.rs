@@ -39,7 +39,7 @@ struct RawOp {
 
 fn op_strategy() -> impl Strategy<Value = RawOp> {
     (
-        0u8..=2,
+        0u8..=3,
         1u64..=2,
         prop::sample::select(vec![0u32, 0, 100, 150]),
         prop::sample::select(vec![0u64, 0, 600]),
@@ -90,6 +90,12 @@ fn graph_strategy() -> impl Strategy<Value = Graph> {
                             uses.insert("TC".to_string(), 1);
                         }
                         1 => {
+                            uses.insert("SFU".to_string(), 1);
+                        }
+                        // On both units: asynchronous only if every unit
+                        // it occupies is, so never (SFU is synchronous).
+                        2 => {
+                            uses.insert("TC".to_string(), 1);
                             uses.insert("SFU".to_string(), 1);
                         }
                         _ => {}

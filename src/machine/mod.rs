@@ -701,4 +701,22 @@ mod tests {
         assert_eq!(e.line, 8);
         assert_eq!(e.field, "units.TC.capacity");
     }
+
+    #[test]
+    fn units_are_synchronous_unless_marked_and_l2_is_optional_and_positive() {
+        let m = Machine::select("h100").unwrap();
+        let flag = |n: &str| m.units.iter().find(|u| u.name == n).unwrap().asynchronous;
+        assert!(flag("TC") && flag("TMA") && !flag("SFU") && !flag("ALU"));
+        assert_eq!(m.occupancy.as_ref().unwrap().l2_bytes, Some(52_428_800));
+        let base = "name='x'\nvendor='v'\narch='a'\ndescription='d'\nclock_mhz=1\nsms=1\n\
+                    [units.TC]\ncapacity = 1\n[warps]\nthreads_per_warp=32\nwarp_group_size=4\n\
+                    max_warps_per_cta=32\nmax_regs_per_thread=255\nregister_file=65536\n\
+                    [occupancy]\nsmem_per_sm=1024\nsmem_reserved_per_cta=0\nreg_granularity=256\n\
+                    max_warps_per_sm=64\nmax_ctas_per_sm=32\n";
+        let m = Machine::parse("m.toml", base).unwrap();
+        assert!(!m.units[0].asynchronous);
+        assert_eq!(m.occupancy.unwrap().l2_bytes, None);
+        let e = Machine::parse("m.toml", &format!("{base}l2_bytes = 0\n")).unwrap_err();
+        assert_eq!(e.field, "occupancy.l2_bytes");
+    }
 }
