@@ -138,11 +138,9 @@ fn same_group_keeps_ops_together() {
     );
 }
 
-#[test]
-fn blocking_wait_cannot_interrupt_its_own_group() {
-    // C keeps the TC (and its group) busy for 4 cycles; B waits on A with
-    // blocking synchronization.
-    let text = r#"
+/// C keeps the TC (and its group) busy for 4 cycles; B waits on A with
+/// blocking synchronization.
+const WAIT_BESIDE_A_GEMM: &str = r#"
 [[op]]
 name = "C"
 cycles = 4
@@ -160,6 +158,10 @@ from = "A"
 to = "B"
 blocking = true
 "#;
+
+#[test]
+fn blocking_wait_cannot_interrupt_its_own_group() {
+    let text = WAIT_BESIDE_A_GEMM;
     let p = problem(text);
     assert_eq!(both(&p, 1).unwrap().schedule.schedule.ii, 5);
     let two = both(&p, 2).unwrap();
@@ -175,24 +177,7 @@ fn blocking_wait_runs_under_an_asynchronous_unit() {
     // The graph above on a machine whose tensor cores are asynchronous (a
     // wgmma is one instruction; the unit finishes it while the warp waits):
     // B's wait no longer interrupts C, and one group reaches I = 4.
-    let text = r#"
-[[op]]
-name = "C"
-cycles = 4
-uses = { TC = 1 }
-[[op]]
-name = "A"
-cycles = 1
-uses = { SFU = 1 }
-[[op]]
-name = "B"
-cycles = 1
-uses = { SFU = 1 }
-[[edge]]
-from = "A"
-to = "B"
-blocking = true
-"#;
+    let text = WAIT_BESIDE_A_GEMM;
     let p = problem_on(text, true);
     assert!(p.ops[0].asynchronous && !p.ops[1].asynchronous);
     let one = both(&p, 1).unwrap();
