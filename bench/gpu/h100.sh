@@ -6,18 +6,24 @@
 # on a machine with twill); the H100 machine needs no MLIR.
 #
 #   bash bench/gpu/h100.sh          # OUT: where results go (the device tool sets it)
+#   bash bench/gpu/h100.sh 36       # only Triton 3.6.0 (39: only 3.9.0), one per
+#                                   # device call when both exceed its 600 s
 #
 # Writes $OUT/gpu.txt, and per Triton results.json, results.png and run.log
 # under $OUT/bench36 and $OUT/bench39.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-bench/gpu/out}
+which=${1:-all}
+mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-mkdir -p "$OUT/bench36"
 { date -u; nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv; } | tee "$OUT/gpu.txt"
 status=0
-python3 bench/gpu/run.py --out "$OUT/bench36" 2>&1 | tee "$OUT/bench36/run.log" || status=1
-if [ -f target/carry/triton-3.9.0.tar.xz ]; then
+if [ "$which" != 39 ]; then
+  mkdir -p "$OUT/bench36"
+  python3 bench/gpu/run.py --out "$OUT/bench36" 2>&1 | tee "$OUT/bench36/run.log" || status=1
+fi
+if [ "$which" != 36 ] && [ -f target/carry/triton-3.9.0.tar.xz ]; then
   mkdir -p /tmp/t39 "$OUT/bench39" && tar -xJf target/carry/triton-3.9.0.tar.xz -C /tmp/t39
   # Triton 3.9 compiles sm90 with ptxas-blackwell; the machine's 3.6 wheel
   # supplies ptxas 12.8 for both. Backends from the carried tree only.

@@ -116,12 +116,24 @@ def fa_configs(kind="fa"):
 BWD_KINDS = {"bwd_hd128": "hd128", "bwd_hd64": "hd64"}
 
 
+# Rows per step of the backward loops (BLOCK_M1 of the dK/dV loop and
+# BLOCK_N2 of the dQ loop, equal): the kernel configuration's 64 and the
+# Triton tutorial's 32. At 4 warps and head dim 64, 64-row steps need more
+# registers than a thread has (twill finds no schedule of the dK/dV loop;
+# Triton's own spills 160-240 bytes), 32-row steps fit.
+BWD_STEPS = (64, 32)
+# Stages of the stock grid per step: shorter steps hide a load's latency
+# over fewer cycles per stage (the tutorial runs 32-row steps at 5).
+BWD_STOCK_STAGES = {64: (2, 3), 32: (2, 3, 4, 5)}
+
+
 def bwd_configs(kind):
     """twill's (constexprs, options) for a backward kind, and a stock grid of
-    the same block sizes over num_warps, num_stages and warp_specialize."""
+    the same BLOCK_N1 / BLOCK_M2 over the step (BWD_STEPS), num_warps,
+    num_stages and warp_specialize."""
     cx, opts = fa_bwd.split_config(fa_bwd.CONFIGS[BWD_KINDS[kind]][90])
-    grid = [(dict(cx, WARP_SPECIALIZE=ws), dict(num_warps=nw, num_stages=ns))
-            for ws in (False, True) for nw in (4, 8) for ns in (2, 3)]
+    grid = [(dict(cx, BLOCK_M1=step, BLOCK_N2=step, WARP_SPECIALIZE=ws), dict(num_warps=nw, num_stages=ns))
+            for step in BWD_STEPS for ws in (False, True) for nw in (4, 8) for ns in BWD_STOCK_STAGES[step]]
     return (cx, opts), grid
 
 
@@ -134,7 +146,10 @@ def gemm_configs():
 
 def name_of(kind, cx, opts):
     if kind.startswith("bwd"):
-        return f"w{opts['num_warps']} s{opts['num_stages']}{' ws' if cx['WARP_SPECIALIZE'] else ''}"
+        # Steps other than 64 rows (the labels of the first runs) are named.
+        m1, n2 = cx["BLOCK_M1"], cx["BLOCK_N2"]
+        step = "" if (m1, n2) == (64, 64) else (f"b{m1} " if m1 == n2 else f"m{m1}n{n2} ")
+        return f"{step}w{opts['num_warps']} s{opts['num_stages']}{' ws' if cx['WARP_SPECIALIZE'] else ''}"
     if kind.startswith("fa"):
         return (f"BN{cx['BLOCK_N']} w{opts['num_warps']} s{opts['num_stages']}{' ws' if cx['WARP_SPECIALIZE'] else ''}"
                 + (" devdesc" if cx.get("DEVICE_DESC") else ""))
@@ -243,7 +258,8 @@ def choice_candidates(kind):
         shapes = [(dict(cx, BLOCK_N=bn, WARP_SPECIALIZE=ws), nw)
                   for bn in (64, 128) if bn <= d for nw, ws in ((4, False), (8, False), (8, True))]
     elif kind.startswith("bwd"):
-        shapes = [(dict(cx, WARP_SPECIALIZE=ws), nw) for nw, ws in ((4, False), (8, False), (8, True))]
+        shapes = [(dict(cx, BLOCK_M1=step, BLOCK_N2=step, WARP_SPECIALIZE=ws), nw)
+                  for step in BWD_STEPS for nw, ws in ((4, False), (8, False), (8, True))]
     else:
         shapes = [(dict(cx), nw) for nw in (4, 8)]
     if kind == "fa":
