@@ -249,8 +249,10 @@ def slug(label):
 
 def choice_candidates(kind):
     """The configurations twill's model chooses from (twill_triton.configure):
-    block sizes, warps, warp specialization and load placement. num_stages
-    is left at 2: twill decides the stages of the loops it schedules."""
+    block sizes, warps, warp specialization, load placement and an extra
+    stage of prefetch (which the model takes among near ties when it costs
+    no CTA per SM). num_stages is left at 2: twill decides the stages of the
+    loops it schedules."""
     (cx, opts), _ = dict(kinds_configs())[kind]
     out = []
     if kind.startswith("fa"):
@@ -268,10 +270,13 @@ def choice_candidates(kind):
         shapes += [(dict(cx, BLOCK_N=bn, WARP_SPECIALIZE=True, DEVICE_DESC=True), 4) for bn in (64, 128)]
     for c, nw in shapes:
         for loads in ("first", "last"):
-            o = dict(num_warps=nw, num_stages=2)
-            extra = "loads=last" if loads == "last" else ""
-            label = name_of(kind, c, o) + (" loads last" if extra else "")
-            out.append(dict(label=label, cx=c, opts=o, extra=extra))
+            for prefetch in (0, 1):
+                o = dict(num_warps=nw, num_stages=2)
+                extra = " ".join(x for x in ("loads=last" if loads == "last" else "",
+                                             f"prefetch={prefetch}" if prefetch else "") if x)
+                label = (name_of(kind, c, o) + (" loads last" if loads == "last" else "")
+                         + (f" prefetch+{prefetch}" if prefetch else ""))
+                out.append(dict(label=label, cx=c, opts=o, extra=extra))
     return out
 
 
@@ -344,6 +349,9 @@ def kinds():
 
 
 ALL_VARIANTS = False
+# The row of twill's choice without its extra stage of prefetch, where the
+# model took one (not a "twill choice" row: the paired timing skips it).
+ABLATION_PREFETCH = "ablation: choice without prefetch+1,"
 CHOICE = REPLAY / "choice"
 
 
@@ -373,6 +381,15 @@ def record_choice():
                 extra=best.candidate["extra"], model_cycles=best.time,
                 ranking=[dict(label=r.candidate["label"], model_cycles=r.time, summary=r.summary())
                          for r in ranking])
+            if best.extra_prefetch:
+                # The same candidate without the extra stage, measured beside
+                # the choice (an ablation of the prefetch preference).
+                base = best.candidate["label"].replace(f" prefetch+{best.extra_prefetch}", "")
+                same = next((r for r in ranking if r.candidate["label"] == base and r.scheduled), None)
+                if same is not None:
+                    choice[kind][str(size)]["ablation"] = dict(
+                        label=base, cx=same.candidate["cx"], opts=same.candidate["opts"],
+                        extra=same.candidate["extra"], model_cycles=same.time)
             print(f"{kind} {size}: twill's choice {best.candidate['label']}: {best.summary()}")
             for r in ranking[1:4]:
                 print(f"    then {r.candidate['label']}: {r.summary()}")
@@ -600,6 +617,13 @@ def bench_all(out):
             if (kind, variant) not in compiled:
                 replay_compile(kind, variant, variant, ch["cx"], ch["opts"], ch["extra"],
                                CHOICE / kind / slug(ch["label"]), "choice_" + slug(ch["label"]))
+            ab = ch.get("ablation")
+            if ab:
+                variant = f"{ABLATION_PREFETCH} {ab['label']}"
+                only_sizes.setdefault((kind, variant), set()).add(int(size))
+                if (kind, variant) not in compiled:
+                    replay_compile(kind, variant, variant, ab["cx"], ab["opts"], ab["extra"],
+                                   CHOICE / kind / slug(ab["label"]), "choice_" + slug(ab["label"]))
 
     def skip(kind, variant, size):
         return (kind, variant) in only_sizes and size not in only_sizes[(kind, variant)]

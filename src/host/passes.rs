@@ -440,7 +440,16 @@ fn schedule_loop(
         let pf: Vec<String> = result
             .streaming
             .iter()
-            .map(|x| format!("{} prefetch {}", x.op, x.prefetch))
+            .map(|x| {
+                // The extra stages asked for (`prefetch=N`) come after a
+                // `+`: a reader (twill_triton.configure) can tell the depth
+                // that hides the modeled latency from the slack on top.
+                if o.prefetch > 0 {
+                    format!("{} prefetch {}+{}", x.op, x.prefetch, o.prefetch)
+                } else {
+                    format!("{} prefetch {}", x.op, x.prefetch)
+                }
+            })
             .collect();
         msg.push_str(&format!("; {}", pf.join(", ")));
     }

@@ -25,3 +25,11 @@
 // CHECK-NEXT: scf.yield
 // CHECK-NOT: loop.stage
 // CHECK-NEXT: } {tt.scheduled_max_stage = 2 : i32}
+
+// One extra stage of prefetch (`prefetch=1`): a fourth stage, and the remark
+// gives each load's depth as the modeled one plus the extra stages
+// (twill_triton.configure reads the `+1` as slack against variable latency).
+// RUN: %twill-opt %inputs/triton36/gemm_sm90.before.mlir --twill-schedule="arch=sm90 scope=all prefetch=1" 2>&1 | FileCheck %s --check-prefix=EXTRA
+// EXTRA: remark: twill: scheduled matmul_tma_kernel_loop1: {{.*}} stages=4 no partitions
+// EXTRA-SAME: (proven optimal; descriptor_load_{{[0-9]+}} prefetch 2+1, descriptor_load_{{[0-9]+}} prefetch 2+1)
+// EXTRA: } {tt.scheduled_max_stage = 3 : i32}

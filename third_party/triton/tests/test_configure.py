@@ -168,6 +168,45 @@ def test_near_ties_go_to_more_ctas_per_sm():
     assert [r.candidate["label"] for r in configure.ordered(cands)][0] == "alone"
 
 
+def test_extra_prefetch_is_read_per_loop():
+    # "prefetch 2+1": the modeled depth 2 and one extra stage; a kernel has
+    # the fewest extra stages over its loops with streaming loads (a loop
+    # without them does not count; a loop twill skipped counts as none).
+    extra = REMARK.replace("a prefetch 2", "a prefetch 2+1, b prefetch 1+1")
+    no_loads = REMARK.replace(" (proven optimal; a prefetch 2)", " (proven optimal)")
+    loops = configure.loops_of([extra, no_loads, REMARK])
+    assert [lp.extra_prefetch for lp in loops] == [1, None, 0]
+    S = configure.Scored
+    assert S(candidate={}, scheduled=True, loops=loops[:2]).extra_prefetch == 1
+    assert S(candidate={}, scheduled=True, loops=loops).extra_prefetch == 0
+    skipped = configure.loops_of([SKIPPED])
+    assert S(candidate={}, scheduled=True, loops=loops[:1] + skipped).extra_prefetch == 0
+    assert S(candidate={}, scheduled=True, loops=loops[1:2]).extra_prefetch == 0
+
+
+def test_near_ties_take_the_extra_prefetch_after_ctas_per_sm():
+    # Within MODEL_TOLERANCE: more CTAs per SM first, then more extra stages
+    # of prefetch (slack against the loads' variable latency), then the
+    # modeled time. An extra stage never outranks a CTA per SM, nor a
+    # candidate beyond the tolerance.
+    tol = configure.MODEL_TOLERANCE
+    loop = configure.loops_of([REMARK])[0]
+    deeper = configure.loops_of([REMARK.replace("a prefetch 2", "a prefetch 2+1")])[0]
+
+    def cand(label, ctas, time, lp):
+        return configure.Scored(candidate=dict(label=label), scheduled=True, ctas_per_sm=ctas, time=time,
+                                loops=[lp])
+
+    cands = [cand("base", 2, 100.0, loop),
+             cand("deeper", 2, 100.0 * (1 + tol / 2), deeper),
+             cand("deeper, one per SM", 1, 100.0 * (1 + tol / 4), deeper),
+             cand("deeper, too slow", 2, 100.0 * (1 + 2 * tol), deeper)]
+    assert [r.candidate["label"] for r in configure.ordered(cands)] == [
+        "deeper", "base", "deeper, one per SM", "deeper, too slow"]
+    cands[1].loops = [loop]
+    assert [r.candidate["label"] for r in configure.ordered(cands)][:2] == ["base", "deeper"]
+
+
 def test_panels_beyond_the_l2_rank_after_those_that_fit():
     # The 8k GEMM of the H100 probe (NOTES.md): 2 CTAs per SM model ahead
     # (within MODEL_TOLERANCE: a near tie, which would go to more CTAs per

@@ -47,8 +47,15 @@ target) and ranks them by modeled time:
 
 Among the candidates that do not spill and whose panels fit (or, when none
 fit, exceed the L2 by the fewest steps), the one with the smallest modeled
-time wins; within MODEL_TOLERANCE of it, the one with more CTAs per SM
-(then: the earlier candidate). Every number is returned, so a benchmark can show the model's
+time wins; within MODEL_TOLERANCE of it, the one with more CTAs per SM, then
+the one whose streaming loads have more extra stages of prefetch (the pass's
+`prefetch=N`, reported as `prefetch K+N`: slack on top of the depth that
+hides the modeled latency), then the smaller modeled time (then: the earlier
+candidate). An extra stage costs no modeled time; the load latency the model
+uses is one number, while the hardware's varies with the load on the memory
+system: measured on the H100 (run 21, 2026-11-24), the hd64 backward at
+32-row steps and 4 warps ran 1.0-1.6% faster with Triton's 3 stages than
+with twill's 2, whose loads the model had covered one iteration ahead. Every number is returned, so a benchmark can show the model's
 ranking next to measured times.
 """
 
@@ -73,6 +80,10 @@ _REMARK = re.compile(r"twill: scheduled \S+: I=\d+ \(~(\d+) cycles\).*"
 _SKIPPED = re.compile(r"twill: skipped loop: .*\[resource bound ~(\d+) cycles, sequential ~(\d+) cycles\]")
 # Loops of one ttg.warp_specialize (one per partition) run concurrently.
 _GROUP = re.compile(r"\[warp_specialize #(\d+)\]")
+# Extra stages of prefetch on top of the modeled depth: "x prefetch 1+1".
+_EXTRA_PREFETCH = re.compile(r" prefetch \d+\+(\d+)")
+# Any streaming load's prefetch (with or without extra stages).
+_PREFETCH = re.compile(r" prefetch \d+")
 # The raw cycles one iteration keeps each unit busy (not rounded).
 _UNITS = re.compile(r"\[units per iteration: ([^\]]*) cycles\]")
 # One per kernel: the critical path of its code outside the loops.
@@ -190,6 +201,9 @@ class Loop:
     scheduled: bool = True  # False: twill skipped it; ii = length = ops back to back
     group: Optional[int] = None  # the ttg.warp_specialize it is a partition of
     units: Dict[str, int] = field(default_factory=dict)  # raw cycles per unit per iteration
+    # Extra stages of prefetch of its streaming loads (None: no streaming
+    # load, or a loop twill skipped).
+    extra_prefetch: Optional[int] = None
 
 
 def _units(remark: str) -> Dict[str, int]:
@@ -219,8 +233,10 @@ def loops_of(remarks: Sequence[str]) -> List[Loop]:
         group = int(g.group(1)) if g else None
         m = _REMARK.search(r)
         if m:
+            extra = [int(x) for x in _EXTRA_PREFETCH.findall(r)]
+            streaming = bool(_PREFETCH.search(r))
             out.append(Loop(ii=int(m.group(1)), resource=int(m.group(2)), length=int(m.group(3)), group=group,
-                            units=_units(r)))
+                            units=_units(r), extra_prefetch=(min(extra) if extra else 0) if streaming else None))
             continue
         m = _SKIPPED.search(r)
         if m:
@@ -263,12 +279,21 @@ class Scored:
     panel_bytes: int = 0
     l2_excess: float = 0.0
 
+    @property
+    def extra_prefetch(self) -> int:
+        """Extra stages of prefetch every streaming load of the kernel has
+        (the fewest over its loops; 0 when a loop has none, or was skipped)."""
+        depths = [lp.extra_prefetch if lp.scheduled else 0 for lp in self.loops
+                  if lp.extra_prefetch is not None or not lp.scheduled]
+        return min(depths, default=0)
+
     def summary(self) -> str:
         if not self.scheduled:
             return f"not scheduled ({self.reason[:80]})"
         spills = f", {self.spill_bytes} B spilled" if self.spill_bytes else ""
         skipped = sum(1 for lp in self.loops if not lp.scheduled)
         spills += f", {skipped} loop(s) Triton's, bounded" if skipped else ""
+        spills += f", prefetch +{self.extra_prefetch}" if self.extra_prefetch else ""
         if self.panel_bytes:
             spills += f", panels {self.panel_bytes / 2**20:.0f} MB" + (
                 f" ({self.l2_excess:+.0%} over the L2)" if self.l2_excess > 0 else "")
@@ -388,7 +413,8 @@ def ordered(scored: Sequence[Scored]) -> List[Scored]:
     first; then by modeled time,
     except that among the candidates within MODEL_TOLERANCE of the best (of
     those that do not spill, at the fewest excess steps), more CTAs per SM
-    come first; ties keep the candidates' order."""
+    come first, then more extra stages of prefetch, then the modeled time;
+    ties keep the candidates' order."""
     def usable(s):
         return s.scheduled and not math.isinf(s.time)
 
@@ -405,7 +431,7 @@ def ordered(scored: Sequence[Scored]) -> List[Scored]:
         near = (usable(s) and s.spill_bytes <= SPILL_TOLERANCE and steps(s) == least
                 and s.time <= best * (1 + MODEL_TOLERANCE))
         return (not usable(s), s.spill_bytes > SPILL_TOLERANCE, steps(s), not near,
-                -s.ctas_per_sm if near else 0, s.time, i)
+                -s.ctas_per_sm if near else 0, -s.extra_prefetch if near else 0, s.time, i)
 
     return [scored[i] for i in sorted(range(len(scored)), key=key)]
 
