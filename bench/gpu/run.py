@@ -394,6 +394,26 @@ def record_choice():
             for r in ranking[1:4]:
                 print(f"    then {r.candidate['label']}: {r.summary()}")
     (CHOICE / "choice.json").write_text(json.dumps(choice, indent=1, default=str))
+    prune_unchosen(CHOICE, choice)
+
+
+def prune_unchosen(root, choice):
+    """Drops the modules (input.mlir, scheduled.mlir) of the candidates the
+    model chose at no size, neither as the choice nor as its ablation: the
+    GPU run replays only those, and the working tree travels to the GPU
+    machine with a carried Triton under 64 MiB. Their key.txt, remarks.txt
+    (the model's input) and command.txt stay."""
+    keep = {(kind, slug(c["label"])) for kind, by_size in choice.items() for ch in by_size.values()
+            for c in (ch, ch.get("ablation")) if c}
+    for d in Path(root).iterdir():
+        if not d.is_dir():
+            continue
+        for cand in d.iterdir():
+            if (d.name, cand.name) in keep:
+                continue
+            for name in ("input.mlir", "scheduled.mlir"):
+                for f in cand.rglob(name):
+                    f.unlink()
 
 
 # twill's Hopper FA forward schedule lowered to Gluon (fa_fwd_gluon): the
