@@ -249,10 +249,11 @@ def slug(label):
 
 def choice_candidates(kind):
     """The configurations twill's model chooses from (twill_triton.configure):
-    block sizes, warps, warp specialization, load placement and an extra
-    stage of prefetch (which the model takes among near ties when it costs
-    no CTA per SM). num_stages is left at 2: twill decides the stages of the
-    loops it schedules."""
+    block sizes, warps, warp specialization, load placement (first or last
+    in the body) and an extra stage of prefetch (among near ties the model
+    takes loads that cover their modeled time, then loads last).
+    num_stages is left at 2: twill decides the stages of the loops it
+    schedules."""
     (cx, opts), _ = dict(kinds_configs())[kind]
     out = []
     if kind.startswith("fa"):
@@ -349,9 +350,10 @@ def kinds():
 
 
 ALL_VARIANTS = False
-# The row of twill's choice without its extra stage of prefetch, where the
-# model took one (not a "twill choice" row: the paired timing skips it).
-ABLATION_PREFETCH = "ablation: choice without prefetch+1,"
+# The row of twill's choice with its loads first and no extra stage, where
+# the model took another placement (not a "twill choice" row: the paired
+# timing skips it).
+ABLATION_PLACEMENT = "ablation: choice with loads first, no extra stage,"
 CHOICE = REPLAY / "choice"
 
 
@@ -381,12 +383,14 @@ def record_choice():
                 extra=best.candidate["extra"], model_cycles=best.time,
                 ranking=[dict(label=r.candidate["label"], model_cycles=r.time, summary=r.summary())
                          for r in ranking])
-            if best.extra_prefetch:
-                # The same candidate without the extra stage, measured beside
-                # the choice (an ablation of the prefetch preference).
-                base = best.candidate["label"].replace(f" prefetch+{best.extra_prefetch}", "")
+            base = best.candidate["label"].replace(" loads last", "").replace(" prefetch+1", "")
+            if base != best.candidate["label"]:
+                # The same shape with the loads first and no extra stage (the
+                # placement before the tie rules on loads), measured beside
+                # the choice.
+                # Only where the placement rule decided: the same CTAs per SM.
                 same = next((r for r in ranking if r.candidate["label"] == base and r.scheduled), None)
-                if same is not None:
+                if same is not None and same.ctas_per_sm == best.ctas_per_sm:
                     choice[kind][str(size)]["ablation"] = dict(
                         label=base, cx=same.candidate["cx"], opts=same.candidate["opts"],
                         extra=same.candidate["extra"], model_cycles=same.time)
@@ -639,7 +643,7 @@ def bench_all(out):
                                CHOICE / kind / slug(ch["label"]), "choice_" + slug(ch["label"]))
             ab = ch.get("ablation")
             if ab:
-                variant = f"{ABLATION_PREFETCH} {ab['label']}"
+                variant = f"{ABLATION_PLACEMENT} {ab['label']}"
                 only_sizes.setdefault((kind, variant), set()).add(int(size))
                 if (kind, variant) not in compiled:
                     replay_compile(kind, variant, variant, ab["cx"], ab["opts"], ab["extra"],

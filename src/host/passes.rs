@@ -454,6 +454,26 @@ fn schedule_loop(
         msg.push_str(&format!("; {}", pf.join(", ")));
     }
     msg.push(')');
+    // How far ahead of its use each streaming load is issued, against its
+    // modeled time (latency and transfer): iterations ahead times I, one
+    // iteration less when the loads come last in the body (issued at its
+    // end). The least over the loads; negative: latency the schedule leaves
+    // exposed (for configuration choice, e.g. twill_triton).
+    if !result.streaming.is_empty() {
+        let ii_cycles = f64::from(s.ii) * problem.cycle_scale;
+        let slack = result
+            .streaming
+            .iter()
+            .map(|x| {
+                let ahead = (x.prefetch + o.prefetch).saturating_sub(u32::from(o.loads_last));
+                f64::from(ahead) * ii_cycles - x.raw_cycles as f64
+            })
+            .fold(f64::INFINITY, f64::min);
+        msg.push_str(&format!(
+            " [loads {}: lead over the load time ~{slack:.0} cycles]",
+            if o.loads_last { "last" } else { "first" }
+        ));
+    }
     // The busiest unit's cycles per iteration: what one iteration costs when
     // several CTAs share the SM (for configuration choice, e.g. twill_triton).
     msg.push_str(&format!(

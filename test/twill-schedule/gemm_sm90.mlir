@@ -32,4 +32,16 @@
 // RUN: %twill-opt %inputs/triton36/gemm_sm90.before.mlir --twill-schedule="arch=sm90 scope=all prefetch=1" 2>&1 | FileCheck %s --check-prefix=EXTRA
 // EXTRA: remark: twill: scheduled matmul_tma_kernel_loop1: {{.*}} stages=4 no partitions
 // EXTRA-SAME: (proven optimal; descriptor_load_{{[0-9]+}} prefetch 2+1, descriptor_load_{{[0-9]+}} prefetch 2+1)
+// EXTRA-SAME: [loads first: lead over the load time ~{{[1-9][0-9]+}} cycles]
 // EXTRA: } {tt.scheduled_max_stage = 3 : i32}
+
+// The loads last in the body: issued at its end, one iteration less ahead of
+// their use. At the modeled depth (2 ahead, I ~527 cycles) that leaves part
+// of the ~756-cycle load time exposed (a negative lead over it); one extra
+// stage covers it again.
+// RUN: %twill-opt %inputs/triton36/gemm_sm90.before.mlir --twill-schedule="arch=sm90 scope=all loads=last" 2>&1 | FileCheck %s --check-prefix=LAST
+// LAST: remark: twill: scheduled matmul_tma_kernel_loop1: {{.*}} stages=3
+// LAST-SAME: [loads last: lead over the load time ~-{{[1-9][0-9]+}} cycles]
+// RUN: %twill-opt %inputs/triton36/gemm_sm90.before.mlir --twill-schedule="arch=sm90 scope=all loads=last prefetch=1" 2>&1 | FileCheck %s --check-prefix=LAST1
+// LAST1: remark: twill: scheduled matmul_tma_kernel_loop1: {{.*}} stages=4
+// LAST1-SAME: [loads last: lead over the load time ~{{[1-9][0-9]+}} cycles]

@@ -184,27 +184,38 @@ def test_extra_prefetch_is_read_per_loop():
     assert S(candidate={}, scheduled=True, loops=loops[1:2]).extra_prefetch == 0
 
 
-def test_near_ties_take_the_extra_prefetch_after_ctas_per_sm():
-    # Within MODEL_TOLERANCE: more CTAs per SM first, then more extra stages
-    # of prefetch (slack against the loads' variable latency), then the
-    # modeled time. An extra stage never outranks a CTA per SM, nor a
-    # candidate beyond the tolerance.
+def test_near_ties_take_covered_loads_then_loads_last():
+    # Within MODEL_TOLERANCE, after CTAs per SM: loads that cover their
+    # modeled time (every loop's lead >= 0) first, then loads last in the
+    # body, then the modeled time (the four placements of bwd_loads.py). A
+    # placement never outranks a CTA per SM, nor a candidate beyond the
+    # tolerance.
     tol = configure.MODEL_TOLERANCE
-    loop = configure.loops_of([REMARK])[0]
-    deeper = configure.loops_of([REMARK.replace("a prefetch 2", "a prefetch 2+1")])[0]
 
-    def cand(label, ctas, time, lp):
+    def loop(where, slack, extra=""):
+        return configure.loops_of([REMARK.replace("a prefetch 2", f"a prefetch 2{extra}").replace(
+            " [resource", f" [loads {where}: lead over the load time ~{slack} cycles] [resource")])[0]
+
+    first, first1 = loop("first", 298), loop("first", 825, "+1")
+    last, last1 = loop("last", -229), loop("last", 298, "+1")
+    assert (last.loads_last, last.load_slack, last1.extra_prefetch) == (True, -229, 1)
+
+    def cand(label, ctas, time, *loops):
         return configure.Scored(candidate=dict(label=label), scheduled=True, ctas_per_sm=ctas, time=time,
-                                loops=[lp])
+                                loops=list(loops))
 
-    cands = [cand("base", 2, 100.0, loop),
-             cand("deeper", 2, 100.0 * (1 + tol / 2), deeper),
-             cand("deeper, one per SM", 1, 100.0 * (1 + tol / 4), deeper),
-             cand("deeper, too slow", 2, 100.0 * (1 + 2 * tol), deeper)]
+    cands = [cand("first", 2, 100.0, first), cand("first +1", 2, 100.0, first1),
+             cand("last", 2, 100.0 * (1 - tol / 2), last), cand("last +1", 2, 100.0 * (1 + tol / 4), last1),
+             cand("last +1, one per SM", 1, 99.5, last1), cand("last +1, too slow", 2, 100.0 * (1 + 2 * tol), last1)]
     assert [r.candidate["label"] for r in configure.ordered(cands)] == [
-        "deeper", "base", "deeper, one per SM", "deeper, too slow"]
-    cands[1].loops = [loop]
-    assert [r.candidate["label"] for r in configure.ordered(cands)][:2] == ["base", "deeper"]
+        "last +1", "first", "first +1", "last", "last +1, one per SM", "last +1, too slow"]
+    # A kernel covers its loads only if every loop does, and issues them last
+    # only if every loop with streaming loads does.
+    assert not cand("mixed", 2, 100.0, last1, last).loads_covered
+    assert not cand("mixed", 2, 100.0, last1, first).loads_last
+    no_loads = configure.loops_of([REMARK.replace(" (proven optimal; a prefetch 2)", " (proven optimal)")])[0]
+    assert cand("one loop without", 2, 100.0, last1, no_loads).loads_last
+    assert cand("none", 2, 100.0, no_loads).loads_covered and not cand("none", 2, 100.0, no_loads).loads_last
 
 
 def test_panels_beyond_the_l2_rank_after_those_that_fit():

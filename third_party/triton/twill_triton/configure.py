@@ -48,14 +48,18 @@ target) and ranks them by modeled time:
 Among the candidates that do not spill and whose panels fit (or, when none
 fit, exceed the L2 by the fewest steps), the one with the smallest modeled
 time wins; within MODEL_TOLERANCE of it, the one with more CTAs per SM, then
-the one whose streaming loads have more extra stages of prefetch (the pass's
-`prefetch=N`, reported as `prefetch K+N`: slack on top of the depth that
-hides the modeled latency), then the smaller modeled time (then: the earlier
-candidate). An extra stage costs no modeled time; the load latency the model
-uses is one number, while the hardware's varies with the load on the memory
-system: measured on the H100 (run 21, 2026-11-24), the hd64 backward at
-32-row steps and 4 warps ran 1.0-1.6% faster with Triton's 3 stages than
-with twill's 2, whose loads the model had covered one iteration ahead. Every number is returned, so a benchmark can show the model's
+one whose streaming loads are issued far enough ahead to cover their
+modeled time (the pass's `[loads first|last: lead over the load time ~Z
+cycles]`, Z >= 0 in every loop), then one whose loads come last in the body,
+then the smaller modeled time (then: the earlier candidate). The model
+prices neither an exposed load nor where in the body the loads are issued;
+measured on the H100 (probe bench/gpu/probe/bwd_loads.py, 2026-11-24
+09:45-09:47 UTC, both Tritons, 5 interleaved rounds), the hd64 backward at
+32-row steps and 4 warps, all four placements at 2 CTAs per SM: loads last
+and uncovered (one iteration ahead, issued at the body's end) 0.84-0.89 of
+Triton's 3-stage schedule, loads first (covered, with or without an extra
+stage) 0.96-0.99, loads last with one extra stage (covered; Triton's own
+structure at 3 stages) 0.995-1.000 at 1k and 16k. Every number is returned, so a benchmark can show the model's
 ranking next to measured times.
 """
 
@@ -84,6 +88,9 @@ _GROUP = re.compile(r"\[warp_specialize #(\d+)\]")
 _EXTRA_PREFETCH = re.compile(r" prefetch \d+\+(\d+)")
 # Any streaming load's prefetch (with or without extra stages).
 _PREFETCH = re.compile(r" prefetch \d+")
+# Where the streaming loads are issued, and their least lead over their
+# modeled time (negative: exposed latency).
+_LEAD = re.compile(r"\[loads (first|last): lead over the load time ~(-?\d+) cycles\]")
 # The raw cycles one iteration keeps each unit busy (not rounded).
 _UNITS = re.compile(r"\[units per iteration: ([^\]]*) cycles\]")
 # One per kernel: the critical path of its code outside the loops.
@@ -204,6 +211,10 @@ class Loop:
     # Extra stages of prefetch of its streaming loads (None: no streaming
     # load, or a loop twill skipped).
     extra_prefetch: Optional[int] = None
+    # Its streaming loads come last in the body, and their least lead over
+    # their modeled time, cycles (None: no streaming load, or not reported).
+    loads_last: Optional[bool] = None
+    load_slack: Optional[int] = None
 
 
 def _units(remark: str) -> Dict[str, int]:
@@ -235,8 +246,11 @@ def loops_of(remarks: Sequence[str]) -> List[Loop]:
         if m:
             extra = [int(x) for x in _EXTRA_PREFETCH.findall(r)]
             streaming = bool(_PREFETCH.search(r))
+            lead = _LEAD.search(r)
             out.append(Loop(ii=int(m.group(1)), resource=int(m.group(2)), length=int(m.group(3)), group=group,
-                            units=_units(r), extra_prefetch=(min(extra) if extra else 0) if streaming else None))
+                            units=_units(r), extra_prefetch=(min(extra) if extra else 0) if streaming else None,
+                            loads_last=(lead.group(1) == "last") if lead else None,
+                            load_slack=int(lead.group(2)) if lead else None))
             continue
         m = _SKIPPED.search(r)
         if m:
@@ -287,6 +301,19 @@ class Scored:
                   if lp.extra_prefetch is not None or not lp.scheduled]
         return min(depths, default=0)
 
+    @property
+    def loads_covered(self) -> bool:
+        """Every reported streaming load of its scheduled loops is issued at
+        least its modeled time ahead of its use."""
+        return all(lp.load_slack >= 0 for lp in self.loops if lp.scheduled and lp.load_slack is not None)
+
+    @property
+    def loads_last(self) -> bool:
+        """Its scheduled loops with streaming loads (at least one) issue them
+        last in the body."""
+        flags = [lp.loads_last for lp in self.loops if lp.scheduled and lp.loads_last is not None]
+        return bool(flags) and all(flags)
+
     def summary(self) -> str:
         if not self.scheduled:
             return f"not scheduled ({self.reason[:80]})"
@@ -294,6 +321,9 @@ class Scored:
         skipped = sum(1 for lp in self.loops if not lp.scheduled)
         spills += f", {skipped} loop(s) Triton's, bounded" if skipped else ""
         spills += f", prefetch +{self.extra_prefetch}" if self.extra_prefetch else ""
+        if any(lp.load_slack is not None for lp in self.loops):
+            spills += (", loads last" if self.loads_last else ", loads first") + (
+                "" if self.loads_covered else ", load latency exposed")
         if self.panel_bytes:
             spills += f", panels {self.panel_bytes / 2**20:.0f} MB" + (
                 f" ({self.l2_excess:+.0%} over the L2)" if self.l2_excess > 0 else "")
@@ -413,8 +443,9 @@ def ordered(scored: Sequence[Scored]) -> List[Scored]:
     first; then by modeled time,
     except that among the candidates within MODEL_TOLERANCE of the best (of
     those that do not spill, at the fewest excess steps), more CTAs per SM
-    come first, then more extra stages of prefetch, then the modeled time;
-    ties keep the candidates' order."""
+    come first, then those whose loads cover their modeled time, then those
+    that issue them last in the body, then the modeled time; ties keep the
+    candidates' order."""
     def usable(s):
         return s.scheduled and not math.isinf(s.time)
 
@@ -431,7 +462,7 @@ def ordered(scored: Sequence[Scored]) -> List[Scored]:
         near = (usable(s) and s.spill_bytes <= SPILL_TOLERANCE and steps(s) == least
                 and s.time <= best * (1 + MODEL_TOLERANCE))
         return (not usable(s), s.spill_bytes > SPILL_TOLERANCE, steps(s), not near,
-                -s.ctas_per_sm if near else 0, -s.extra_prefetch if near else 0, s.time, i)
+                -s.ctas_per_sm if near else 0, near and not s.loads_covered, near and not s.loads_last, s.time, i)
 
     return [scored[i] for i in sorted(range(len(scored)), key=key)]
 

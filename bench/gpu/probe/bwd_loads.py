@@ -1,0 +1,140 @@
+"""Probe on the H100: where twill puts the streaming loads of the hd64
+FlashAttention backward at 32-row steps and 4 warps (bench/kernels/fa_bwd.py,
+the configuration twill's model chooses since run 21), against Triton's own
+schedule at 2 and 3 stages.
+
+Runs 21 and 22 (2026-11-24) measured twill's choice (loads first in the body,
+one iteration ahead, with and without one extra stage) at 0.965-0.990 of
+Triton's 3-stage schedule, whose loop bodies differ from twill's only in
+where the loads are issued: Triton issues them at the end of the body, two
+iterations ahead; twill at the start, one (or two) ahead. This probe times
+the four placements twill can emit (loads first / last, prefetch 0 / +1)
+beside Triton's s2 and s3 in interleaved rounds, so that the difference is
+measured, not inferred.
+
+    python bench/gpu/probe/bwd_loads.py --record   # here (twill-opt): schedules into REPLAY
+    python3 bench/gpu/probe/bwd_loads.py [--out DIR]  # on the GPU machine: replay and time
+
+Prints per size the median over rounds of each variant's median time and its
+ratio to Triton's s3, and writes the numbers as JSON with --out.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "bench" / "gpu"))
+sys.path.insert(0, str(REPO / "bench" / "kernels"))
+
+import triton  # noqa: E402
+
+import run  # noqa: E402
+
+REPLAY = REPO / "bench" / "gpu" / "probe" / "replay-bwd-loads" / triton.__version__
+CX = dict(run.fa_bwd.split_config(run.fa_bwd.CONFIGS["hd64"][90])[0], BLOCK_M1=32, BLOCK_N2=32,
+          WARP_SPECIALIZE=False)
+OPTS = dict(num_warps=4, num_stages=2)
+TWILL = {"twill loads first": "", "twill loads first prefetch+1": "prefetch=1",
+         "twill loads last": "loads=last", "twill loads last prefetch+1": "loads=last prefetch=1"}
+STOCK = {"triton s2": 2, "triton s3": 3}
+
+
+def record():
+    for label, extra in TWILL.items():
+        dump = REPLAY / run.slug(label)
+        _, d = run.twill_record("bwd_hd64", CX, OPTS, extra, str(dump))
+        print(label, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
+        for r in d.remarks:
+            print("  ", r.split("remark: ", 1)[-1][:300])
+    run.prune_recorded(REPLAY)
+
+
+def bench(out, sizes, rounds):
+    import torch
+    from triton.testing import do_bench
+
+    import check
+
+    torch.manual_seed(0)
+    Z, H, D = 4, 32, 64
+    kernels = {}
+    cache = Path(tempfile.mkdtemp(prefix="bwd-loads-cache-"))
+    for label, ns in STOCK.items():
+        os.environ["TRITON_CACHE_DIR"] = str(cache / "stock")
+        kernels[label] = run.compile_kernel("bwd_hd64", CX, dict(OPTS, num_stages=ns))
+    for label, extra in TWILL.items():
+        os.environ["TWILL_REPLAY_DIR"] = str(REPLAY / run.slug(label))
+        os.environ["TRITON_CACHE_DIR"] = str(cache / run.slug(label))
+        k, d = run.twill_compile("bwd_hd64", CX, OPTS, extra)
+        print(label, "twill applied" if d.scheduled else f"twill NOT applied: {d.reason[:200]}", flush=True)
+        if d.scheduled:
+            kernels[label] = k
+    pre_kw, pre_opts = run.fa_bwd.split_config(run.fa_bwd.PREPROCESS_CONFIGS["hd64"])
+    pre = triton.compile(run.fa_bwd.make_preprocess_ast_source(**pre_kw), target=run.TARGET, options=pre_opts)
+    fwd_cfg = run.fa_fwd.CONFIGS["hd64"][90]
+    results = dict(device=torch.cuda.get_device_name(), triton=triton.__version__,
+                   date=time.strftime("%Y-%m-%d %H:%M:%S %Z"), sizes={})
+    for N in sizes:
+        q, k, v, do = (torch.empty(Z, H, N, D, device="cuda", dtype=torch.float16).normal_(0, 0.5)
+                       for _ in range(4))
+        sm_scale = 1.0 / D ** 0.5
+        o, lse = check._fwd(90, fwd_cfg, q, k, v, sm_scale)
+        delta = torch.empty(Z * H * N, device="cuda", dtype=torch.float32)
+        sig, cst, _ = run.fa_bwd.preprocess_ast_source_args(**pre_kw)
+        check._launch(pre, (N // pre_kw["BLOCK_M"], Z * H, 1), sig, cst, dict(O=o, DO=do, Delta=delta, N_CTX=N))
+        sig, cst, _ = run.fa_bwd.ast_source_args(**CX)
+        outs, fns = {}, {}
+        for label, kern in kernels.items():
+            dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
+            values = check.bwd_values(CX, sm_scale, lse, delta, q, k, v, do, dq, dk, dv)
+
+            def fn(kern=kern, values=values):
+                check._launch(kern, (N // CX["BLOCK_N1"], Z * H, 1), sig, cst, values)
+
+            fn()
+            torch.cuda.synchronize()
+            outs[label] = (dq, dk, dv)
+            fns[label] = fn
+        ref = outs["triton s3"]
+        same = {label: all(torch.isfinite(t).all().item() and torch.allclose(t, r, atol=2e-2, rtol=2e-2)
+                           for t, r in zip(got, ref)) for label, got in outs.items()}
+        times = {label: [] for label in fns}
+        ms0 = do_bench(fns["triton s3"], warmup=25, rep=100, return_mode="median")
+        rep = max(100, int(20 * ms0) + 1)
+        for _ in range(rounds):
+            for label, fn in fns.items():
+                times[label].append(do_bench(fn, warmup=25, rep=rep, return_mode="median"))
+        base = statistics.median(times["triton s3"])
+        print(f"N = {N} ({rounds} interleaved rounds, medians of >= 20 calls each)", flush=True)
+        for label, ts in times.items():
+            m = statistics.median(ts)
+            print(f"  {label:32s} {m:9.4f} ms  [{min(ts):.4f}, {max(ts):.4f}]  s3 / this = {base / m:.3f}  "
+                  f"matches s3: {same[label]}", flush=True)
+        results["sizes"][N] = dict(times=times, matches_s3=same)
+        del q, k, v, do, o, lse, delta, outs, fns
+        torch.cuda.empty_cache()
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "bwd_loads.json").write_text(json.dumps(results, indent=1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--record", action="store_true")
+    ap.add_argument("--out", default=os.environ.get("OUT"))
+    ap.add_argument("--sizes", type=int, nargs="*", default=[1024, 4096, 16384])
+    ap.add_argument("--rounds", type=int, default=5)
+    a = ap.parse_args()
+    if a.record:
+        record()
+    else:
+        bench(a.out, a.sizes, a.rounds)
+
+
+if __name__ == "__main__":
+    main()
