@@ -15,6 +15,12 @@ measured, not inferred.
     python bench/gpu/probe/bwd_loads.py --record   # here (twill-opt): schedules into REPLAY
     python3 bench/gpu/probe/bwd_loads.py [--out DIR]  # on the GPU machine: replay and time
 
+`--kind gemm` does the same for the 128x128x64 TMA GEMM (bench/kernels/
+matmul.py, 4 warps) against Triton's s2-s5 at 4k and 8k: the rule taken
+from the backward (covered loads, then loads last) moved the 8k GEMM from
+loads first with an extra stage (run 22: paired 0.996 / 1.001) to loads
+last with one (run 23: 0.975 / 0.988).
+
 Prints per size the median over rounds of each variant's median time and its
 ratio to Triton's s3, and writes the numbers as JSON with --out.
 """
@@ -36,6 +42,8 @@ import triton  # noqa: E402
 import run  # noqa: E402
 
 REPLAY = REPO / "bench" / "gpu" / "probe" / "replay-bwd-loads" / triton.__version__
+GEMM_REPLAY = REPO / "bench" / "gpu" / "probe" / "replay-gemm-loads" / triton.__version__
+GEMM_CX = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8)
 CX = dict(run.fa_bwd.split_config(run.fa_bwd.CONFIGS["hd64"][90])[0], BLOCK_M1=32, BLOCK_N2=32,
           WARP_SPECIALIZE=False)
 OPTS = dict(num_warps=4, num_stages=2)
@@ -44,36 +52,94 @@ TWILL = {"twill loads first": "", "twill loads first prefetch+1": "prefetch=1",
 STOCK = {"triton s2": 2, "triton s3": 3}
 
 
-def record():
+def record(kind):
+    root, cx, k = (REPLAY, CX, "bwd_hd64") if kind == "bwd" else (GEMM_REPLAY, GEMM_CX, "gemm")
     for label, extra in TWILL.items():
-        dump = REPLAY / run.slug(label)
-        _, d = run.twill_record("bwd_hd64", CX, OPTS, extra, str(dump))
+        dump = root / run.slug(label)
+        _, d = run.twill_record(k, cx, OPTS, extra, str(dump))
         print(label, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
         for r in d.remarks:
             print("  ", r.split("remark: ", 1)[-1][:300])
-    run.prune_recorded(REPLAY)
+    run.prune_recorded(root)
+
+
+def compile_all(kind, root, cx, stock):
+    kernels = {}
+    cache = Path(tempfile.mkdtemp(prefix="loads-cache-"))
+    for label, ns in stock.items():
+        os.environ["TRITON_CACHE_DIR"] = str(cache / "stock")
+        kernels[label] = run.compile_kernel(kind, cx, dict(OPTS, num_stages=ns))
+    for label, extra in TWILL.items():
+        os.environ["TWILL_REPLAY_DIR"] = str(root / run.slug(label))
+        os.environ["TRITON_CACHE_DIR"] = str(cache / run.slug(label))
+        k, d = run.twill_compile(kind, cx, OPTS, extra)
+        print(label, "twill applied" if d.scheduled else f"twill NOT applied: {d.reason[:200]}", flush=True)
+        if d.scheduled:
+            kernels[label] = k
+    return kernels
+
+
+def interleave(fns, base, rounds):
+    from triton.testing import do_bench
+    ms0 = do_bench(fns[base], warmup=25, rep=100, return_mode="median")
+    rep = max(100, int(20 * ms0) + 1)
+    times = {label: [] for label in fns}
+    for _ in range(rounds):
+        for label, fn in fns.items():
+            times[label].append(do_bench(fn, warmup=25, rep=rep, return_mode="median"))
+    return times
+
+
+def bench_gemm(out, sizes, rounds):
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    torch.manual_seed(0)
+    kernels = compile_all("gemm", GEMM_REPLAY, GEMM_CX, {f"triton s{n}": n for n in (2, 3, 4, 5)})
+    results = dict(device=torch.cuda.get_device_name(), triton=triton.__version__,
+                   date=time.strftime("%Y-%m-%d %H:%M:%S %Z"), sizes={})
+    for S in sizes:
+        a = torch.randn(S, S, device="cuda", dtype=torch.float16)
+        b = torch.randn(S, S, device="cuda", dtype=torch.float16)
+        ref = a.float() @ b.float().T
+        BM, BN, BK = GEMM_CX["BLOCK_M"], GEMM_CX["BLOCK_N"], GEMM_CX["BLOCK_K"]
+        ad, bd = TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BN, BK])
+        fns, ok = {}, {}
+        for label, kern in kernels.items():
+            c = torch.full((S, S), float("nan"), device="cuda", dtype=torch.float16)
+            cd = TensorDescriptor.from_tensor(c, [BM, BN])
+
+            def fn(kern=kern, cd=cd):
+                kern[((S // BM) * (S // BN), 1, 1)](ad, bd, cd, S, S, S, BM, BN, BK, GEMM_CX["GROUP_M"])
+
+            fn()
+            torch.cuda.synchronize()
+            ok[label] = bool(torch.isfinite(c).all().item()) and (c.float() - ref).abs().max().item() < 1e-2 * \
+                ref.abs().max().item()
+            fns[label] = fn
+        times = interleave(fns, "triton s2", rounds)
+        base = statistics.median(times["triton s2"])
+        print(f"N = {S} ({rounds} interleaved rounds, medians of >= 20 calls each)", flush=True)
+        for label, ts in times.items():
+            m = statistics.median(ts)
+            print(f"  {label:32s} {m:9.4f} ms  {2.0 * S ** 3 / m / 1e9:6.1f} TFLOPS  [{min(ts):.4f}, {max(ts):.4f}]"
+                  f"  s2 / this = {base / m:.3f}  correct: {ok[label]}", flush=True)
+        results["sizes"][S] = dict(times=times, correct=ok)
+        del a, b, ref, fns
+        torch.cuda.empty_cache()
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "gemm_loads.json").write_text(json.dumps(results, indent=1))
 
 
 def bench(out, sizes, rounds):
     import torch
-    from triton.testing import do_bench
 
     import check
 
     torch.manual_seed(0)
     Z, H, D = 4, 32, 64
-    kernels = {}
-    cache = Path(tempfile.mkdtemp(prefix="bwd-loads-cache-"))
-    for label, ns in STOCK.items():
-        os.environ["TRITON_CACHE_DIR"] = str(cache / "stock")
-        kernels[label] = run.compile_kernel("bwd_hd64", CX, dict(OPTS, num_stages=ns))
-    for label, extra in TWILL.items():
-        os.environ["TWILL_REPLAY_DIR"] = str(REPLAY / run.slug(label))
-        os.environ["TRITON_CACHE_DIR"] = str(cache / run.slug(label))
-        k, d = run.twill_compile("bwd_hd64", CX, OPTS, extra)
-        print(label, "twill applied" if d.scheduled else f"twill NOT applied: {d.reason[:200]}", flush=True)
-        if d.scheduled:
-            kernels[label] = k
+    kernels = compile_all("bwd_hd64", REPLAY, CX, STOCK)
     pre_kw, pre_opts = run.fa_bwd.split_config(run.fa_bwd.PREPROCESS_CONFIGS["hd64"])
     pre = triton.compile(run.fa_bwd.make_preprocess_ast_source(**pre_kw), target=run.TARGET, options=pre_opts)
     fwd_cfg = run.fa_fwd.CONFIGS["hd64"][90]
@@ -103,12 +169,7 @@ def bench(out, sizes, rounds):
         ref = outs["triton s3"]
         same = {label: all(torch.isfinite(t).all().item() and torch.allclose(t, r, atol=2e-2, rtol=2e-2)
                            for t, r in zip(got, ref)) for label, got in outs.items()}
-        times = {label: [] for label in fns}
-        ms0 = do_bench(fns["triton s3"], warmup=25, rep=100, return_mode="median")
-        rep = max(100, int(20 * ms0) + 1)
-        for _ in range(rounds):
-            for label, fn in fns.items():
-                times[label].append(do_bench(fn, warmup=25, rep=rep, return_mode="median"))
+        times = interleave(fns, "triton s3", rounds)
         base = statistics.median(times["triton s3"])
         print(f"N = {N} ({rounds} interleaved rounds, medians of >= 20 calls each)", flush=True)
         for label, ts in times.items():
@@ -127,13 +188,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--record", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT"))
-    ap.add_argument("--sizes", type=int, nargs="*", default=[1024, 4096, 16384])
+    ap.add_argument("--kind", choices=("bwd", "gemm"), default="bwd")
+    ap.add_argument("--sizes", type=int, nargs="*")
     ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
     if a.record:
-        record()
+        record(a.kind)
+    elif a.kind == "gemm":
+        bench_gemm(a.out, a.sizes or [4096, 8192], a.rounds)
     else:
-        bench(a.out, a.sizes, a.rounds)
+        bench(a.out, a.sizes or [1024, 4096, 16384], a.rounds)
 
 
 if __name__ == "__main__":
