@@ -249,11 +249,12 @@ def slug(label):
 
 def choice_candidates(kind):
     """The configurations twill's model chooses from (twill_triton.configure):
-    block sizes, warps, warp specialization, load placement (first or last
-    in the body) and an extra stage of prefetch (among near ties the model
-    takes loads that cover their modeled time, then loads last).
-    num_stages is left at 2: twill decides the stages of the loops it
-    schedules."""
+    block sizes, warps, warp specialization and load placement (first or
+    last in the body; among near ties the model takes loads that cover
+    their modeled time). num_stages is left at 2: twill decides the stages
+    of the loops it schedules. (An extra stage of prefetch was a candidate
+    in runs 22-23: never ahead in the model, and no better on the GPU; see
+    NOTES.md.)"""
     (cx, opts), _ = dict(kinds_configs())[kind]
     out = []
     if kind.startswith("fa"):
@@ -271,13 +272,10 @@ def choice_candidates(kind):
         shapes += [(dict(cx, BLOCK_N=bn, WARP_SPECIALIZE=True, DEVICE_DESC=True), 4) for bn in (64, 128)]
     for c, nw in shapes:
         for loads in ("first", "last"):
-            for prefetch in (0, 1):
-                o = dict(num_warps=nw, num_stages=2)
-                extra = " ".join(x for x in ("loads=last" if loads == "last" else "",
-                                             f"prefetch={prefetch}" if prefetch else "") if x)
-                label = (name_of(kind, c, o) + (" loads last" if loads == "last" else "")
-                         + (f" prefetch+{prefetch}" if prefetch else ""))
-                out.append(dict(label=label, cx=c, opts=o, extra=extra))
+            o = dict(num_warps=nw, num_stages=2)
+            extra = "loads=last" if loads == "last" else ""
+            label = name_of(kind, c, o) + (" loads last" if extra else "")
+            out.append(dict(label=label, cx=c, opts=o, extra=extra))
     return out
 
 
@@ -350,10 +348,6 @@ def kinds():
 
 
 ALL_VARIANTS = False
-# The row of twill's choice with its loads first and no extra stage, where
-# the model took another placement (not a "twill choice" row: the paired
-# timing skips it).
-ABLATION_PLACEMENT = "ablation: choice with loads first, no extra stage,"
 CHOICE = REPLAY / "choice"
 
 
@@ -383,17 +377,6 @@ def record_choice():
                 extra=best.candidate["extra"], model_cycles=best.time,
                 ranking=[dict(label=r.candidate["label"], model_cycles=r.time, summary=r.summary())
                          for r in ranking])
-            base = best.candidate["label"].replace(" loads last", "").replace(" prefetch+1", "")
-            if base != best.candidate["label"]:
-                # The same shape with the loads first and no extra stage (the
-                # placement before the tie rules on loads), measured beside
-                # the choice.
-                # Only where the placement rule decided: the same CTAs per SM.
-                same = next((r for r in ranking if r.candidate["label"] == base and r.scheduled), None)
-                if same is not None and same.ctas_per_sm == best.ctas_per_sm:
-                    choice[kind][str(size)]["ablation"] = dict(
-                        label=base, cx=same.candidate["cx"], opts=same.candidate["opts"],
-                        extra=same.candidate["extra"], model_cycles=same.time)
             print(f"{kind} {size}: twill's choice {best.candidate['label']}: {best.summary()}")
             for r in ranking[1:4]:
                 print(f"    then {r.candidate['label']}: {r.summary()}")
@@ -403,12 +386,11 @@ def record_choice():
 
 def prune_unchosen(root, choice):
     """Drops the modules (input.mlir, scheduled.mlir) of the candidates the
-    model chose at no size, neither as the choice nor as its ablation: the
-    GPU run replays only those, and the working tree travels to the GPU
+    model chose at no size: the GPU run replays only the chosen ones, and
+    the working tree travels to the GPU
     machine with a carried Triton under 64 MiB. Their key.txt, remarks.txt
     (the model's input) and command.txt stay."""
-    keep = {(kind, slug(c["label"])) for kind, by_size in choice.items() for ch in by_size.values()
-            for c in (ch, ch.get("ablation")) if c}
+    keep = {(kind, slug(ch["label"])) for kind, by_size in choice.items() for ch in by_size.values()}
     for d in Path(root).iterdir():
         if not d.is_dir():
             continue
@@ -641,13 +623,6 @@ def bench_all(out):
             if (kind, variant) not in compiled:
                 replay_compile(kind, variant, variant, ch["cx"], ch["opts"], ch["extra"],
                                CHOICE / kind / slug(ch["label"]), "choice_" + slug(ch["label"]))
-            ab = ch.get("ablation")
-            if ab:
-                variant = f"{ABLATION_PLACEMENT} {ab['label']}"
-                only_sizes.setdefault((kind, variant), set()).add(int(size))
-                if (kind, variant) not in compiled:
-                    replay_compile(kind, variant, variant, ab["cx"], ab["opts"], ab["extra"],
-                                   CHOICE / kind / slug(ab["label"]), "choice_" + slug(ab["label"]))
 
     def skip(kind, variant, size):
         return (kind, variant) in only_sizes and size not in only_sizes[(kind, variant)]

@@ -184,12 +184,11 @@ def test_extra_prefetch_is_read_per_loop():
     assert S(candidate={}, scheduled=True, loops=loops[1:2]).extra_prefetch == 0
 
 
-def test_near_ties_take_covered_loads_then_loads_last():
+def test_near_ties_take_covered_loads_first():
     # Within MODEL_TOLERANCE, after CTAs per SM: loads that cover their
-    # modeled time (every loop's lead >= 0) first, then loads last in the
-    # body, then the modeled time (the four placements of bwd_loads.py). A
-    # placement never outranks a CTA per SM, nor a candidate beyond the
-    # tolerance.
+    # modeled time (every loop's lead >= 0) first, then the modeled time
+    # (the four placements of bwd_loads.py). Covering never outranks a CTA
+    # per SM, nor a candidate beyond the tolerance.
     tol = configure.MODEL_TOLERANCE
 
     def loop(where, slack, extra=""):
@@ -208,7 +207,7 @@ def test_near_ties_take_covered_loads_then_loads_last():
              cand("last", 2, 100.0 * (1 - tol / 2), last), cand("last +1", 2, 100.0 * (1 + tol / 4), last1),
              cand("last +1, one per SM", 1, 99.5, last1), cand("last +1, too slow", 2, 100.0 * (1 + 2 * tol), last1)]
     assert [r.candidate["label"] for r in configure.ordered(cands)] == [
-        "last +1", "first", "first +1", "last", "last +1, one per SM", "last +1, too slow"]
+        "first", "first +1", "last +1", "last", "last +1, one per SM", "last +1, too slow"]
     # A kernel covers its loads only if every loop does, and issues them last
     # only if every loop with streaming loads does.
     assert not cand("mixed", 2, 100.0, last1, last).loads_covered

@@ -50,16 +50,18 @@ fit, exceed the L2 by the fewest steps), the one with the smallest modeled
 time wins; within MODEL_TOLERANCE of it, the one with more CTAs per SM, then
 one whose streaming loads are issued far enough ahead to cover their
 modeled time (the pass's `[loads first|last: lead over the load time ~Z
-cycles]`, Z >= 0 in every loop), then one whose loads come last in the body,
-then the smaller modeled time (then: the earlier candidate). The model
-prices neither an exposed load nor where in the body the loads are issued;
-measured on the H100 (probe bench/gpu/probe/bwd_loads.py, 2026-11-24
-09:45-09:47 UTC, both Tritons, 5 interleaved rounds), the hd64 backward at
-32-row steps and 4 warps, all four placements at 2 CTAs per SM: loads last
-and uncovered (one iteration ahead, issued at the body's end) 0.84-0.89 of
-Triton's 3-stage schedule, loads first (covered, with or without an extra
-stage) 0.96-0.99, loads last with one extra stage (covered; Triton's own
-structure at 3 stages) 0.995-1.000 at 1k and 16k. Every number is returned, so a benchmark can show the model's
+cycles]`, Z >= 0 in every loop), then the smaller modeled time (then: the
+earlier candidate). The model's time does not price an exposed load: loads
+last in the body at the modeled depth are issued at its end, one iteration
+less ahead. Measured on the H100 (probe bench/gpu/probe/bwd_loads.py,
+2026-11-24, both Tritons, 5 interleaved rounds, all placements at the same
+CTAs per SM): such uncovered loads ran at 0.84-0.89 of Triton's 3-stage
+schedule on the hd64 backward (32-row steps, 4 warps) and at 0.91-0.92 of
+Triton's s2 on the 8k GEMM. Among covered placements (loads first, with or
+without an extra stage; loads last with one) no order held across kernels:
+loads last with an extra stage led by 1.5-2.5% on that backward and trailed
+by 4-5% on the 4k GEMM, and the loads-first rows of run 23 led it by 1-3% on
+the hd128 backward and the hd64 forward; so the candidates' order decides. Every number is returned, so a benchmark can show the model's
 ranking next to measured times.
 """
 
@@ -443,9 +445,8 @@ def ordered(scored: Sequence[Scored]) -> List[Scored]:
     first; then by modeled time,
     except that among the candidates within MODEL_TOLERANCE of the best (of
     those that do not spill, at the fewest excess steps), more CTAs per SM
-    come first, then those whose loads cover their modeled time, then those
-    that issue them last in the body, then the modeled time; ties keep the
-    candidates' order."""
+    come first, then those whose loads cover their modeled time, then the
+    modeled time; ties keep the candidates' order."""
     def usable(s):
         return s.scheduled and not math.isinf(s.time)
 
@@ -462,7 +463,7 @@ def ordered(scored: Sequence[Scored]) -> List[Scored]:
         near = (usable(s) and s.spill_bytes <= SPILL_TOLERANCE and steps(s) == least
                 and s.time <= best * (1 + MODEL_TOLERANCE))
         return (not usable(s), s.spill_bytes > SPILL_TOLERANCE, steps(s), not near,
-                -s.ctas_per_sm if near else 0, near and not s.loads_covered, near and not s.loads_last, s.time, i)
+                -s.ctas_per_sm if near else 0, near and not s.loads_covered, s.time, i)
 
     return [scored[i] for i in sorted(range(len(scored)), key=key)]
 
