@@ -55,13 +55,13 @@ earlier candidate). The model's time does not price an exposed load: loads
 last in the body at the modeled depth are issued at its end, one iteration
 less ahead. Measured on the H100 (probe bench/gpu/probe/bwd_loads.py,
 2026-11-24, both Tritons, 5 interleaved rounds): such uncovered loads ran
-at 0.84-0.89 of Triton's 3-stage
-schedule on the hd64 backward (32-row steps, 4 warps, 2 CTAs per SM in
-every placement). Among covered placements (loads first, with or without
-an extra stage; loads last with one) no order held across kernels:
-loads last with an extra stage led by 1.5-2.5% on that backward and trailed
-by 4-5% on the 4k GEMM, and the loads-first rows of run 23 led it by 1-3% on
-the hd128 backward and the hd64 forward; so the candidates' order decides.
+at 0.84-0.89 of Triton's 3-stage schedule on the hd64 backward (32-row
+steps, 4 warps, 2 CTAs per SM in every placement). Among covered
+placements (loads first, with or without an extra stage; loads last with
+one) no order held across kernels: loads last with an extra stage led by
+1.5-2.5% on that backward and trailed by 4-5% on the 4k GEMM, and the
+loads-first rows of run 23 led it by 1-3% on the hd128 backward and the
+hd64 forward; so the candidates' order decides.
 Every number is returned, so a benchmark can show the model's ranking next
 to measured times.
 """
