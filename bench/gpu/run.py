@@ -27,6 +27,7 @@ results.png when matplotlib is there) in --out.
 """
 
 import argparse
+import functools
 import json
 import math
 import multiprocessing
@@ -387,9 +388,9 @@ def record_choice():
 def prune_unchosen(root, choice):
     """Drops the modules (input.mlir, scheduled.mlir) of the candidates the
     model chose at no size: the GPU run replays only the chosen ones, and
-    the working tree travels to the GPU
-    machine with a carried Triton under 64 MiB. Their key.txt, remarks.txt
-    (the model's input) and command.txt stay."""
+    the working tree travels to the GPU machine with a carried Triton under
+    64 MiB. Their key.txt, remarks.txt (the model's input) and command.txt
+    stay."""
     keep = {(kind, slug(ch["label"])) for kind, by_size in choice.items() for ch in by_size.values()}
     for d in Path(root).iterdir():
         if not d.is_dir():
@@ -504,6 +505,48 @@ def record():
 # --------------------------------------------------------------------------
 # GPU side.
 # --------------------------------------------------------------------------
+# Paired timing: rounds of alternating medians, each median over at least
+# PAIRED_CALLS calls. With do_bench's 100 ms a 16k attention call (20-35
+# ms) gave a median of 3-5 samples, and the SM clock dips now and then:
+# run 19 measured one kernel at 21.2-22.6 ms within one paired row
+# (fa_fwd_hd64 16k, a 0.959 "ratio" between configurations the first pass
+# had within 0.5%).
+PAIRED_ROUNDS, PAIRED_CALLS = 5, 20
+
+
+def med_calls(fn, ms):
+    """do_bench's median of `fn`, over at least PAIRED_CALLS calls of a
+    kernel that takes about `ms`."""
+    from triton.testing import do_bench
+    return do_bench(fn, warmup=25, rep=max(100, int(PAIRED_CALLS * ms) + 1), return_mode="median")
+
+
+@functools.lru_cache(maxsize=None)
+def _preprocess_kernel(cfg_name):
+    """(constexprs, compiled kernel) of fa_bwd's preprocess for `cfg_name`."""
+    pre_kw, pre_opts = fa_bwd.split_config(fa_bwd.PREPROCESS_CONFIGS[cfg_name])
+    return pre_kw, triton.compile(fa_bwd.make_preprocess_ast_source(**pre_kw), target=TARGET, options=pre_opts)
+
+
+def bwd_inputs(cfg_name, Z, H, N):
+    """Random fp16 Q, K, V, dO [Z, H, N, D] of fa_bwd's configuration
+    `cfg_name`, the forward's O and M, and Delta from fa_bwd's preprocess
+    kernel: what the backward kernel reads. Returns (q, k, v, do, o, lse,
+    delta, sm_scale)."""
+    import torch
+
+    import check
+
+    D = fa_bwd.CONFIGS[cfg_name][90]["HEAD_DIM"]
+    pre_kw, pre = _preprocess_kernel(cfg_name)
+    q, k, v, do = (torch.empty(Z, H, N, D, device="cuda", dtype=torch.float16).normal_(0, 0.5) for _ in range(4))
+    sm_scale = 1.0 / math.sqrt(D)
+    o, lse = check._fwd(90, fa_fwd.CONFIGS["default" if D == 128 else "hd64"][90], q, k, v, sm_scale)
+    delta = torch.empty(Z * H * N, device="cuda", dtype=torch.float32)
+    sig, cst, _ = fa_bwd.preprocess_ast_source_args(**pre_kw)
+    check._launch(pre, (N // pre_kw["BLOCK_M"], Z * H, 1), sig, cst, dict(O=o, DO=do, Delta=delta, N_CTX=N))
+    return q, k, v, do, o, lse, delta, sm_scale
+
 def bench_all(out):
     import torch
     from triton.testing import do_bench
@@ -518,17 +561,6 @@ def bench_all(out):
 
     def med(fn):
         return do_bench(fn, warmup=25, rep=100, return_mode="median")
-
-    # Paired timing: rounds of alternating medians, each median over at least
-    # PAIRED_CALLS calls. With do_bench's 100 ms a 16k attention call (20-35
-    # ms) gave a median of 3-5 samples, and the SM clock dips now and then:
-    # run 19 measured one kernel at 21.2-22.6 ms within one paired row
-    # (fa_fwd_hd64 16k, a 0.959 "ratio" between configurations the first pass
-    # had within 0.5%).
-    PAIRED_ROUNDS, PAIRED_CALLS = 5, 20
-
-    def med_calls(fn, ms):
-        return do_bench(fn, warmup=25, rep=max(100, int(PAIRED_CALLS * ms) + 1), return_mode="median")
 
     def paired(kernel, size, fns, rounds=PAIRED_ROUNDS, ours_prefix="twill choice", key="paired"):
         """The best stock configuration and one of twill's rows (by default
@@ -753,20 +785,9 @@ def bench_all(out):
     import check  # bench/kernels/check.py: launch helpers
 
     def bench_bwd(bwd_kind, cfg_name):
-        cx0, _ = fa_bwd.split_config(fa_bwd.CONFIGS[cfg_name][90])
-        D = cx0["HEAD_DIM"]
-        pre_kw, pre_opts = fa_bwd.split_config(fa_bwd.PREPROCESS_CONFIGS[cfg_name])
-        pre = triton.compile(fa_bwd.make_preprocess_ast_source(**pre_kw), target=TARGET, options=pre_opts)
-        fwd_cfg = fa_fwd.CONFIGS["default" if D == 128 else "hd64"][90]
+        D = fa_bwd.CONFIGS[cfg_name][90]["HEAD_DIM"]
         for N in FA_SIZES:
-            q, k, v, do = (torch.empty(Z, H, N, D, device="cuda", dtype=torch.float16).normal_(0, 0.5)
-                           for _ in range(4))
-            sm_scale = 1.0 / math.sqrt(D)
-            o, lse = check._fwd(90, fwd_cfg, q, k, v, sm_scale)
-            rows = Z * H * N
-            delta = torch.empty(rows, device="cuda", dtype=torch.float32)
-            sig, cst, _ = fa_bwd.preprocess_ast_source_args(**pre_kw)
-            check._launch(pre, (N // pre_kw["BLOCK_M"], Z * H, 1), sig, cst, dict(O=o, DO=do, Delta=delta, N_CTX=N))
+            q, k, v, do, o, lse, delta, sm_scale = bwd_inputs(cfg_name, Z, H, N)
             flops = 2.5 * 4.0 * Z * H * N * N * D
             heads = [(0, 0), (Z - 1, H - 1)]
             ref = {}

@@ -437,19 +437,18 @@ fn schedule_loop(
         msg.push_str(" under Triton's partition rules");
     }
     if !result.streaming.is_empty() {
+        // The extra stages asked for (`prefetch=N`) come after a `+`: a
+        // reader (twill_triton.configure) can tell the depth that hides the
+        // modeled latency from the slack on top.
+        let extra = if o.prefetch > 0 {
+            format!("+{}", o.prefetch)
+        } else {
+            String::new()
+        };
         let pf: Vec<String> = result
             .streaming
             .iter()
-            .map(|x| {
-                // The extra stages asked for (`prefetch=N`) come after a
-                // `+`: a reader (twill_triton.configure) can tell the depth
-                // that hides the modeled latency from the slack on top.
-                if o.prefetch > 0 {
-                    format!("{} prefetch {}+{}", x.op, x.prefetch, o.prefetch)
-                } else {
-                    format!("{} prefetch {}", x.op, x.prefetch)
-                }
-            })
+            .map(|x| format!("{} prefetch {}{extra}", x.op, x.prefetch))
             .collect();
         msg.push_str(&format!("; {}", pf.join(", ")));
     }

@@ -80,14 +80,40 @@ def compile_all(kind, root, cx, stock):
 
 
 def interleave(fns, base, rounds):
+    """`rounds` rounds of every variant in turn, each a median over at least
+    run.PAIRED_CALLS calls of the `base` variant's duration."""
     from triton.testing import do_bench
     ms0 = do_bench(fns[base], warmup=25, rep=100, return_mode="median")
-    rep = max(100, int(20 * ms0) + 1)
     times = {label: [] for label in fns}
     for _ in range(rounds):
         for label, fn in fns.items():
-            times[label].append(do_bench(fn, warmup=25, rep=rep, return_mode="median"))
+            times[label].append(run.med_calls(fn, ms0))
     return times
+
+
+def header():
+    """The device, Triton and date of a probe's JSON."""
+    import torch
+    return dict(device=torch.cuda.get_device_name(), triton=triton.__version__,
+                date=time.strftime("%Y-%m-%d %H:%M:%S %Z"), sizes={})
+
+
+def report(size, rounds, times, base, flags, flag_name, flops=None):
+    """Prints each variant's median over the rounds, its range, its ratio
+    to `base` and its correctness flag (TFLOPS too, given the flops)."""
+    ref = statistics.median(times[base])
+    print(f"N = {size} ({rounds} interleaved rounds, medians of >= 20 calls each)", flush=True)
+    for label, ts in times.items():
+        m = statistics.median(ts)
+        rate = f"  {flops / m / 1e9:6.1f} TFLOPS" if flops else ""
+        print(f"  {label:32s} {m:9.4f} ms{rate}  [{min(ts):.4f}, {max(ts):.4f}]  {base.split()[-1]} / this = "
+              f"{ref / m:.3f}  {flag_name}: {flags[label]}", flush=True)
+
+
+def save(out, name, results):
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / name).write_text(json.dumps(results, indent=1))
 
 
 def bench_gemm(out, sizes, rounds):
@@ -96,8 +122,7 @@ def bench_gemm(out, sizes, rounds):
 
     torch.manual_seed(0)
     kernels = compile_all("gemm", GEMM_REPLAY, GEMM_CX, {f"triton s{n}": n for n in (2, 3, 4, 5)})
-    results = dict(device=torch.cuda.get_device_name(), triton=triton.__version__,
-                   date=time.strftime("%Y-%m-%d %H:%M:%S %Z"), sizes={})
+    results = header()
     for S in sizes:
         a = torch.randn(S, S, device="cuda", dtype=torch.float16)
         b = torch.randn(S, S, device="cuda", dtype=torch.float16)
@@ -118,18 +143,11 @@ def bench_gemm(out, sizes, rounds):
                 ref.abs().max().item()
             fns[label] = fn
         times = interleave(fns, "triton s2", rounds)
-        base = statistics.median(times["triton s2"])
-        print(f"N = {S} ({rounds} interleaved rounds, medians of >= 20 calls each)", flush=True)
-        for label, ts in times.items():
-            m = statistics.median(ts)
-            print(f"  {label:32s} {m:9.4f} ms  {2.0 * S ** 3 / m / 1e9:6.1f} TFLOPS  [{min(ts):.4f}, {max(ts):.4f}]"
-                  f"  s2 / this = {base / m:.3f}  correct: {ok[label]}", flush=True)
+        report(S, rounds, times, "triton s2", ok, "correct", flops=2.0 * S ** 3)
         results["sizes"][S] = dict(times=times, correct=ok)
         del a, b, ref, fns
         torch.cuda.empty_cache()
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        (Path(out) / "gemm_loads.json").write_text(json.dumps(results, indent=1))
+    save(out, "gemm_loads.json", results)
 
 
 def bench(out, sizes, rounds):
@@ -138,21 +156,11 @@ def bench(out, sizes, rounds):
     import check
 
     torch.manual_seed(0)
-    Z, H, D = 4, 32, 64
+    Z, H = 4, 32
     kernels = compile_all("bwd_hd64", REPLAY, CX, STOCK)
-    pre_kw, pre_opts = run.fa_bwd.split_config(run.fa_bwd.PREPROCESS_CONFIGS["hd64"])
-    pre = triton.compile(run.fa_bwd.make_preprocess_ast_source(**pre_kw), target=run.TARGET, options=pre_opts)
-    fwd_cfg = run.fa_fwd.CONFIGS["hd64"][90]
-    results = dict(device=torch.cuda.get_device_name(), triton=triton.__version__,
-                   date=time.strftime("%Y-%m-%d %H:%M:%S %Z"), sizes={})
+    results = header()
     for N in sizes:
-        q, k, v, do = (torch.empty(Z, H, N, D, device="cuda", dtype=torch.float16).normal_(0, 0.5)
-                       for _ in range(4))
-        sm_scale = 1.0 / D ** 0.5
-        o, lse = check._fwd(90, fwd_cfg, q, k, v, sm_scale)
-        delta = torch.empty(Z * H * N, device="cuda", dtype=torch.float32)
-        sig, cst, _ = run.fa_bwd.preprocess_ast_source_args(**pre_kw)
-        check._launch(pre, (N // pre_kw["BLOCK_M"], Z * H, 1), sig, cst, dict(O=o, DO=do, Delta=delta, N_CTX=N))
+        q, k, v, do, o, lse, delta, sm_scale = run.bwd_inputs("hd64", Z, H, N)
         sig, cst, _ = run.fa_bwd.ast_source_args(**CX)
         outs, fns = {}, {}
         for label, kern in kernels.items():
@@ -170,18 +178,11 @@ def bench(out, sizes, rounds):
         same = {label: all(torch.isfinite(t).all().item() and torch.allclose(t, r, atol=2e-2, rtol=2e-2)
                            for t, r in zip(got, ref)) for label, got in outs.items()}
         times = interleave(fns, "triton s3", rounds)
-        base = statistics.median(times["triton s3"])
-        print(f"N = {N} ({rounds} interleaved rounds, medians of >= 20 calls each)", flush=True)
-        for label, ts in times.items():
-            m = statistics.median(ts)
-            print(f"  {label:32s} {m:9.4f} ms  [{min(ts):.4f}, {max(ts):.4f}]  s3 / this = {base / m:.3f}  "
-                  f"matches s3: {same[label]}", flush=True)
+        report(N, rounds, times, "triton s3", same, "matches s3")
         results["sizes"][N] = dict(times=times, matches_s3=same)
         del q, k, v, do, o, lse, delta, outs, fns
         torch.cuda.empty_cache()
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        (Path(out) / "bwd_loads.json").write_text(json.dumps(results, indent=1))
+    save(out, "bwd_loads.json", results)
 
 
 def main():
