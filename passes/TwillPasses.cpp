@@ -116,6 +116,16 @@ struct TwillSchedulePass
       llvm::cl::desc("Prefetched loads first in the body (full lead time, one "
                      "more buffer) or last (one buffer fewer)"),
       llvm::cl::init("first")};
+  Option<std::string> pointerLoads{
+      *this, "pointer-loads",
+      llvm::cl::desc("Pointer loads (tt.load, cp.async) first or last, "
+                     "apart from the descriptor loads (empty: as `loads`)"),
+      llvm::cl::init("")};
+  Option<int> pointerPrefetch{
+      *this, "pointer-prefetch",
+      llvm::cl::desc("Extra stages of prefetch for pointer loads (-1: as "
+                     "`prefetch`)"),
+      llvm::cl::init(-1)};
   Option<bool> partitions{
       *this, "partitions",
       llvm::cl::desc("Write the solved warp partitions (false: solve for "
@@ -138,6 +148,8 @@ struct TwillSchedulePass
     render(o, "prefetch", std::to_string(prefetch));
     render(o, "order", order);
     render(o, "loads", loads);
+    render(o, "pointer-loads", pointerLoads);
+    render(o, "pointer-prefetch", std::to_string(pointerPrefetch));
     runBody(*this, gCallbacks ? gCallbacks->schedule : nullptr,
             getOperation(), o,
             [](Pass &p) { static_cast<TwillSchedulePass &>(p).fail(); });

@@ -200,9 +200,61 @@ impl std::str::FromStr for ClusterOrder {
     }
 }
 
-/// Where prefetched loads go in the body: 0 first, 1 the other ops, 2 last.
-fn load_rank(prefetched: bool, loads_last: bool) -> u8 {
-    match (prefetched, loads_last) {
+/// Where one kind of streaming load is issued and how far ahead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Placement {
+    /// At the end of the body (Triton's own structure) instead of its
+    /// start: one iteration less lead at the same depth, one buffer fewer
+    /// (Triton adds one when a load's use is in a later cluster).
+    pub last: bool,
+    /// Stages of prefetch on top of the depth that hides the load's modeled
+    /// time (section 5.3's tunable).
+    pub extra: u32,
+}
+
+/// Placements of the two kinds of streaming load Triton pipelines
+/// differently: descriptor loads (`tt.descriptor_load`/`_gather`: one
+/// thread issues a TMA copy that completes on an mbarrier) and pointer loads
+/// (`tt.load`: every thread issues `cp.async` and waits on its commit
+/// groups).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LoadPlacement {
+    pub descriptor: Placement,
+    pub pointer: Placement,
+}
+
+/// The op that Triton pipelines as a pointer load (`cp.async`).
+pub const POINTER_LOAD: &str = "tt.load";
+
+impl LoadPlacement {
+    /// The same placement for both kinds.
+    pub fn uniform(last: bool, extra: u32) -> LoadPlacement {
+        let p = Placement { last, extra };
+        LoadPlacement {
+            descriptor: p,
+            pointer: p,
+        }
+    }
+
+    /// The placement of a load whose MLIR op is `op_name`.
+    pub fn of(&self, op_name: &str) -> Placement {
+        if op_name == POINTER_LOAD {
+            self.pointer
+        } else {
+            self.descriptor
+        }
+    }
+
+    /// Whether both kinds are placed alike.
+    pub fn is_uniform(&self) -> bool {
+        self.descriptor == self.pointer
+    }
+}
+
+/// Where an op goes in the body: 0 a prefetched load issued first, 1 the
+/// other ops, 2 a prefetched load issued last.
+fn load_rank(prefetched: bool, last: bool) -> u8 {
+    match (prefetched, last) {
         (false, _) => 1,
         (true, false) => 0,
         (true, true) => 2,
@@ -215,12 +267,7 @@ fn load_rank(prefetched: bool, loads_last: bool) -> u8 {
 /// stage(u) = stage(v) + d puts u before v (the schedule never has
 /// stage(u) > stage(v) + d). A topological sort of those constraints that
 /// prefers (not prefetched, program index); None if they form a cycle.
-fn program_order(
-    lowered: &Lowered,
-    stage: &[u32],
-    prefetch: &[u32],
-    loads_last: bool,
-) -> Option<Vec<usize>> {
+fn program_order(lowered: &Lowered, stage: &[u32], rank: &[u8]) -> Option<Vec<usize>> {
     let nodes = lowered.graph.ops.len();
     let mut succ: Vec<Vec<usize>> = vec![Vec::new(); nodes];
     let mut indeg = vec![0usize; nodes];
@@ -231,12 +278,7 @@ fn program_order(
             indeg[v] += 1;
         }
     }
-    let key = |v: usize| {
-        (
-            load_rank(prefetch[v] > 0, loads_last),
-            lowered.op_of_node[v],
-        )
-    };
+    let key = |v: usize| (rank[v], lowered.op_of_node[v]);
     let mut ready: std::collections::BTreeSet<((u8, usize), usize)> = (0..nodes)
         .filter(|&v| indeg[v] == 0)
         .map(|v| (key(v), v))
@@ -259,9 +301,10 @@ fn program_order(
 ///
 /// `js.group[v]` is the solver's warp group of graph node v (0 = the
 /// variable-latency/producer group); `ws` says whether to emit partitions;
-/// `extra_prefetch` adds stages of prefetch to every streaming load on top
-/// of the depth that hides its modeled latency (section 5.3's tunable);
-/// `order` says how the other ops are ordered within a stage.
+/// `loads` says where each kind of streaming load is issued and how many
+/// stages of prefetch it gets on top of the depth that hides its modeled
+/// latency (section 5.3's tunable); `order` says how the other ops are
+/// ordered within a stage.
 #[allow(clippy::too_many_arguments)]
 pub fn decide(
     ir: &LoopIr,
@@ -270,20 +313,23 @@ pub fn decide(
     streaming: &[Streaming],
     arch: Arch,
     ws: bool,
-    extra_prefetch: u32,
     order: ClusterOrder,
-    loads_last: bool,
+    loads: LoadPlacement,
 ) -> LoopDecision {
     let s = &js.schedule;
     let ii = s.ii.max(1);
     let nodes = lowered.graph.ops.len();
+    let placement = |v: usize| loads.of(&ir.ops[lowered.op_of_node[v]].name);
     let prefetch: Vec<u32> = (0..nodes)
         .map(|v| {
             streaming
                 .iter()
                 .find(|x| x.op == lowered.graph.ops[v].name)
-                .map_or(0, |x| x.prefetch + extra_prefetch)
+                .map_or(0, |x| x.prefetch + placement(v).extra)
         })
+        .collect();
+    let rank: Vec<u8> = (0..nodes)
+        .map(|v| load_rank(prefetch[v] > 0, placement(v).last))
         .collect();
     let shift = prefetch.iter().copied().max().unwrap_or(0);
     let raw_stage: Vec<u32> = (0..nodes).map(|v| s.start[v] / ii).collect();
@@ -302,27 +348,22 @@ pub fn decide(
     // consecutive TMA loads of one (stage, cluster) a single barrier.
     let slot_of = |v: usize| {
         if prefetch[v] > 0 {
-            (load_rank(true, loads_last), 0)
+            (rank[v], 0)
         } else {
-            (load_rank(false, loads_last), s.start[v] % ii)
+            (rank[v], s.start[v] % ii)
         }
     };
     order.sort_by_key(|&v| (slot_of(v), lowered.op_of_node[v]));
     let mut cluster = vec![0u32; nodes];
     let mut next = 0u32;
     let program = (cluster_order == ClusterOrder::Program)
-        .then(|| program_order(lowered, &stage, &prefetch, loads_last))
+        .then(|| program_order(lowered, &stage, &rank))
         .flatten();
     if let Some(program) = program {
         // Clusters only where the order leaves program order (or switches
         // between prefetched loads and the rest), so that Triton's (cluster,
         // program) order reproduces it.
-        let key = |v: usize| {
-            (
-                load_rank(prefetch[v] > 0, loads_last),
-                lowered.op_of_node[v],
-            )
-        };
+        let key = |v: usize| (rank[v], lowered.op_of_node[v]);
         for (k, &v) in program.iter().enumerate() {
             if k > 0 {
                 let (a, b) = (key(program[k - 1]), key(v));
@@ -680,7 +721,8 @@ mod tests {
         order: ClusterOrder,
         loads_last: bool,
     ) -> (LoopIr, LoopDecision) {
-        solved_loop(gemm(), arch, ws, order, loads_last)
+        let loads = LoadPlacement::uniform(loads_last, 0);
+        solved_loop(gemm(), arch, ws, order, loads)
     }
 
     /// `ir` solved (two compute groups) and decided for `arch` on its
@@ -690,7 +732,7 @@ mod tests {
         arch: Arch,
         ws: bool,
         order: ClusterOrder,
-        loads_last: bool,
+        loads: LoadPlacement,
     ) -> (LoopIr, LoopDecision) {
         let m = Machine::select(arch.default_machine()).unwrap();
         let target = TritonTarget {
@@ -723,17 +765,7 @@ mod tests {
             },
         )
         .unwrap();
-        let d = decide(
-            &ir,
-            &l,
-            &r.schedule,
-            &r.streaming,
-            arch,
-            ws,
-            0,
-            order,
-            loads_last,
-        );
+        let d = decide(&ir, &l, &r.schedule, &r.streaming, arch, ws, order, loads);
         (ir, d)
     }
 
@@ -783,10 +815,47 @@ mod tests {
     }
 
     #[test]
+    fn pointer_loads_can_be_placed_apart_from_descriptor_loads() {
+        // B through a pointer load (`tt.load`, cp.async), A through a
+        // descriptor: the pointer load last in the body with one more
+        // stage of prefetch, the descriptor load first at its modeled depth.
+        let mut ir = gemm();
+        ir.ops[3].name = POINTER_LOAD.into();
+        let loads = LoadPlacement {
+            descriptor: Placement::default(),
+            pointer: Placement {
+                last: true,
+                extra: 1,
+            },
+        };
+        let (ir, d) = solved_loop(ir, Arch::Sm90, false, ClusterOrder::Program, loads);
+        assert!(validate(&ir, &d, &SM90_36).is_empty());
+        assert!(d.ops[1].cluster < d.ops[6].cluster && d.ops[3].cluster > d.ops[6].cluster);
+        assert_eq!(d.ops[3].stage + 1, d.ops[1].stage);
+        assert_eq!(d.max_stage, 3);
+        // The same placement for both kinds is the uniform one.
+        let (_, u) = solved_loop(
+            gemm(),
+            Arch::Sm90,
+            false,
+            ClusterOrder::Program,
+            LoadPlacement::uniform(false, 0),
+        );
+        assert_eq!(u.ops[1].stage, u.ops[3].stage);
+        assert!(LoadPlacement::uniform(true, 1).is_uniform() && !loads.is_uniform());
+    }
+
+    #[test]
     fn blackwell_partitions_cover_every_op_with_the_mma_in_one() {
         let mut ir = gemm();
         ir.ops[6].name = "ttng.tc_gen5_mma".into();
-        let (_, d) = solved_loop(ir, Arch::Sm100, true, ClusterOrder::Slot, false);
+        let (_, d) = solved_loop(
+            ir,
+            Arch::Sm100,
+            true,
+            ClusterOrder::Slot,
+            LoadPlacement::default(),
+        );
         assert!(d.ops.iter().all(|o| o.partition.len() == 1));
         assert_eq!(d.ops[6].partition, [1]);
         assert!(d.ops[6].self_latency);

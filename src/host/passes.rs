@@ -43,14 +43,15 @@ pub struct ScheduleOptions {
     pub ws: bool,
     /// Write the solved partitions (false: stages only; Triton partitions).
     pub partitions: bool,
-    /// Extra stages of prefetch for streaming loads (section 5.3's tunable).
-    pub prefetch: u32,
     /// Order of the ops within a stage (see [`backend::ClusterOrder`]).
     pub order: backend::ClusterOrder,
-    /// Prefetched loads last in the body instead of first: one buffer
-    /// fewer per load (Triton adds one when a load's use is in a later
-    /// cluster), less lead time.
-    pub loads_last: bool,
+    /// Where the streaming loads go in the body (first, or last: one
+    /// buffer fewer per load, as Triton adds one when a load's use is in a
+    /// later cluster, and one iteration less lead) and their extra stages
+    /// of prefetch (section 5.3's tunable): `loads` and `prefetch` for
+    /// every load, `pointer-loads` and `pointer-prefetch` for the pointer
+    /// loads (`tt.load`, cp.async) apart from the descriptor loads.
+    pub loads: backend::LoadPlacement,
 }
 
 /// Options of `--twill-export-graph`.
@@ -96,10 +97,23 @@ impl ScheduleOptions {
             groups: 0,
             ws: true,
             partitions: true,
-            prefetch: 0,
             order: backend::ClusterOrder::Program,
-            loads_last: false,
+            loads: backend::LoadPlacement::default(),
         };
+        let placed = |k: &str, v: &str| match v {
+            "first" => Ok(false),
+            "last" => Ok(true),
+            _ => Err(format!("{k}: expected `first` or `last`, got `{v}`")),
+        };
+        let extra = |k: &str, v: &str| {
+            v.parse::<u32>()
+                .ok()
+                .filter(|p| *p <= 8)
+                .ok_or_else(|| format!("{k}: expected 0..=8 extra stages, got `{v}`"))
+        };
+        // The pointer loads follow `loads` and `prefetch` unless given
+        // (an empty value, or -1 for `pointer-prefetch`, is not given).
+        let (mut pointer_last, mut pointer_extra) = (None, None);
         for (k, v) in pairs(text) {
             match k {
                 "arch" => arch = parse_arch(v)?,
@@ -126,18 +140,12 @@ impl ScheduleOptions {
                 }
                 "encoding" => o.encoding = v.parse()?,
                 "order" => o.order = v.parse()?,
-                "loads" => {
-                    o.loads_last = match v {
-                        "first" => false,
-                        "last" => true,
-                        _ => return Err(format!("loads: expected `first` or `last`, got `{v}`")),
-                    }
-                }
-                "prefetch" => {
-                    o.prefetch = v.parse::<u32>().ok().filter(|p| *p <= 8).ok_or_else(|| {
-                        format!("prefetch: expected 0..=8 extra stages, got `{v}`")
-                    })?
-                }
+                "loads" => o.loads.descriptor.last = placed(k, v)?,
+                "prefetch" => o.loads.descriptor.extra = extra(k, v)?,
+                "pointer-loads" if v.is_empty() => pointer_last = None,
+                "pointer-loads" => pointer_last = Some(placed(k, v)?),
+                "pointer-prefetch" if v == "-1" => pointer_extra = None,
+                "pointer-prefetch" => pointer_extra = Some(extra(k, v)?),
                 "groups" => {
                     o.groups = v
                         .parse::<u32>()
@@ -159,6 +167,10 @@ impl ScheduleOptions {
             }
         }
         o.target = TritonTarget { arch, version };
+        o.loads.pointer = backend::Placement {
+            last: pointer_last.unwrap_or(o.loads.descriptor.last),
+            extra: pointer_extra.unwrap_or(o.loads.descriptor.extra),
+        };
         if o.machine.is_empty() {
             o.machine = arch.default_machine().to_string();
         }
@@ -352,9 +364,8 @@ fn schedule_loop(
             &result.streaming,
             o.target.arch,
             partitions,
-            o.prefetch,
             order,
-            o.loads_last,
+            o.loads,
         )
     };
     let mut decision = decide(o.order);
@@ -367,10 +378,22 @@ fn schedule_loop(
         tracing::debug!("program order breaks Triton's order rule; writing the slot order");
         decision = decide(backend::ClusterOrder::Slot);
     }
+    // Each streaming load's placement, by the MLIR op behind its node.
+    let placement = |node: &str| {
+        lowered
+            .graph
+            .ops
+            .iter()
+            .position(|g| g.name == node)
+            .map_or(o.loads.descriptor, |v| {
+                o.loads.of(&ir.ops[lowered.op_of_node[v]].name)
+            })
+    };
     // The solver models a streaming load's tile for its modeled lifetime;
     // Triton allocates (prefetch + 1 for the use in a later cluster, unless
-    // the loads come last, + 1 for an MMA operand) buffers of it. Refuse a pipeline whose buffers cannot
-    // fit in shared memory (Triton would fail at launch).
+    // the load comes last, + 1 for an MMA operand) buffers of it. Refuse a
+    // pipeline whose buffers cannot fit in shared memory (Triton would fail
+    // at launch).
     if let Some(cap) = machine.memory("smem").map(|m| m.capacity) {
         let need: u64 = result
             .streaming
@@ -378,14 +401,20 @@ fn schedule_loop(
             .filter_map(|st| {
                 let op = lowered.graph.ops.iter().find(|g| g.name == st.op)?;
                 let bytes = op.memory.get("smem").copied().unwrap_or(0);
-                let later_cluster = if o.loads_last { 0 } else { 1 };
-                Some(u64::from(st.prefetch + o.prefetch + 1 + later_cluster) * bytes)
+                let p = placement(&st.op);
+                let later_cluster = if p.last { 0 } else { 1 };
+                Some(u64::from(st.prefetch + p.extra + 1 + later_cluster) * bytes)
             })
             .sum();
         if need > cap {
+            let pointer = if o.loads.is_uniform() {
+                String::new()
+            } else {
+                format!(", pointer-prefetch={}", o.loads.pointer.extra)
+            };
             return Outcome::Skipped(format!(
-                "the prefetch buffers need {need} bytes of shared memory, more than the {cap} of machine `{}` (prefetch={} extra stages)",
-                machine.name, o.prefetch
+                "the prefetch buffers need {need} bytes of shared memory, more than the {cap} of machine `{}` (prefetch={} extra stages{pointer})",
+                machine.name, o.loads.descriptor.extra
             ));
         }
     }
@@ -440,37 +469,53 @@ fn schedule_loop(
         // The extra stages asked for (`prefetch=N`) come after a `+`: a
         // reader (twill_triton.configure) can tell the depth that hides the
         // modeled latency from the slack on top.
-        let extra = if o.prefetch > 0 {
-            format!("+{}", o.prefetch)
-        } else {
-            String::new()
-        };
         let pf: Vec<String> = result
             .streaming
             .iter()
-            .map(|x| format!("{} prefetch {}{extra}", x.op, x.prefetch))
+            .map(|x| {
+                let extra = placement(&x.op).extra;
+                let extra = if extra > 0 {
+                    format!("+{extra}")
+                } else {
+                    String::new()
+                };
+                format!("{} prefetch {}{extra}", x.op, x.prefetch)
+            })
             .collect();
         msg.push_str(&format!("; {}", pf.join(", ")));
     }
     msg.push(')');
     // How far ahead of its use each streaming load is issued, against its
     // modeled time (latency and transfer): iterations ahead times I, one
-    // iteration less when the loads come last in the body (issued at its
+    // iteration less when the load comes last in the body (issued at its
     // end). The least over the loads; negative: latency the schedule leaves
-    // exposed (for configuration choice, e.g. twill_triton).
+    // exposed (for configuration choice, e.g. twill_triton). `first and
+    // last`: the pointer loads are placed apart from the others.
     if !result.streaming.is_empty() {
         let ii_cycles = f64::from(s.ii) * problem.cycle_scale;
         let slack = result
             .streaming
             .iter()
             .map(|x| {
-                let ahead = (x.prefetch + o.prefetch).saturating_sub(u32::from(o.loads_last));
+                let p = placement(&x.op);
+                let ahead = (x.prefetch + p.extra).saturating_sub(u32::from(p.last));
                 f64::from(ahead) * ii_cycles - x.raw_cycles as f64
             })
             .fold(f64::INFINITY, f64::min);
+        let last: Vec<bool> = result
+            .streaming
+            .iter()
+            .map(|x| placement(&x.op).last)
+            .collect();
+        let place = if last.iter().all(|l| *l) {
+            "last"
+        } else if last.iter().any(|l| *l) {
+            "first and last"
+        } else {
+            "first"
+        };
         msg.push_str(&format!(
-            " [loads {}: lead over the load time ~{slack:.0} cycles]",
-            if o.loads_last { "last" } else { "first" }
+            " [loads {place}: lead over the load time ~{slack:.0} cycles]"
         ));
     }
     // The busiest unit's cycles per iteration: what one iteration costs when
@@ -766,6 +811,32 @@ mod tests {
     }
 
     #[test]
+    fn pointer_loads_follow_loads_unless_given() {
+        use backend::{LoadPlacement, Placement};
+        // The C++ pass renders every key; an empty `pointer-loads` and a
+        // `pointer-prefetch` of -1 mean "as the other loads".
+        let o =
+            ScheduleOptions::parse("loads=last\nprefetch=1\npointer-loads=\npointer-prefetch=-1")
+                .unwrap();
+        assert_eq!(o.loads, LoadPlacement::uniform(true, 1));
+        // Keys in any order.
+        let o =
+            ScheduleOptions::parse("pointer-prefetch=1\npointer-loads=last\nloads=first").unwrap();
+        assert_eq!(
+            o.loads,
+            LoadPlacement {
+                descriptor: Placement::default(),
+                pointer: Placement {
+                    last: true,
+                    extra: 1
+                },
+            }
+        );
+        assert_eq!(o.loads.of("tt.load").extra, 1);
+        assert_eq!(o.loads.of("tt.descriptor_load").extra, 0);
+    }
+
+    #[test]
     fn schedule_options_reject_bad_values() {
         for (text, needle) in [
             ("arch=sm75", "arch"),
@@ -775,6 +846,8 @@ mod tests {
             ("groups=two", "groups"),
             ("ws=maybe", "ws"),
             ("frobnicate=1", "unknown option"),
+            ("pointer-loads=middle", "pointer-loads"),
+            ("pointer-prefetch=9", "pointer-prefetch"),
         ] {
             let e = ScheduleOptions::parse(text).unwrap_err();
             assert!(e.contains(needle), "{text}: {e}");

@@ -41,6 +41,10 @@ Further modules, "before" snapshot only (NAME.before.mlir + NAME.before.pretty.m
 
     fa_fwd_sm90_w4     fa_fwd_sm90 (same kernel and config) but num_warps=4; TTGIR
                        just before nvidia.passes.hopper.add_hopper_warpspec (see NOTE)
+    fa_bwd_hd64_sm90   fa_bwd's hd64 configuration at 32-row steps (BLOCK_M1 =
+                       BLOCK_N2 = 32), num_warps=4, no warp specialization; TTGIR
+                       just before add_assign_latencies (two loops; the first
+                       mixes descriptor and pointer loads)
     gemm_sm90_w4       matmul.matmul_tma_ws_kernel (the GEMM with its K loop as
                        `tl.range(..., warp_specialize=True)`), DEFAULT_CONFIG
                        (num_warps=4, num_stages=3); TTGIR just before
@@ -121,6 +125,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton._C.libtriton import ir  # noqa: E402
 import triton.backends.nvidia.compiler as nv_compiler  # noqa: E402
 
+import fa_bwd  # noqa: E402
 import fa_fwd  # noqa: E402
 import matmul  # noqa: E402
 import test_kernels  # noqa: E402
@@ -313,6 +318,14 @@ def modules():
     assert mm_opts["num_warps"] == 4
     yield ("gemm_sm90_w4", matmul.make_ast_source(WARP_SPECIALIZE=True, **mm), 90, mm_opts, HOPPER_WARPSPEC,
            ("before", ))
+
+    # The head-dim-64 backward at the Triton tutorial's 32-row steps and 4
+    # warps (the configuration twill's model chooses on the H100): two loops,
+    # the dK/dV loop streaming Q and dO through descriptors and M and Delta
+    # through pointer loads (tt.load).
+    cfg, opts = fa_bwd.split_config(dict(fa_bwd.CONFIGS["hd64"][90], BLOCK_M1=32, BLOCK_N2=32,
+                                         WARP_SPECIALIZE=False, num_warps=4, num_stages=2))
+    yield "fa_bwd_hd64_sm90", fa_bwd.make_ast_source(**cfg), 90, opts, SPLIT_FIRST, ("before", )
 
     # A loop whose body keeps an scf.if.
     cfg = dict(test_kernels.LOOP_WITH_IF_CONFIG)

@@ -198,6 +198,10 @@ def test_near_ties_take_covered_loads_first():
     first, first1 = loop("first", 298), loop("first", 825, "+1")
     last, last1 = loop("last", -229), loop("last", 298, "+1")
     assert (last.loads_last, last.load_slack, last1.extra_prefetch) == (True, -229, 1)
+    # Pointer loads placed apart (pointer-loads=last): not all last, and the
+    # lead still read.
+    split = loop("first and last", 120, "+1")
+    assert (split.loads_last, split.load_slack) == (False, 120)
 
     def cand(label, ctas, time, *loops):
         return configure.Scored(candidate=dict(label=label), scheduled=True, ctas_per_sm=ctas, time=time,

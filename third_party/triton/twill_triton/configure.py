@@ -91,9 +91,10 @@ _GROUP = re.compile(r"\[warp_specialize #(\d+)\]")
 _EXTRA_PREFETCH = re.compile(r" prefetch \d+\+(\d+)")
 # Any streaming load's prefetch (with or without extra stages).
 _PREFETCH = re.compile(r" prefetch \d+")
-# Where the streaming loads are issued, and their least lead over their
+# Where the streaming loads are issued ("first and last": pointer loads
+# placed apart from descriptor loads), and their least lead over their
 # modeled time (negative: exposed latency).
-_LEAD = re.compile(r"\[loads (first|last): lead over the load time ~(-?\d+) cycles\]")
+_LEAD = re.compile(r"\[loads (first|last|first and last): lead over the load time ~(-?\d+) cycles\]")
 # The raw cycles one iteration keeps each unit busy (not rounded).
 _UNITS = re.compile(r"\[units per iteration: ([^\]]*) cycles\]")
 # One per kernel: the critical path of its code outside the loops.

@@ -1,0 +1,63 @@
+// FlashAttention backward, head dim 64, on sm_90 (H100 model). Input: real
+// Triton 3.6.0 TTGIR of bench/kernels/fa_bwd.py at the tutorial's 32-row
+// steps, num_warps=4 (the configuration twill's model chooses), captured just
+// before add_assign_latencies by Inputs/triton36/capture.py. Two loops, not
+// marked tt.warp_specialize (scope=all). The dK/dV loop streams Q and dO
+// through descriptors (TMA) and M and Delta through pointer loads (tt.load,
+// which Triton pipelines as cp.async); the dQ loop streams K and V through
+// descriptors.
+
+// Default: every streaming load one iteration ahead, first in the body.
+// RUN: %twill-opt %inputs/triton36/fa_bwd_hd64_sm90.before.mlir --twill-schedule="arch=sm90 scope=all" 2>&1 | FileCheck %s
+// CHECK: remark: twill: scheduled attn_bwd_kernel_loop1: I={{[0-9]+}} (~{{[0-9]+}} cycles) L={{[0-9]+}} stages=2 no partitions
+// CHECK-SAME: (proven optimal; descriptor_load_{{[0-9]+}} prefetch 1, load_{{[0-9]+}} prefetch 1, descriptor_load_{{[0-9]+}} prefetch 1, load_{{[0-9]+}} prefetch 1)
+// CHECK-SAME: [loads first: lead over the load time ~{{[0-9]+}} cycles]
+// CHECK: remark: twill: scheduled attn_bwd_kernel_loop2: {{.*}} stages=2
+// CHECK-SAME: [loads first: lead over the load time ~{{[0-9]+}} cycles]
+// CHECK-LABEL: scf.for
+// CHECK: "tt.descriptor_load"{{.*}}{loop.cluster = 0 : i32, loop.stage = 0 : i32}
+// CHECK: "tt.load"{{.*}}{loop.cluster = 0 : i32, loop.stage = 0 : i32}
+// CHECK: "ttng.warp_group_dot"{{.*}}{loop.cluster = 1 : i32, loop.stage = 1 : i32}
+// CHECK: } {tt.scheduled_max_stage = 1 : i32}
+
+// The pointer loads apart from the descriptor loads
+// (`pointer-loads=last pointer-prefetch=1`): in the dK/dV loop M and Delta
+// (and their address computation) go last in the body, one stage earlier so
+// that they stay as far ahead of their use as the model needs; Q and dO stay
+// first at the modeled depth, so the loop gets a third stage. The dQ loop,
+// with descriptor loads only, is unchanged. The remark names the mixed
+// placement and each load's depth.
+// RUN: %twill-opt %inputs/triton36/fa_bwd_hd64_sm90.before.mlir --twill-schedule="arch=sm90 scope=all pointer-loads=last pointer-prefetch=1" 2>&1 | FileCheck %s --check-prefix=SPLIT
+// SPLIT: remark: twill: scheduled attn_bwd_kernel_loop1: {{.*}} stages=3
+// SPLIT-SAME: (proven optimal; descriptor_load_{{[0-9]+}} prefetch 1, load_{{[0-9]+}} prefetch 1+1, descriptor_load_{{[0-9]+}} prefetch 1, load_{{[0-9]+}} prefetch 1+1)
+// SPLIT-SAME: [loads first and last: lead over the load time ~{{[0-9]+}} cycles]
+// SPLIT: remark: twill: scheduled attn_bwd_kernel_loop2: {{.*}} stages=2
+// SPLIT-SAME: [loads first: lead over the load time
+// SPLIT-LABEL: scf.for
+// SPLIT-NEXT: arith.addi {{.*}}{loop.cluster = [[DESC:0]] : i32, loop.stage = 1 : i32}
+// SPLIT-NEXT: "tt.descriptor_load"{{.*}}{loop.cluster = [[DESC]] : i32, loop.stage = 1 : i32}
+// SPLIT-NEXT: "ttg.local_alloc"{{.*}}{loop.cluster = [[BODY:1]] : i32, loop.stage = 2 : i32}
+// SPLIT-NEXT: "tt.addptr"{{.*}}{loop.cluster = [[PTR:2]] : i32, loop.stage = 0 : i32}
+// SPLIT-NEXT: "tt.splat"{{.*}}{loop.cluster = [[PTR]] : i32, loop.stage = 0 : i32}
+// SPLIT-NEXT: "tt.addptr"{{.*}}{loop.cluster = [[PTR]] : i32, loop.stage = 0 : i32}
+// SPLIT-NEXT: "tt.load"{{.*}}{loop.cluster = [[PTR]] : i32, loop.stage = 0 : i32}
+// SPLIT: "ttng.warp_group_dot"{{.*}}{loop.cluster = [[BODY]] : i32, loop.stage = 2 : i32}
+// SPLIT: "tt.descriptor_load"{{.*}}{loop.cluster = [[DESC]] : i32, loop.stage = 1 : i32}
+// SPLIT: "tt.load"{{.*}}{loop.cluster = [[PTR]] : i32, loop.stage = 0 : i32}
+// SPLIT: } {tt.scheduled_max_stage = 2 : i32}
+// SPLIT-LABEL: scf.for
+// SPLIT: "tt.descriptor_load"{{.*}}{loop.cluster = 0 : i32, loop.stage = 0 : i32}
+// SPLIT: } {tt.scheduled_max_stage = 1 : i32}
+
+// Every load last with one more stage (Triton's own structure) but the
+// pointer loads first at the modeled depth: the complement.
+// RUN: %twill-opt %inputs/triton36/fa_bwd_hd64_sm90.before.mlir --twill-schedule="arch=sm90 scope=all loads=last prefetch=1 pointer-loads=first pointer-prefetch=0" 2>&1 | FileCheck %s --check-prefix=COMP
+// COMP: remark: twill: scheduled attn_bwd_kernel_loop1: {{.*}} stages=3
+// COMP-SAME: (proven optimal; descriptor_load_{{[0-9]+}} prefetch 1+1, load_{{[0-9]+}} prefetch 1, descriptor_load_{{[0-9]+}} prefetch 1+1, load_{{[0-9]+}} prefetch 1)
+// COMP-SAME: [loads first and last:
+// COMP: remark: twill: scheduled attn_bwd_kernel_loop2: {{.*}} stages=3
+// COMP-SAME: [loads last: lead over the load time ~{{[0-9]+}} cycles]
+
+// A bad placement names the option.
+// RUN: not %twill-opt %inputs/triton36/fa_bwd_hd64_sm90.before.mlir --twill-schedule="arch=sm90 scope=all pointer-loads=middle" 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: pointer-loads: expected `first` or `last`, got `middle`
