@@ -21,6 +21,10 @@ from the backward (covered loads, then loads last) moved the 8k GEMM from
 loads first with an extra stage (run 22: paired 0.996 / 1.001) to loads
 last with one (run 23: 0.975 / 0.988).
 
+Probe 7 (2026-11-24) replaced the backward's four placements with
+TWILL_BWD (pointer loads placed apart from descriptor loads); probe 5's
+set is TWILL (at commit ff8001e for the backward).
+
 Prints per size the median over rounds of each variant's median time and its
 ratio to Triton's s3, and writes the numbers as JSON with --out.
 """
@@ -49,12 +53,25 @@ CX = dict(run.fa_bwd.split_config(run.fa_bwd.CONFIGS["hd64"][90])[0], BLOCK_M1=3
 OPTS = dict(num_warps=4, num_stages=2)
 TWILL = {"twill loads first": "", "twill loads first prefetch+1": "prefetch=1",
          "twill loads last": "loads=last", "twill loads last prefetch+1": "loads=last prefetch=1"}
+# The backward's dK/dV loop streams Q and dO through descriptors (TMA) and
+# M and Delta through pointer loads (tt.load: cp.async, every thread issues);
+# the GEMM and the forward stream through descriptors only. Probe 7 places
+# the two kinds apart (each "last" with one more stage, so that its lead
+# stays the modeled one) to tell which kind's placement makes the backward's
+# 1.5-2.5% between loads first and loads last + 1 stage.
+TWILL_BWD = {"twill loads first": "", "twill loads last prefetch+1": "loads=last prefetch=1",
+             "twill pointer last+1, descriptor first": "pointer-loads=last pointer-prefetch=1",
+             "twill descriptor last+1, pointer first": "loads=last prefetch=1 pointer-loads=first pointer-prefetch=0"}
 STOCK = {"triton s2": 2, "triton s3": 3}
+
+
+def variants(kind):
+    return TWILL_BWD if kind == "bwd_hd64" else TWILL
 
 
 def record(kind):
     root, cx, k = (REPLAY, CX, "bwd_hd64") if kind == "bwd" else (GEMM_REPLAY, GEMM_CX, "gemm")
-    for label, extra in TWILL.items():
+    for label, extra in variants(k).items():
         dump = root / run.slug(label)
         _, d = run.twill_record(k, cx, OPTS, extra, str(dump))
         print(label, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
@@ -69,7 +86,7 @@ def compile_all(kind, root, cx, stock):
     for label, ns in stock.items():
         os.environ["TRITON_CACHE_DIR"] = str(cache / "stock")
         kernels[label] = run.compile_kernel(kind, cx, dict(OPTS, num_stages=ns))
-    for label, extra in TWILL.items():
+    for label, extra in variants(kind).items():
         os.environ["TWILL_REPLAY_DIR"] = str(root / run.slug(label))
         os.environ["TRITON_CACHE_DIR"] = str(cache / run.slug(label))
         k, d = run.twill_compile(kind, cx, OPTS, extra)
