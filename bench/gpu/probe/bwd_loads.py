@@ -47,6 +47,9 @@ import run  # noqa: E402
 
 REPLAY = REPO / "bench" / "gpu" / "probe" / "replay-bwd-loads" / triton.__version__
 GEMM_REPLAY = REPO / "bench" / "gpu" / "probe" / "replay-gemm-loads" / triton.__version__
+# The FA forward at BLOCK_N 64, 4 warps, no warp specialization (twill's and
+# the stock grid's configuration at 1k): kind -> head dim.
+FWD = {"fa_hd64": 64, "fa": 128}
 GEMM_CX = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8)
 CX = dict(run.fa_bwd.split_config(run.fa_bwd.CONFIGS["hd64"][90])[0], BLOCK_M1=32, BLOCK_N2=32,
           WARP_SPECIALIZE=False)
@@ -65,12 +68,30 @@ TWILL_BWD = {"twill loads first": "", "twill loads last prefetch+1": "loads=last
 STOCK = {"triton s2": 2, "triton s3": 3}
 
 
+# Loads first at depth p and loads last at depth p + 1 are one schedule whose
+# loop is rotated (loop_sass.py): probe 8 times the rotation on the forward.
+TWILL_ROTATION = {"twill loads first": "", "twill loads last prefetch+1": "loads=last prefetch=1"}
+
+
 def variants(kind):
+    if kind in FWD:
+        return TWILL_ROTATION
     return TWILL_BWD if kind == "bwd_hd64" else TWILL
 
 
+def fwd_cx(kind):
+    return dict(HEAD_DIM=FWD[kind], BLOCK_M=128, BLOCK_N=64, WARP_SPECIALIZE=False)
+
+
+def fwd_replay(kind):
+    return REPO / "bench" / "gpu" / "probe" / f"replay-{kind}-loads" / triton.__version__
+
+
 def record(kind):
-    root, cx, k = (REPLAY, CX, "bwd_hd64") if kind == "bwd" else (GEMM_REPLAY, GEMM_CX, "gemm")
+    if kind in FWD:
+        root, cx, k = fwd_replay(kind), fwd_cx(kind), kind
+    else:
+        root, cx, k = (REPLAY, CX, "bwd_hd64") if kind == "bwd" else (GEMM_REPLAY, GEMM_CX, "gemm")
     for label, extra in variants(k).items():
         dump = root / run.slug(label)
         _, d = run.twill_record(k, cx, OPTS, extra, str(dump))
@@ -167,6 +188,49 @@ def bench_gemm(out, sizes, rounds):
     save(out, "gemm_loads.json", results)
 
 
+def bench_fwd(kind, out, sizes, rounds):
+    import math
+
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    torch.manual_seed(0)
+    Z, H, D = 4, 32, FWD[kind]
+    cx = fwd_cx(kind)
+    kernels = compile_all(kind, fwd_replay(kind), cx, STOCK)
+    results = header()
+    for N in sizes:
+        q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+        sm_scale = 1.0 / math.sqrt(D)
+        BM, BN = cx["BLOCK_M"], cx["BLOCK_N"]
+
+        def desc(t, rows):
+            return TensorDescriptor.from_tensor(t.view(Z * H * N, D), [rows, D])
+
+        outs, fns = {}, {}
+        for label, kern in kernels.items():
+            o = torch.full_like(q, float("nan"))
+            lse = torch.full((Z * H * N,), float("nan"), device="cuda", dtype=torch.float32)
+            args = (sm_scale, lse, Z, H, desc(q, BM), desc(k, BN), desc(v, BN), desc(o, BM), N, D, BM, BN, False)
+
+            def fn(kern=kern, args=args):
+                kern[(N // BM, Z * H, 1)](*args)
+
+            fn()
+            torch.cuda.synchronize()
+            outs[label], fns[label] = o, fn
+        s_ = (q[0, 0].float() @ k[0, 0].float().T) * sm_scale
+        ref = torch.softmax(s_, dim=-1) @ v[0, 0].float()
+        ok = {label: bool(torch.isfinite(o).all().item()) and (o[0, 0].float() - ref).abs().max().item() < 2e-2
+              for label, o in outs.items()}
+        times = interleave(fns, "triton s3", rounds)
+        report(N, rounds, times, "triton s3", ok, "correct", flops=4.0 * Z * H * N * N * D)
+        results["sizes"][N] = dict(times=times, correct=ok)
+        del q, k, v, outs, fns, s_, ref
+        torch.cuda.empty_cache()
+    save(out, f"{kind}_loads.json", results)
+
+
 def bench(out, sizes, rounds):
     import torch
 
@@ -206,12 +270,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--record", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT"))
-    ap.add_argument("--kind", choices=("bwd", "gemm"), default="bwd")
+    ap.add_argument("--kind", choices=("bwd", "gemm") + tuple(FWD), default="bwd")
     ap.add_argument("--sizes", type=int, nargs="*")
     ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
     if a.record:
         record(a.kind)
+    elif a.kind in FWD:
+        bench_fwd(a.kind, a.out, a.sizes or [1024, 4096, 16384], a.rounds)
     elif a.kind == "gemm":
         bench_gemm(a.out, a.sizes or [4096, 8192], a.rounds)
     else:

@@ -14,7 +14,7 @@ each loop that issues wgmma (HGMMA), the opcode multiset of its body in both
 placements, their difference, and the order of the synchronizing
 instructions.
 
-    python bench/gpu/probe/loop_sass.py [--kind bwd|gemm]
+    python bench/gpu/probe/loop_sass.py [--kind bwd|gemm|fa_hd64|fa]
 """
 import argparse
 import collections
@@ -70,9 +70,12 @@ def opcode(line):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--kind", choices=("bwd", "gemm"), default="bwd")
+    ap.add_argument("--kind", choices=("bwd", "gemm") + tuple(bwd_loads.FWD), default="bwd")
     a = ap.parse_args()
-    kind, cx = ("bwd_hd64", bwd_loads.CX) if a.kind == "bwd" else ("gemm", bwd_loads.GEMM_CX)
+    if a.kind in bwd_loads.FWD:
+        kind, cx = a.kind, bwd_loads.fwd_cx(a.kind)
+    else:
+        kind, cx = ("bwd_hd64", bwd_loads.CX) if a.kind == "bwd" else ("gemm", bwd_loads.GEMM_CX)
     os.environ.pop("TWILL_REPLAY_DIR", None)
     bodies = {}
     for label, extra in PLACEMENTS.items():
