@@ -73,10 +73,54 @@ STOCK = {"triton s2": 2, "triton s3": 3}
 TWILL_ROTATION = {"twill loads first": "", "twill loads last prefetch+1": "loads=last prefetch=1"}
 
 
-def variants(kind):
+# Probe 9: the backward's two loops in different rotations. The pass places
+# the loads of every loop alike, so these schedules are merged from two
+# recorded ones (the same module; only the loops' attributes differ): the
+# dK/dV loop (the first) from one, the dQ loop from the other. They compile
+# with no extra option, under the loads-first schedule's key.
+HYBRIDS = {"twill dKdV last+1, dQ first": ("twill loads last prefetch+1", "twill loads first"),
+           "twill dKdV first, dQ last+1": ("twill loads first", "twill loads last prefetch+1")}
+
+
+def recorded(kind):
+    """The variants the pass schedules (label -> extra pass options)."""
     if kind in FWD:
         return TWILL_ROTATION
     return TWILL_BWD if kind == "bwd_hd64" else TWILL
+
+
+def variants(kind):
+    """The twill variants compiled and timed (label -> extra pass options)."""
+    out = dict(recorded(kind))
+    if kind == "bwd_hd64":
+        out.update({label: "" for label in HYBRIDS})
+    return out
+
+
+def record_hybrids(root):
+    def only(label):
+        dirs = list((root / run.slug(label)).iterdir())
+        assert len(dirs) == 1, dirs
+        return dirs[0]
+
+    key = (only("twill loads first") / "key.txt").read_text()
+    for label, (loop1, rest) in HYBRIDS.items():
+        a, b = only(loop1), only(rest)
+        la = (a / "scheduled.mlir").read_text().splitlines(keepends=True)
+        lb = (b / "scheduled.mlir").read_text().splitlines(keepends=True)
+        fors = [i for i, line in enumerate(lb) if '"scf.for"' in line]
+        assert len(la) == len(lb) and len(fors) == 2, (len(la), len(lb), fors)
+        out = root / run.slug(label) / b.name
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "scheduled.mlir").write_text("".join(la[:fors[1]] + lb[fors[1]:]))
+        (out / "key.txt").write_text(key)
+        ra = (a / "remarks.txt").read_text().splitlines(keepends=True)
+        rb = (b / "remarks.txt").read_text().splitlines(keepends=True)
+        (out / "remarks.txt").write_text("".join([r for r in ra if "_loop1:" in r] +
+                                                 [r for r in rb if "_loop1:" not in r]))
+        (out / "command.txt").write_text(f"merged by bwd_loads.record_hybrids: the lines before the second "
+                                         f"scf.for from {a.parent.name}, the rest from {b.parent.name}\n")
+        print(label, "merged")
 
 
 def fwd_cx(kind):
@@ -92,13 +136,15 @@ def record(kind):
         root, cx, k = fwd_replay(kind), fwd_cx(kind), kind
     else:
         root, cx, k = (REPLAY, CX, "bwd_hd64") if kind == "bwd" else (GEMM_REPLAY, GEMM_CX, "gemm")
-    for label, extra in variants(k).items():
+    for label, extra in recorded(k).items():
         dump = root / run.slug(label)
         _, d = run.twill_record(k, cx, OPTS, extra, str(dump))
         print(label, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
         for r in d.remarks:
             print("  ", r.split("remark: ", 1)[-1][:300])
     run.prune_recorded(root)
+    if k == "bwd_hd64":
+        record_hybrids(root)
 
 
 def compile_all(kind, root, cx, stock):
