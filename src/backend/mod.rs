@@ -245,6 +245,12 @@ impl LoadPlacement {
         }
     }
 
+    /// The placement of graph node `v` of `lowered` (a lowering of `ir`):
+    /// that of the MLIR op behind it.
+    pub fn of_node(&self, ir: &LoopIr, lowered: &Lowered, v: usize) -> Placement {
+        self.of(&ir.ops[lowered.op_of_node[v]].name)
+    }
+
     /// Whether both kinds are placed alike.
     pub fn is_uniform(&self) -> bool {
         self.descriptor == self.pointer
@@ -319,7 +325,7 @@ pub fn decide(
     let s = &js.schedule;
     let ii = s.ii.max(1);
     let nodes = lowered.graph.ops.len();
-    let placement = |v: usize| loads.of(&ir.ops[lowered.op_of_node[v]].name);
+    let placement = |v: usize| loads.of_node(ir, lowered, v);
     let prefetch: Vec<u32> = (0..nodes)
         .map(|v| {
             streaming
@@ -346,13 +352,7 @@ pub fn decide(
     // their use, they get the prefetch * I cycles of lead time the solver
     // assumed (Triton adds the buffer this costs), and Triton gives
     // consecutive TMA loads of one (stage, cluster) a single barrier.
-    let slot_of = |v: usize| {
-        if prefetch[v] > 0 {
-            (rank[v], 0)
-        } else {
-            (rank[v], s.start[v] % ii)
-        }
-    };
+    let slot_of = |v: usize| (rank[v], if prefetch[v] > 0 { 0 } else { s.start[v] % ii });
     order.sort_by_key(|&v| (slot_of(v), lowered.op_of_node[v]));
     let mut cluster = vec![0u32; nodes];
     let mut next = 0u32;

@@ -378,17 +378,17 @@ fn schedule_loop(
         tracing::debug!("program order breaks Triton's order rule; writing the slot order");
         decision = decide(backend::ClusterOrder::Slot);
     }
-    // Each streaming load's placement, by the MLIR op behind its node.
-    let placement = |node: &str| {
-        lowered
-            .graph
-            .ops
-            .iter()
-            .position(|g| g.name == node)
-            .map_or(o.loads.descriptor, |v| {
-                o.loads.of(&ir.ops[lowered.op_of_node[v]].name)
-            })
-    };
+    // Each streaming load's node and placement (by the MLIR op behind it),
+    // in the order of `result.streaming`.
+    let streaming: Vec<(Option<usize>, backend::Placement)> = result
+        .streaming
+        .iter()
+        .map(|st| {
+            let v = lowered.graph.ops.iter().position(|g| g.name == st.op);
+            let p = v.map_or(o.loads.descriptor, |v| o.loads.of_node(ir, &lowered, v));
+            (v, p)
+        })
+        .collect();
     // The solver models a streaming load's tile for its modeled lifetime;
     // Triton allocates (prefetch + 1 for the use in a later cluster, unless
     // the load comes last, + 1 for an MMA operand) buffers of it. Refuse a
@@ -398,10 +398,13 @@ fn schedule_loop(
         let need: u64 = result
             .streaming
             .iter()
-            .filter_map(|st| {
-                let op = lowered.graph.ops.iter().find(|g| g.name == st.op)?;
-                let bytes = op.memory.get("smem").copied().unwrap_or(0);
-                let p = placement(&st.op);
+            .zip(&streaming)
+            .filter_map(|(st, &(v, p))| {
+                let bytes = lowered.graph.ops[v?]
+                    .memory
+                    .get("smem")
+                    .copied()
+                    .unwrap_or(0);
                 let later_cluster = if p.last { 0 } else { 1 };
                 Some(u64::from(st.prefetch + p.extra + 1 + later_cluster) * bytes)
             })
@@ -472,8 +475,9 @@ fn schedule_loop(
         let pf: Vec<String> = result
             .streaming
             .iter()
-            .map(|x| {
-                let extra = placement(&x.op).extra;
+            .zip(&streaming)
+            .map(|(x, (_, p))| {
+                let extra = p.extra;
                 let extra = if extra > 0 {
                     format!("+{extra}")
                 } else {
@@ -496,20 +500,15 @@ fn schedule_loop(
         let slack = result
             .streaming
             .iter()
-            .map(|x| {
-                let p = placement(&x.op);
+            .zip(&streaming)
+            .map(|(x, (_, p))| {
                 let ahead = (x.prefetch + p.extra).saturating_sub(u32::from(p.last));
                 f64::from(ahead) * ii_cycles - x.raw_cycles as f64
             })
             .fold(f64::INFINITY, f64::min);
-        let last: Vec<bool> = result
-            .streaming
-            .iter()
-            .map(|x| placement(&x.op).last)
-            .collect();
-        let place = if last.iter().all(|l| *l) {
+        let place = if streaming.iter().all(|(_, p)| p.last) {
             "last"
-        } else if last.iter().any(|l| *l) {
+        } else if streaming.iter().any(|(_, p)| p.last) {
             "first and last"
         } else {
             "first"
