@@ -173,8 +173,9 @@ def hopper_ws(cx, opts):
     return bool(cx.get("DEVICE_DESC") and cx.get("WARP_SPECIALIZE") and opts.get("num_warps") == 4)
 
 
-def twill_compile(kind, cx, opts, extra="", **enable):
-    # FA loops marked warp_specialize are twill's default scope; the others
+def twill_compile(kind, cx, opts, extra="", compile=None, **enable):
+    # `compile(kind, cx, opts)` builds the kernel (default: compile_kernel;
+    # a probe passes its own kernel's). FA loops marked warp_specialize are twill's default scope; the others
     # (the GEMM, FA at a configuration without warp specialization) need "all",
     # and so do the partition loops Triton's Hopper warp specialization leaves
     # (it runs before twill and splits the loop).
@@ -182,7 +183,7 @@ def twill_compile(kind, cx, opts, extra="", **enable):
              else "all")
     twill_triton.enable(scope=scope, extra_options=extra, **enable)
     try:
-        k = compile_kernel(kind, cx, opts)
+        k = (compile or compile_kernel)(kind, cx, opts)
     finally:
         twill_triton.disable()
     d = twill_triton.decisions()[-1]
@@ -198,17 +199,17 @@ def twill_compile(kind, cx, opts, extra="", **enable):
 RECORD_TRIES = 8
 
 
-def twill_record(kind, cx, opts, extra, dump_dir):
+def twill_record(kind, cx, opts, extra, dump_dir, compile=None):
     """`twill_compile` that records the schedules for replay in `dump_dir`,
     every variant of a Hopper warp-specialized kernel (see RECORD_TRIES)."""
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-record-cache-")
-    k, d = twill_compile(kind, cx, opts, extra, dump_dir=dump_dir)
+    k, d = twill_compile(kind, cx, opts, extra, compile, dump_dir=dump_dir)
     if hopper_ws(cx, opts):
         for _ in range(RECORD_TRIES - 1):
             if len(set(p.read_text() for p in Path(dump_dir).rglob("key.txt"))) >= 2:
                 break
             os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-record-cache-")
-            twill_compile(kind, cx, opts, extra, dump_dir=dump_dir)
+            twill_compile(kind, cx, opts, extra, compile, dump_dir=dump_dir)
     return k, d
 
 

@@ -131,32 +131,42 @@ def fwd_replay(kind):
     return REPO / "bench" / "gpu" / "probe" / f"replay-{kind}-loads" / triton.__version__
 
 
+def record_variants(kind, root, cx, twill, compile=None):
+    """Records the schedules of the `twill` variants (label -> extra pass
+    options) of `kind` at `cx` under `root`, one directory per label."""
+    for label, extra in twill.items():
+        dump = root / run.slug(label)
+        _, d = run.twill_record(kind, cx, OPTS, extra, str(dump), compile)
+        print(label, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
+        for r in d.remarks:
+            print("  ", r.split("remark: ", 1)[-1][:400])
+    run.prune_recorded(root)
+
+
 def record(kind):
     if kind in FWD:
         root, cx, k = fwd_replay(kind), fwd_cx(kind), kind
     else:
         root, cx, k = (REPLAY, CX, "bwd_hd64") if kind == "bwd" else (GEMM_REPLAY, GEMM_CX, "gemm")
-    for label, extra in recorded(k).items():
-        dump = root / run.slug(label)
-        _, d = run.twill_record(k, cx, OPTS, extra, str(dump))
-        print(label, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
-        for r in d.remarks:
-            print("  ", r.split("remark: ", 1)[-1][:300])
-    run.prune_recorded(root)
+    record_variants(k, root, cx, recorded(k))
     if k == "bwd_hd64":
         record_hybrids(root)
 
 
-def compile_all(kind, root, cx, stock):
+def compile_all(kind, root, cx, stock, twill=None, compile=None):
+    """Triton's own kernel at each of `stock` (label -> num_stages) and
+    twill's variants (`twill`, default `variants(kind)`) replayed from
+    `root`; `compile` as for run.twill_compile."""
+    compile = compile or run.compile_kernel
     kernels = {}
     cache = Path(tempfile.mkdtemp(prefix="loads-cache-"))
     for label, ns in stock.items():
         os.environ["TRITON_CACHE_DIR"] = str(cache / "stock")
-        kernels[label] = run.compile_kernel(kind, cx, dict(OPTS, num_stages=ns))
-    for label, extra in variants(kind).items():
+        kernels[label] = compile(kind, cx, dict(OPTS, num_stages=ns))
+    for label, extra in (variants(kind) if twill is None else twill).items():
         os.environ["TWILL_REPLAY_DIR"] = str(root / run.slug(label))
         os.environ["TRITON_CACHE_DIR"] = str(cache / run.slug(label))
-        k, d = run.twill_compile(kind, cx, OPTS, extra)
+        k, d = run.twill_compile(kind, cx, OPTS, extra, compile)
         print(label, "twill applied" if d.scheduled else f"twill NOT applied: {d.reason[:200]}", flush=True)
         if d.scheduled:
             kernels[label] = k
@@ -194,6 +204,35 @@ def report(size, rounds, times, base, flags, flag_name, flops=None):
               f"{ref / m:.3f}  {flag_name}: {flags[label]}", flush=True)
 
 
+def launch_all(kernels, launch):
+    """(fns, outs): per kernel, `launch(kern)` gives its launch function and
+    its (NaN-poisoned) output; each function runs once, so that the outputs
+    can be checked before timing."""
+    import torch
+    fns, outs = {}, {}
+    for label, kern in kernels.items():
+        fns[label], outs[label] = launch(kern)
+        fns[label]()
+    torch.cuda.synchronize()
+    return fns, outs
+
+
+def gemm_correct(c, ref):
+    """A GEMM output against its float32 reference: finite, max error under
+    1% of the reference's largest magnitude."""
+    import torch
+    return bool(torch.isfinite(c).all().item()) and (c.float() - ref).abs().max().item() < 1e-2 * \
+        ref.abs().max().item()
+
+
+def measure(results, size, fns, flags, flag_name, base, rounds, flops=None):
+    """Interleaved rounds of `fns` against `base`, printed and kept in
+    `results` with each variant's flag (JSON key: `flag_name`, spaces as _)."""
+    times = interleave(fns, base, rounds)
+    report(size, rounds, times, base, flags, flag_name, flops)
+    results["sizes"][size] = {"times": times, flag_name.replace(" ", "_"): flags}
+
+
 def save(out, name, results):
     if out:
         Path(out).mkdir(parents=True, exist_ok=True)
@@ -213,23 +252,16 @@ def bench_gemm(out, sizes, rounds):
         ref = a.float() @ b.float().T
         BM, BN, BK = GEMM_CX["BLOCK_M"], GEMM_CX["BLOCK_N"], GEMM_CX["BLOCK_K"]
         ad, bd = TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BN, BK])
-        fns, ok = {}, {}
-        for label, kern in kernels.items():
+        def launch(kern):
             c = torch.full((S, S), float("nan"), device="cuda", dtype=torch.float16)
             cd = TensorDescriptor.from_tensor(c, [BM, BN])
+            return (lambda: kern[((S // BM) * (S // BN), 1, 1)](ad, bd, cd, S, S, S, BM, BN, BK,
+                                                                GEMM_CX["GROUP_M"])), c
 
-            def fn(kern=kern, cd=cd):
-                kern[((S // BM) * (S // BN), 1, 1)](ad, bd, cd, S, S, S, BM, BN, BK, GEMM_CX["GROUP_M"])
-
-            fn()
-            torch.cuda.synchronize()
-            ok[label] = bool(torch.isfinite(c).all().item()) and (c.float() - ref).abs().max().item() < 1e-2 * \
-                ref.abs().max().item()
-            fns[label] = fn
-        times = interleave(fns, "triton s2", rounds)
-        report(S, rounds, times, "triton s2", ok, "correct", flops=2.0 * S ** 3)
-        results["sizes"][S] = dict(times=times, correct=ok)
-        del a, b, ref, fns
+        fns, outs = launch_all(kernels, launch)
+        ok = {label: gemm_correct(c, ref) for label, c in outs.items()}
+        measure(results, S, fns, ok, "correct", "triton s2", rounds, flops=2.0 * S ** 3)
+        del a, b, ref, fns, outs
         torch.cuda.empty_cache()
     save(out, "gemm_loads.json", results)
 
@@ -253,25 +285,18 @@ def bench_fwd(kind, out, sizes, rounds):
         def desc(t, rows):
             return TensorDescriptor.from_tensor(t.view(Z * H * N, D), [rows, D])
 
-        outs, fns = {}, {}
-        for label, kern in kernels.items():
+        def launch(kern):
             o = torch.full_like(q, float("nan"))
             lse = torch.full((Z * H * N,), float("nan"), device="cuda", dtype=torch.float32)
             args = (sm_scale, lse, Z, H, desc(q, BM), desc(k, BN), desc(v, BN), desc(o, BM), N, D, BM, BN, False)
+            return (lambda: kern[(N // BM, Z * H, 1)](*args)), o
 
-            def fn(kern=kern, args=args):
-                kern[(N // BM, Z * H, 1)](*args)
-
-            fn()
-            torch.cuda.synchronize()
-            outs[label], fns[label] = o, fn
+        fns, outs = launch_all(kernels, launch)
         s_ = (q[0, 0].float() @ k[0, 0].float().T) * sm_scale
         ref = torch.softmax(s_, dim=-1) @ v[0, 0].float()
         ok = {label: bool(torch.isfinite(o).all().item()) and (o[0, 0].float() - ref).abs().max().item() < 2e-2
               for label, o in outs.items()}
-        times = interleave(fns, "triton s3", rounds)
-        report(N, rounds, times, "triton s3", ok, "correct", flops=4.0 * Z * H * N * N * D)
-        results["sizes"][N] = dict(times=times, correct=ok)
+        measure(results, N, fns, ok, "correct", "triton s3", rounds, flops=4.0 * Z * H * N * N * D)
         del q, k, v, outs, fns, s_, ref
         torch.cuda.empty_cache()
     save(out, f"{kind}_loads.json", results)
@@ -289,24 +314,16 @@ def bench(out, sizes, rounds):
     for N in sizes:
         q, k, v, do, o, lse, delta, sm_scale = run.bwd_inputs("hd64", Z, H, N)
         sig, cst, _ = run.fa_bwd.ast_source_args(**CX)
-        outs, fns = {}, {}
-        for label, kern in kernels.items():
+        def launch(kern):
             dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
             values = check.bwd_values(CX, sm_scale, lse, delta, q, k, v, do, dq, dk, dv)
+            return (lambda: check._launch(kern, (N // CX["BLOCK_N1"], Z * H, 1), sig, cst, values)), (dq, dk, dv)
 
-            def fn(kern=kern, values=values):
-                check._launch(kern, (N // CX["BLOCK_N1"], Z * H, 1), sig, cst, values)
-
-            fn()
-            torch.cuda.synchronize()
-            outs[label] = (dq, dk, dv)
-            fns[label] = fn
+        fns, outs = launch_all(kernels, launch)
         ref = outs["triton s3"]
         same = {label: all(torch.isfinite(t).all().item() and torch.allclose(t, r, atol=2e-2, rtol=2e-2)
                            for t, r in zip(got, ref)) for label, got in outs.items()}
-        times = interleave(fns, "triton s3", rounds)
-        report(N, rounds, times, "triton s3", same, "matches s3")
-        results["sizes"][N] = dict(times=times, matches_s3=same)
+        measure(results, N, fns, same, "matches s3", "triton s3", rounds)
         del q, k, v, do, o, lse, delta, outs, fns
         torch.cuda.empty_cache()
     save(out, "bwd_loads.json", results)

@@ -18,7 +18,6 @@ scales sb_k (BLOCK_N floats) through plain `tl.load`s.
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import triton
@@ -79,30 +78,16 @@ def ast_source():
     return ASTSource(fn=scaled_gemm_kernel, signature=signature, constexprs=dict(CX), attrs=attrs)
 
 
-def compile_stock(ns):
-    return triton.compile(ast_source(), target=run.TARGET, options=dict(OPTS, num_stages=ns))
+KIND = "scaled_gemm"  # run.twill_compile: not FA, so twill schedules every loop (scope=all)
 
 
-def compile_twill(extra, **enable):
-    """The kernel with twill's schedule (every loop: scope=all); the
-    decision the hook reports."""
-    import twill_triton
-    twill_triton.enable(scope="all", extra_options=extra, **enable)
-    try:
-        k = triton.compile(ast_source(), target=run.TARGET, options=OPTS)
-    finally:
-        twill_triton.disable()
-    return k, twill_triton.decisions()[-1]
+def compile_kernel(kind, cx, opts):
+    """For run.twill_compile and bwd_loads.compile_all (`compile`)."""
+    return triton.compile(ast_source(), target=run.TARGET, options=opts)
 
 
 def record():
-    for label, extra in TWILL.items():
-        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="scaled-record-")
-        _, d = compile_twill(extra, dump_dir=str(REPLAY / run.slug(label)))
-        print(label, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
-        for r in d.remarks:
-            print("  ", r.split("remark: ", 1)[-1][:400])
-    run.prune_recorded(REPLAY)
+    bwd_loads.record_variants(KIND, REPLAY, CX, TWILL, compile_kernel)
 
 
 def bench(out, sizes, rounds):
@@ -110,18 +95,7 @@ def bench(out, sizes, rounds):
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     torch.manual_seed(0)
-    cache = Path(tempfile.mkdtemp(prefix="scaled-cache-"))
-    kernels = {}
-    for label, ns in STOCK.items():
-        os.environ["TRITON_CACHE_DIR"] = str(cache / "stock")
-        kernels[label] = compile_stock(ns)
-    for label, extra in TWILL.items():
-        os.environ["TWILL_REPLAY_DIR"] = str(REPLAY / run.slug(label))
-        os.environ["TRITON_CACHE_DIR"] = str(cache / run.slug(label))
-        k, d = compile_twill(extra)
-        print(label, "twill applied" if d.scheduled else f"twill NOT applied: {d.reason[:200]}", flush=True)
-        if d.scheduled:
-            kernels[label] = k
+    kernels = bwd_loads.compile_all(KIND, REPLAY, CX, STOCK, TWILL, compile_kernel)
     results = bwd_loads.header()
     BM, BN, BK = CX["BLOCK_M"], CX["BLOCK_N"], CX["BLOCK_K"]
     for S in sizes:
@@ -133,23 +107,16 @@ def bench(out, sizes, rounds):
         # sum_k (A_k * sa_k) @ (B_k * sb_k)^T, in float32.
         ref = (a.float() * sa.repeat_interleave(BK, 0).T) @ (b.float() * sb.repeat_interleave(BK, 0).T).T
         ad, bd = TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BN, BK])
-        fns, ok = {}, {}
-        for label, kern in kernels.items():
+        def launch(kern):
             c = torch.full((S, S), float("nan"), device="cuda", dtype=torch.float16)
             cd = TensorDescriptor.from_tensor(c, [BM, BN])
+            return (lambda: kern[((S // BM) * (S // BN), 1, 1)](ad, bd, cd, sa, sb, S, S, S, BM, BN, BK,
+                                                                CX["GROUP_M"])), c
 
-            def fn(kern=kern, cd=cd):
-                kern[((S // BM) * (S // BN), 1, 1)](ad, bd, cd, sa, sb, S, S, S, BM, BN, BK, CX["GROUP_M"])
-
-            fn()
-            torch.cuda.synchronize()
-            ok[label] = bool(torch.isfinite(c).all().item()) and \
-                (c.float() - ref).abs().max().item() < 1e-2 * ref.abs().max().item()
-            fns[label] = fn
-        times = bwd_loads.interleave(fns, "triton s3", rounds)
-        bwd_loads.report(S, rounds, times, "triton s3", ok, "correct", flops=2.0 * S ** 3)
-        results["sizes"][S] = dict(times=times, correct=ok)
-        del a, b, sa, sb, ref, fns
+        fns, outs = bwd_loads.launch_all(kernels, launch)
+        ok = {label: bwd_loads.gemm_correct(c, ref) for label, c in outs.items()}
+        bwd_loads.measure(results, S, fns, ok, "correct", "triton s3", rounds, flops=2.0 * S ** 3)
+        del a, b, sa, sb, ref, fns, outs
         torch.cuda.empty_cache()
     bwd_loads.save(out, "scaled_gemm_loads.json", results)
 
