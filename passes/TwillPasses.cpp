@@ -114,8 +114,10 @@ struct TwillSchedulePass
   Option<std::string> loads{
       *this, "loads",
       llvm::cl::desc("Prefetched loads first in the body (full lead time, one "
-                     "more buffer) or last (one buffer fewer)"),
-      llvm::cl::init("first")};
+                     "more buffer), last (one buffer fewer), or auto (first, "
+                     "except in a loop mixing descriptor and pointer loads: "
+                     "all last, one stage deeper)"),
+      llvm::cl::init("auto")};
   Option<std::string> pointerLoads{
       *this, "pointer-loads",
       llvm::cl::desc("Pointer loads (tt.load, cp.async) first or last, "
@@ -126,6 +128,12 @@ struct TwillSchedulePass
       llvm::cl::desc("Extra stages of prefetch for pointer loads (-1: as "
                      "`prefetch`)"),
       llvm::cl::init(-1)};
+  Option<unsigned> ctas{
+      *this, "ctas",
+      llvm::cl::desc("CTAs that are to share each SM: solve within one CTA's "
+                     "share of registers and shared memory, and prefetch as "
+                     "deep as an iteration takes with the SM shared"),
+      llvm::cl::init(1)};
   Option<bool> partitions{
       *this, "partitions",
       llvm::cl::desc("Write the solved warp partitions (false: solve for "
@@ -150,6 +158,7 @@ struct TwillSchedulePass
     render(o, "loads", loads);
     render(o, "pointer-loads", pointerLoads);
     render(o, "pointer-prefetch", std::to_string(pointerPrefetch));
+    render(o, "ctas", std::to_string(ctas));
     runBody(*this, gCallbacks ? gCallbacks->schedule : nullptr,
             getOperation(), o,
             [](Pass &p) { static_cast<TwillSchedulePass &>(p).fail(); });

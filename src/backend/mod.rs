@@ -255,6 +255,37 @@ impl LoadPlacement {
     pub fn is_uniform(&self) -> bool {
         self.descriptor == self.pointer
     }
+
+    /// Whether the streaming loads of a loop (`streaming`, of `lowered`, a
+    /// lowering of `ir`) include both kinds.
+    pub fn mixes_kinds(ir: &LoopIr, lowered: &Lowered, streaming: &[Streaming]) -> bool {
+        let kinds: Vec<bool> = streaming
+            .iter()
+            .filter_map(|st| lowered.graph.ops.iter().position(|g| g.name == st.op))
+            .map(|v| ir.ops[lowered.op_of_node[v]].name == POINTER_LOAD)
+            .collect();
+        kinds.contains(&true) && kinds.contains(&false)
+    }
+
+    /// The placement of one loop's loads under `loads=auto`: in a loop
+    /// whose streaming loads mix the two kinds, every load goes last, one
+    /// stage deeper than `self.descriptor` (Triton's own rotation: the same
+    /// lead and buffers as loads first). Measured on the
+    /// H100 (BENCHMARKS.md, probes 7-10 of 2026-11-24): the two placements
+    /// compile to the same instructions per iteration, rotated, and the
+    /// rotation with the loads last ran 1.5-8% ahead on both loops that mix
+    /// TMA and cp.async loads (the FA backward's dK/dV loop, a block-scaled
+    /// GEMM) and 0-5% behind on the loops with TMA loads only. None: the
+    /// loop does not mix the kinds, and `self` holds.
+    pub fn for_loop(
+        self,
+        ir: &LoopIr,
+        lowered: &Lowered,
+        streaming: &[Streaming],
+    ) -> Option<LoadPlacement> {
+        LoadPlacement::mixes_kinds(ir, lowered, streaming)
+            .then(|| LoadPlacement::uniform(true, self.descriptor.extra + 1))
+    }
 }
 
 /// Where an op goes in the body: 0 a prefetched load issued first, 1 the
@@ -734,12 +765,19 @@ mod tests {
         order: ClusterOrder,
         loads: LoadPlacement,
     ) -> (LoopIr, LoopDecision) {
+        let (l, r) = lowered_and_solved(&ir, arch);
+        let d = decide(&ir, &l, &r.schedule, &r.streaming, arch, ws, order, loads);
+        (ir, d)
+    }
+
+    /// The loop lowered for `arch`'s default machine and solved jointly.
+    fn lowered_and_solved(ir: &LoopIr, arch: Arch) -> (Lowered, joint::JointResult) {
         let m = Machine::select(arch.default_machine()).unwrap();
         let target = TritonTarget {
             arch,
             version: (3, 6),
         };
-        let l = lower(&ir, &m, target.last_stage_ops()).unwrap();
+        let l = lower(ir, &m, target.last_stage_ops()).unwrap();
         let (p, _) = Problem::build(
             &l.graph,
             &m,
@@ -765,8 +803,7 @@ mod tests {
             },
         )
         .unwrap();
-        let d = decide(&ir, &l, &r.schedule, &r.streaming, arch, ws, order, loads);
-        (ir, d)
+        (l, r)
     }
 
     #[test]
@@ -843,6 +880,49 @@ mod tests {
         );
         assert_eq!(u.ops[1].stage, u.ops[3].stage);
         assert!(LoadPlacement::uniform(true, 1).is_uniform() && !loads.is_uniform());
+    }
+
+    #[test]
+    fn auto_loads_rotate_only_loops_that_mix_the_two_kinds() {
+        // TMA loads only: `loads=auto` leaves the placement as given.
+        let (l, r) = lowered_and_solved(&gemm(), Arch::Sm90);
+        assert!(!r.streaming.is_empty());
+        assert!(!LoadPlacement::mixes_kinds(&gemm(), &l, &r.streaming));
+        let given = LoadPlacement::uniform(false, 1);
+        assert_eq!(given.for_loop(&gemm(), &l, &r.streaming), None);
+        // B through a pointer load: every load last, one stage deeper than
+        // the descriptor loads' given extra.
+        let mut ir = gemm();
+        ir.ops[3].name = POINTER_LOAD.into();
+        let (l, r) = lowered_and_solved(&ir, Arch::Sm90);
+        assert!(LoadPlacement::mixes_kinds(&ir, &l, &r.streaming));
+        let auto = given.for_loop(&ir, &l, &r.streaming);
+        assert_eq!(auto, Some(LoadPlacement::uniform(true, 2)));
+        // Issued at the end of the body with the same lead as loads first:
+        // one stage more than at the modeled depth, after the wgmma.
+        let d = decide(
+            &ir,
+            &l,
+            &r.schedule,
+            &r.streaming,
+            Arch::Sm90,
+            false,
+            ClusterOrder::Program,
+            LoadPlacement::uniform(true, 1),
+        );
+        let first = decide(
+            &ir,
+            &l,
+            &r.schedule,
+            &r.streaming,
+            Arch::Sm90,
+            false,
+            ClusterOrder::Program,
+            LoadPlacement::default(),
+        );
+        assert!(validate(&ir, &d, &SM90_36).is_empty());
+        assert!(d.ops[1].cluster > d.ops[6].cluster && d.ops[3].cluster > d.ops[6].cluster);
+        assert_eq!(d.max_stage, first.max_stage + 1);
     }
 
     #[test]

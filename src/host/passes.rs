@@ -52,6 +52,16 @@ pub struct ScheduleOptions {
     /// every load, `pointer-loads` and `pointer-prefetch` for the pointer
     /// loads (`tt.load`, cp.async) apart from the descriptor loads.
     pub loads: backend::LoadPlacement,
+    /// `loads=auto` (the default) with no `pointer-*` option given: a loop
+    /// whose streaming loads mix descriptor and pointer loads gets every
+    /// load last, one stage deeper (Triton's own rotation), and `loads`
+    /// otherwise reads `first` (see [`backend::LoadPlacement::for_loop`]).
+    pub auto_loads: bool,
+    /// CTAs that are to share each SM (`ctas`, default 1): the loop is
+    /// solved within one CTA's share of the register file and shared memory
+    /// ([`Machine::sharing_sm`]), and its loads are prefetched as deep as
+    /// an iteration takes when that many CTAs share the SM's units.
+    pub ctas: u32,
 }
 
 /// Options of `--twill-export-graph`.
@@ -99,10 +109,15 @@ impl ScheduleOptions {
             partitions: true,
             order: backend::ClusterOrder::Program,
             loads: backend::LoadPlacement::default(),
+            auto_loads: true,
+            ctas: 1,
         };
         let placed = |k: &str, v: &str| match v {
             "first" => Ok(false),
             "last" => Ok(true),
+            _ if k == "loads" => Err(format!(
+                "{k}: expected `auto`, `first` or `last`, got `{v}`"
+            )),
             _ => Err(format!("{k}: expected `first` or `last`, got `{v}`")),
         };
         let extra = |k: &str, v: &str| {
@@ -114,6 +129,7 @@ impl ScheduleOptions {
         // The pointer loads follow `loads` and `prefetch` unless given
         // (an empty value, or -1 for `pointer-prefetch`, is not given).
         let (mut pointer_last, mut pointer_extra) = (None, None);
+        let mut auto = true;
         for (k, v) in pairs(text) {
             match k {
                 "arch" => arch = parse_arch(v)?,
@@ -139,8 +155,19 @@ impl ScheduleOptions {
                         .ok_or_else(|| format!("u: expected an integer >= 1, got `{v}`"))?
                 }
                 "encoding" => o.encoding = v.parse()?,
+                "ctas" => {
+                    o.ctas = v
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|c| (1..=32).contains(c))
+                        .ok_or_else(|| format!("ctas: expected 1..=32 CTAs per SM, got `{v}`"))?
+                }
                 "order" => o.order = v.parse()?,
-                "loads" => o.loads.descriptor.last = placed(k, v)?,
+                "loads" if v == "auto" => auto = true,
+                "loads" => {
+                    o.loads.descriptor.last = placed(k, v)?;
+                    auto = false;
+                }
                 "prefetch" => o.loads.descriptor.extra = extra(k, v)?,
                 "pointer-loads" if v.is_empty() => pointer_last = None,
                 "pointer-loads" => pointer_last = Some(placed(k, v)?),
@@ -167,6 +194,8 @@ impl ScheduleOptions {
             }
         }
         o.target = TritonTarget { arch, version };
+        // `auto` decides per loop only where nothing else places the loads.
+        o.auto_loads = auto && pointer_last.is_none() && pointer_extra.is_none();
         o.loads.pointer = backend::Placement {
             last: pointer_last.unwrap_or(o.loads.descriptor.last),
             extra: pointer_extra.unwrap_or(o.loads.descriptor.extra),
@@ -236,6 +265,17 @@ fn schedule_loop(
     stages_only: Option<&str>,
 ) -> Outcome {
     let started = Instant::now();
+    // One CTA's share of the SM when `ctas` CTAs are to share it.
+    let shared_sm;
+    let machine = if o.ctas > 1 {
+        shared_sm = match machine.sharing_sm(o.ctas, ir.num_warps) {
+            Ok(m) => m,
+            Err(e) => return Outcome::Skipped(format!("ctas={}: {e}", o.ctas)),
+        };
+        &shared_sm
+    } else {
+        machine
+    };
     let lowered: Lowered = match lower(ir, machine, o.target.last_stage_ops()) {
         Ok(l) => l,
         Err(e) => return Outcome::Skipped(format!("{} (at {})", e.reason, e.location)),
@@ -330,7 +370,7 @@ fn schedule_loop(
             }
         }
     };
-    let result = match solved {
+    let mut result = match solved {
         Ok(r) => r,
         Err(why) => {
             // What the loop costs at least and at most, for models that rank
@@ -346,6 +386,16 @@ fn schedule_loop(
             ));
         }
     };
+    // With `ctas` CTAs on the SM an iteration takes at least `ctas` times
+    // the busiest unit's cycles (the CTAs share the units): a load needs
+    // fewer iterations of lead to cover its time (and fewer buffers).
+    let iteration =
+        f64::from(result.schedule.schedule.ii.max(o.ctas * result.res_mii)) * problem.cycle_scale;
+    if o.ctas > 1 {
+        for st in &mut result.streaming {
+            st.prefetch = ((st.raw_cycles as f64 / iteration).ceil() as u32).max(1);
+        }
+    }
     // The independent checker, once more, on exactly what is written.
     let (view, _) = joint::streaming_view(colocated_problem.as_ref().unwrap_or(&problem));
     let violations = checker::check_joint(&view, &result.schedule, &warps);
@@ -356,6 +406,13 @@ fn schedule_loop(
             list.join("; ")
         ));
     }
+    // `loads=auto`: where this loop's loads go follows from their kinds.
+    let auto = o
+        .auto_loads
+        .then(|| o.loads.for_loop(ir, &lowered, &result.streaming))
+        .flatten();
+    let rotated = auto.is_some();
+    let loads = auto.unwrap_or(o.loads);
     let decide = |order| {
         backend::decide(
             ir,
@@ -365,7 +422,7 @@ fn schedule_loop(
             o.target.arch,
             partitions,
             order,
-            o.loads,
+            loads,
         )
     };
     let mut decision = decide(o.order);
@@ -385,7 +442,7 @@ fn schedule_loop(
         .iter()
         .map(|st| {
             let v = lowered.graph.ops.iter().position(|g| g.name == st.op);
-            let p = v.map_or(o.loads.descriptor, |v| o.loads.of_node(ir, &lowered, v));
+            let p = v.map_or(loads.descriptor, |v| loads.of_node(ir, &lowered, v));
             (v, p)
         })
         .collect();
@@ -410,14 +467,19 @@ fn schedule_loop(
             })
             .sum();
         if need > cap {
-            let pointer = if o.loads.is_uniform() {
+            let pointer = if loads.is_uniform() {
                 String::new()
             } else {
-                format!(", pointer-prefetch={}", o.loads.pointer.extra)
+                format!(", pointer-prefetch={}", loads.pointer.extra)
+            };
+            let auto = if rotated {
+                " (loads=auto: mixed descriptor and pointer loads, last and one stage deeper)"
+            } else {
+                ""
             };
             return Outcome::Skipped(format!(
-                "the prefetch buffers need {need} bytes of shared memory, more than the {cap} of machine `{}` (prefetch={} extra stages{pointer})",
-                machine.name, o.loads.descriptor.extra
+                "the prefetch buffers need {need} bytes of shared memory, more than the {cap} of machine `{}` (prefetch={} extra stages{pointer}){auto}",
+                machine.name, loads.descriptor.extra
             ));
         }
     }
@@ -496,14 +558,13 @@ fn schedule_loop(
     // exposed (for configuration choice, e.g. twill_triton). `first and
     // last`: the pointer loads are placed apart from the others.
     if !result.streaming.is_empty() {
-        let ii_cycles = f64::from(s.ii) * problem.cycle_scale;
         let slack = result
             .streaming
             .iter()
             .zip(&streaming)
             .map(|(x, (_, p))| {
                 let ahead = (x.prefetch + p.extra).saturating_sub(u32::from(p.last));
-                f64::from(ahead) * ii_cycles - x.raw_cycles as f64
+                f64::from(ahead) * iteration - x.raw_cycles as f64
             })
             .fold(f64::INFINITY, f64::min);
         let place = if streaming.iter().all(|(_, p)| p.last) {
@@ -516,6 +577,11 @@ fn schedule_loop(
         msg.push_str(&format!(
             " [loads {place}: lead over the load time ~{slack:.0} cycles]"
         ));
+        if rotated {
+            msg.push_str(
+                " [loads=auto: descriptor and pointer loads mixed, all last, one stage deeper]",
+            );
+        }
     }
     // The busiest unit's cycles per iteration: what one iteration costs when
     // several CTAs share the SM (for configuration choice, e.g. twill_triton).
@@ -525,6 +591,17 @@ fn schedule_loop(
         f64::from(s.length) * problem.cycle_scale
     ));
     msg.push_str(&unit_note(&problem));
+    if o.ctas > 1 {
+        // The budget the schedule was solved in (configure reads the
+        // compiled kernel's own registers and shared memory).
+        msg.push_str(&format!(
+            " [ctas={}: within {} registers per thread and {} bytes of shared memory; an iteration ~{:.0} cycles with the SM shared]",
+            o.ctas,
+            machine.warps.max_regs_per_thread,
+            machine.memory("smem").map_or(0, |m| m.capacity),
+            iteration
+        ));
+    }
     for n in &lowered.notes {
         tracing::debug!(target: "twill", "{n}");
     }
@@ -833,6 +910,31 @@ mod tests {
         );
         assert_eq!(o.loads.of("tt.load").extra, 1);
         assert_eq!(o.loads.of("tt.descriptor_load").extra, 0);
+        assert!(!o.auto_loads);
+    }
+
+    #[test]
+    fn loads_are_auto_unless_placed() {
+        use backend::LoadPlacement;
+        // What the C++ pass renders by default: per loop (first, or every
+        // load last one stage deeper where the loop mixes the kinds).
+        let o =
+            ScheduleOptions::parse("loads=auto\nprefetch=1\npointer-loads=\npointer-prefetch=-1")
+                .unwrap();
+        assert!(o.auto_loads);
+        assert_eq!(o.loads, LoadPlacement::uniform(false, 1));
+        assert!(ScheduleOptions::parse("").unwrap().auto_loads);
+        // Any explicit placement turns it off.
+        for text in [
+            "loads=first",
+            "loads=last",
+            "loads=auto\npointer-loads=first",
+            "pointer-prefetch=0",
+        ] {
+            assert!(!ScheduleOptions::parse(text).unwrap().auto_loads, "{text}");
+        }
+        let e = ScheduleOptions::parse("loads=middle").unwrap_err();
+        assert!(e.contains("`auto`, `first` or `last`"), "{e}");
     }
 
     #[test]
@@ -846,6 +948,8 @@ mod tests {
             ("ws=maybe", "ws"),
             ("frobnicate=1", "unknown option"),
             ("pointer-loads=middle", "pointer-loads"),
+            ("ctas=0", "ctas"),
+            ("ctas=33", "ctas"),
             ("pointer-prefetch=9", "pointer-prefetch"),
         ] {
             let e = ScheduleOptions::parse(text).unwrap_err();

@@ -587,6 +587,51 @@ impl Machine {
         self.memories.iter().find(|m| m.name == name)
     }
 
+    /// This machine as one CTA of `num_warps` warps sees it when `ctas`
+    /// CTAs share each SM: the per-thread register limit and the register
+    /// file of `ctas` CTAs' fair share (registers go to warps in multiples of
+    /// the `[occupancy]` granularity), and the shared memory of one CTA's
+    /// share less the runtime's reservation. The units are not divided: a
+    /// schedule is still one CTA's, alone; what co-resident CTAs cost each
+    /// other is the caller's (the configuration model's) to weigh.
+    pub fn sharing_sm(&self, ctas: u32, num_warps: u32) -> Result<Machine, String> {
+        let o = self
+            .occupancy
+            .as_ref()
+            .ok_or_else(|| format!("machine `{}` gives no [occupancy] table", self.name))?;
+        if ctas == 0 || num_warps == 0 {
+            return Err("ctas and num_warps must be at least 1".to_string());
+        }
+        let warps = u64::from(ctas) * u64::from(num_warps);
+        if warps > u64::from(o.max_warps_per_sm) || ctas > o.max_ctas_per_sm {
+            return Err(format!(
+                "{ctas} CTAs of {num_warps} warps exceed the {} warps / {} CTAs an SM of `{}` holds",
+                o.max_warps_per_sm, o.max_ctas_per_sm, self.name
+            ));
+        }
+        let granularity = u64::from(o.reg_granularity.max(1));
+        let per_warp = u64::from(self.warps.register_file) / warps / granularity * granularity;
+        let per_thread = (per_warp / u64::from(self.warps.threads_per_warp.max(1)))
+            .min(u64::from(self.warps.max_regs_per_thread)) as u32;
+        let smem = (o.smem_per_sm / u64::from(ctas)).saturating_sub(o.smem_reserved_per_cta);
+        if per_thread == 0 || smem == 0 {
+            return Err(format!(
+                "{ctas} CTAs of {num_warps} warps leave no registers or shared memory per CTA on `{}`",
+                self.name
+            ));
+        }
+        let mut m = self.clone();
+        m.warps.max_regs_per_thread = per_thread;
+        for mem in &mut m.memories {
+            match mem.name.as_str() {
+                "regs" => mem.capacity = mem.capacity.min(per_warp * u64::from(num_warps)),
+                "smem" => mem.capacity = mem.capacity.min(smem),
+                _ => {}
+            }
+        }
+        Ok(m)
+    }
+
     /// The first op rule that matches the MLIR op `name`.
     pub fn op_rule(&self, name: &str) -> Option<&OpRule> {
         self.ops.iter().find(|r| r.matches(name))
@@ -654,6 +699,26 @@ pub fn dtype_bytes(dtype: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_cta_sharing_the_sm_gets_its_share_of_registers_and_shared_memory() {
+        let m = super::Machine::select("h100").unwrap();
+        // Alone: the machine as described.
+        assert_eq!(m.sharing_sm(1, 4).unwrap(), m);
+        // Three CTAs of 4 warps: 65536 / 12 warps = 5461, 5376 in multiples
+        // of 256 per warp, 168 per thread (what ptxas gives Triton's
+        // 3-CTA GEMMs); 233472 / 3 - 1024 bytes of shared memory.
+        let m3 = m.sharing_sm(3, 4).unwrap();
+        assert_eq!(m3.warps.max_regs_per_thread, 168);
+        assert_eq!(m3.memory("smem").unwrap().capacity, 233472 / 3 - 1024);
+        assert_eq!(m3.memory("regs").unwrap().capacity, 168 * 128);
+        // Two CTAs of 4 warps keep the per-thread maximum.
+        assert_eq!(m.sharing_sm(2, 4).unwrap().warps.max_regs_per_thread, 255);
+        // 17 CTAs of 4 warps exceed 64 warps per SM.
+        let e = m.sharing_sm(17, 4).unwrap_err();
+        assert!(e.contains("64 warps"), "{e}");
+        assert!(m.sharing_sm(0, 4).is_err());
+    }
+
     use super::*;
 
     #[test]

@@ -7,8 +7,31 @@
 // which Triton pipelines as cp.async); the dQ loop streams K and V through
 // descriptors.
 
-// Default: every streaming load one iteration ahead, first in the body.
-// RUN: %twill-opt %inputs/triton36/fa_bwd_hd64_sm90.before.mlir --twill-schedule="arch=sm90 scope=all" 2>&1 | FileCheck %s
+// Default (`loads=auto`): the dK/dV loop mixes the two kinds of load, so
+// every load goes last in the body, one stage deeper than the modeled depth
+// (Triton's own rotation: the same lead and buffers as loads first); the dQ
+// loop, with descriptor loads only, keeps them first at the modeled depth.
+// RUN: %twill-opt %inputs/triton36/fa_bwd_hd64_sm90.before.mlir --twill-schedule="arch=sm90 scope=all" 2>&1 | FileCheck %s --check-prefix=AUTO
+// AUTO: remark: twill: scheduled attn_bwd_kernel_loop1: I={{[0-9]+}} (~{{[0-9]+}} cycles) L={{[0-9]+}} stages=3 no partitions
+// AUTO-SAME: (proven optimal; descriptor_load_{{[0-9]+}} prefetch 1+1, load_{{[0-9]+}} prefetch 1+1, descriptor_load_{{[0-9]+}} prefetch 1+1, load_{{[0-9]+}} prefetch 1+1)
+// AUTO-SAME: [loads last: lead over the load time ~{{[0-9]+}} cycles] [loads=auto: descriptor and pointer loads mixed, all last, one stage deeper]
+// AUTO: remark: twill: scheduled attn_bwd_kernel_loop2: {{.*}} stages=2
+// AUTO-SAME: [loads first: lead over the load time ~{{[0-9]+}} cycles]
+// AUTO-NOT: loads=auto
+// AUTO-LABEL: scf.for
+// AUTO: "tt.descriptor_load"{{.*}}{loop.cluster = [[LOADS:1]] : i32, loop.stage = 0 : i32}
+// AUTO: "tt.load"{{.*}}{loop.cluster = [[LOADS]] : i32, loop.stage = 0 : i32}
+// AUTO: "ttng.warp_group_dot"{{.*}}{loop.cluster = [[BODY:0]] : i32, loop.stage = 2 : i32}
+// AUTO: "tt.descriptor_load"{{.*}}{loop.cluster = [[LOADS]] : i32, loop.stage = 0 : i32}
+// AUTO: "tt.load"{{.*}}{loop.cluster = [[LOADS]] : i32, loop.stage = 0 : i32}
+// AUTO: } {tt.scheduled_max_stage = 2 : i32}
+// AUTO-LABEL: scf.for
+// AUTO: "tt.descriptor_load"{{.*}}{loop.cluster = 0 : i32, loop.stage = 0 : i32}
+// AUTO: "ttng.warp_group_dot"{{.*}}{loop.cluster = 1 : i32, loop.stage = 1 : i32}
+// AUTO: } {tt.scheduled_max_stage = 1 : i32}
+
+// `loads=first`: every streaming load one iteration ahead, first in the body.
+// RUN: %twill-opt %inputs/triton36/fa_bwd_hd64_sm90.before.mlir --twill-schedule="arch=sm90 scope=all loads=first" 2>&1 | FileCheck %s
 // CHECK: remark: twill: scheduled attn_bwd_kernel_loop1: I={{[0-9]+}} (~{{[0-9]+}} cycles) L={{[0-9]+}} stages=2 no partitions
 // CHECK-SAME: (proven optimal; descriptor_load_{{[0-9]+}} prefetch 1, load_{{[0-9]+}} prefetch 1, descriptor_load_{{[0-9]+}} prefetch 1, load_{{[0-9]+}} prefetch 1)
 // CHECK-SAME: [loads first: lead over the load time ~{{[0-9]+}} cycles]

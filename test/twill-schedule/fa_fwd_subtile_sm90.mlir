@@ -57,4 +57,4 @@
 // LAST:       "tt.descriptor_load"{{.*}} {loop.cluster = 1 : i32, loop.stage = 0 : i32}
 // LAST:       "ttng.warp_group_dot"{{.*}} {loop.cluster = 0 : i32, loop.stage = 1 : i32}
 // RUN: not %twill-opt %inputs/triton36/fa_fwd_subtile_sm90.before.mlir --twill-schedule="arch=sm90 loads=middle" 2>&1 | FileCheck %s --check-prefix=BADLOADS
-// BADLOADS: loads: expected `first` or `last`, got `middle`
+// BADLOADS: loads: expected `auto`, `first` or `last`, got `middle`
