@@ -70,7 +70,9 @@ STOCK = {"triton s2": 2, "triton s3": 3}
 
 # Loads first at depth p and loads last at depth p + 1 are one schedule whose
 # loop is rotated (loop_sass.py): probe 8 times the rotation on the forward.
-TWILL_ROTATION = {"twill loads first": "", "twill loads last prefetch+1": "loads=last prefetch=1"}
+# (`loads=first` explicitly: the default, `loads=auto`, rotates the loops
+# that mix descriptor and pointer loads, since session 9.)
+TWILL_ROTATION = {"twill loads first": "loads=first", "twill loads last prefetch+1": "loads=last prefetch=1"}
 
 
 # Probe 9: the backward's two loops in different rotations. The pass places

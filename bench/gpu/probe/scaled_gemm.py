@@ -34,7 +34,12 @@ import run  # noqa: E402
 REPLAY = REPO / "bench" / "gpu" / "probe" / "replay-scaled-gemm-loads" / triton.__version__
 CX = dict(BLOCK_M=128, BLOCK_N=64, BLOCK_K=64, GROUP_M=8)
 OPTS = dict(num_warps=4, num_stages=2)
-TWILL = bwd_loads.TWILL_ROTATION
+# Besides the two rotations: the loop solved for two CTAs per SM (`ctas=2`:
+# within half the SM's shared memory, loads as deep as an iteration takes
+# with the SM shared; the default load placement, here every load last one
+# stage deeper). At `ctas=3` the register model finds no schedule within
+# 168 registers (session 9; BENCHMARKS.md).
+TWILL = dict(bwd_loads.TWILL_ROTATION, **{"twill ctas 2": "ctas=2"})
 STOCK = {"triton s2": 2, "triton s3": 3, "triton s4": 4}
 
 

@@ -326,7 +326,10 @@ class Scored:
         spills += f", {skipped} loop(s) Triton's, bounded" if skipped else ""
         spills += f", prefetch +{self.extra_prefetch}" if self.extra_prefetch else ""
         if any(lp.load_slack is not None for lp in self.loops):
-            spills += (", loads last" if self.loads_last else ", loads first") + (
+            flags = [lp.loads_last for lp in self.loops if lp.scheduled and lp.loads_last is not None]
+            place = ("last" if self.loads_last else f"last in {sum(flags)} of {len(flags)} loops" if any(flags)
+                     else "first")
+            spills += f", loads {place}" + (
                 "" if self.loads_covered else ", load latency exposed")
         if self.panel_bytes:
             spills += f", panels {self.panel_bytes / 2**20:.0f} MB" + (
