@@ -251,9 +251,11 @@ def slug(label):
 
 def choice_candidates(kind):
     """The configurations twill's model chooses from (twill_triton.configure):
-    block sizes, warps, warp specialization and load placement (first or
+    block sizes, warps, warp specialization, load placement (first or
     last in the body; among near ties the model takes loads that cover
-    their modeled time). num_stages is left at 2: twill decides the stages
+    their modeled time) and, at 4 warps, the loop solved for one or two CTAs
+    per SM (`ctas`: within half the SM's shared memory, loads as deep as an
+    iteration takes with the SM shared). num_stages is left at 2: twill decides the stages
     of the loops it schedules. (An extra stage of prefetch was a candidate
     in runs 22-23: never ahead in the model, and no better on the GPU; see
     NOTES.md.)"""
@@ -273,11 +275,19 @@ def choice_candidates(kind):
         # partition's loop; the model runs them concurrently.
         shapes += [(dict(cx, BLOCK_N=bn, WARP_SPECIALIZE=True, DEVICE_DESC=True), 4) for bn in (64, 128)]
     for c, nw in shapes:
+        # Two CTAs per SM in the objective (`ctas=2`) for the 4-warp shapes
+        # without Triton's warp specialization (whose partitions add warps
+        # the budget would not see); at 8 warps two CTAs leave 128 registers
+        # per thread.
+        both = nw == 4 and not c.get("WARP_SPECIALIZE")
         for loads in ("first", "last"):
-            o = dict(num_warps=nw, num_stages=2)
-            extra = "loads=last" if loads == "last" else ""
-            label = name_of(kind, c, o) + (" loads last" if extra else "")
-            out.append(dict(label=label, cx=c, opts=o, extra=extra))
+            for ctas in ((1, 2) if both else (1,)):
+                o = dict(num_warps=nw, num_stages=2)
+                extra = " ".join(x for x in ("loads=last" if loads == "last" else "",
+                                             f"ctas={ctas}" if ctas > 1 else "") if x)
+                label = (name_of(kind, c, o) + (" loads last" if loads == "last" else "")
+                         + (f" ctas{ctas}" if ctas > 1 else ""))
+                out.append(dict(label=label, cx=c, opts=o, extra=extra))
     return out
 
 
