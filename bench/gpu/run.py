@@ -251,9 +251,10 @@ def slug(label):
 
 def choice_candidates(kind):
     """The configurations twill's model chooses from (twill_triton.configure):
-    block sizes, warps, warp specialization, load placement (first or
-    last in the body; among near ties the model takes loads that cover
-    their modeled time) and, at 4 warps, the loop solved for one or two CTAs
+    block sizes, warps, warp specialization, load placement (the pass's
+    default, `loads=auto`: first, except in loops that mix descriptor and
+    pointer loads; or every load last; among near ties the model takes
+    loads that cover their modeled time) and, at 4 warps, the loop solved for one or two CTAs
     per SM (`ctas`: within half the SM's shared memory, loads as deep as an
     iteration takes with the SM shared). num_stages is left at 2: twill decides the stages
     of the loops it schedules. (An extra stage of prefetch was a candidate

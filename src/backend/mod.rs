@@ -900,6 +900,9 @@ mod tests {
         assert_eq!(auto, Some(LoadPlacement::uniform(true, 2)));
         // Issued at the end of the body with the same lead as loads first:
         // one stage more than at the modeled depth, after the wgmma.
+        let rotated = LoadPlacement::default()
+            .for_loop(&ir, &l, &r.streaming)
+            .unwrap();
         let d = decide(
             &ir,
             &l,
@@ -908,7 +911,7 @@ mod tests {
             Arch::Sm90,
             false,
             ClusterOrder::Program,
-            LoadPlacement::uniform(true, 1),
+            rotated,
         );
         let first = decide(
             &ir,
@@ -923,6 +926,13 @@ mod tests {
         assert!(validate(&ir, &d, &SM90_36).is_empty());
         assert!(d.ops[1].cluster > d.ops[6].cluster && d.ops[3].cluster > d.ops[6].cluster);
         assert_eq!(d.max_stage, first.max_stage + 1);
+        // Each load one stage further from its wgmma than loads first.
+        for load in [1, 3] {
+            assert_eq!(
+                d.ops[6].stage - d.ops[load].stage,
+                first.ops[6].stage - first.ops[load].stage + 1
+            );
+        }
     }
 
     #[test]

@@ -109,7 +109,7 @@ impl ScheduleOptions {
             partitions: true,
             order: backend::ClusterOrder::Program,
             loads: backend::LoadPlacement::default(),
-            auto_loads: true,
+            auto_loads: false, // decided after the keys are read
             ctas: 1,
         };
         let placed = |k: &str, v: &str| match v {
@@ -159,11 +159,16 @@ impl ScheduleOptions {
                     o.ctas = v
                         .parse::<u32>()
                         .ok()
+                        // A sanity bound; the machine's own limit is checked
+                        // per loop (Machine::sharing_sm).
                         .filter(|c| (1..=32).contains(c))
                         .ok_or_else(|| format!("ctas: expected 1..=32 CTAs per SM, got `{v}`"))?
                 }
                 "order" => o.order = v.parse()?,
-                "loads" if v == "auto" => auto = true,
+                "loads" if v == "auto" => {
+                    o.loads.descriptor.last = false;
+                    auto = true;
+                }
                 "loads" => {
                     o.loads.descriptor.last = placed(k, v)?;
                     auto = false;
@@ -249,6 +254,15 @@ impl ExportOptions {
 /// colocation rules before the loop is solved without them (stages only).
 const COLOCATED_SECONDS: f64 = 10.0;
 
+/// Why `ctas=N` (N > 1) is refused on a warp-specialized loop: Triton's
+/// partitions add warps to the module's `ttg.num-warps`, which a CTA's
+/// share of the SM would not count.
+fn sharing_refused(ctas: u32) -> String {
+    format!(
+        "ctas={ctas}: a CTA's share of the SM is not modeled for warp-specialized loops (their partitions add warps)"
+    )
+}
+
 /// What happened to one loop.
 enum Outcome {
     Scheduled(String),
@@ -265,9 +279,11 @@ fn schedule_loop(
     stages_only: Option<&str>,
 ) -> Outcome {
     let started = Instant::now();
-    // One CTA's share of the SM when `ctas` CTAs are to share it.
+    let sharing = o.ctas > 1;
+    // One CTA's share of the SM when `ctas` CTAs are to share it (the
+    // caller refuses warp-specialized kernels: see `sharing_refused`).
     let shared_sm;
-    let machine = if o.ctas > 1 {
+    let machine = if sharing {
         shared_sm = match machine.sharing_sm(o.ctas, ir.num_warps) {
             Ok(m) => m,
             Err(e) => return Outcome::Skipped(format!("ctas={}: {e}", o.ctas)),
@@ -389,11 +405,16 @@ fn schedule_loop(
     // With `ctas` CTAs on the SM an iteration takes at least `ctas` times
     // the busiest unit's cycles (the CTAs share the units): a load needs
     // fewer iterations of lead to cover its time (and fewer buffers).
-    let iteration =
-        f64::from(result.schedule.schedule.ii.max(o.ctas * result.res_mii)) * problem.cycle_scale;
-    if o.ctas > 1 {
+    let iteration = f64::from(
+        result
+            .schedule
+            .schedule
+            .ii
+            .max(o.ctas.saturating_mul(result.res_mii)),
+    ) * problem.cycle_scale;
+    if sharing {
         for st in &mut result.streaming {
-            st.prefetch = ((st.raw_cycles as f64 / iteration).ceil() as u32).max(1);
+            st.prefetch = joint::prefetch_depth(st.raw_cycles, iteration);
         }
     }
     // The independent checker, once more, on exactly what is written.
@@ -407,10 +428,11 @@ fn schedule_loop(
         ));
     }
     // `loads=auto`: where this loop's loads go follows from their kinds.
-    let auto = o
-        .auto_loads
-        .then(|| o.loads.for_loop(ir, &lowered, &result.streaming))
-        .flatten();
+    let auto = if o.auto_loads {
+        o.loads.for_loop(ir, &lowered, &result.streaming)
+    } else {
+        None
+    };
     let rotated = auto.is_some();
     let loads = auto.unwrap_or(o.loads);
     let decide = |order| {
@@ -472,14 +494,15 @@ fn schedule_loop(
             } else {
                 format!(", pointer-prefetch={}", loads.pointer.extra)
             };
-            let auto = if rotated {
-                " (loads=auto: mixed descriptor and pointer loads, last and one stage deeper)"
+            let auto_note = if rotated {
+                " (loads=auto: mixed descriptor and pointer loads, all last with one stage more)"
             } else {
                 ""
             };
+            // The options as given (`loads=auto` adds its stage on top).
             return Outcome::Skipped(format!(
-                "the prefetch buffers need {need} bytes of shared memory, more than the {cap} of machine `{}` (prefetch={} extra stages{pointer}){auto}",
-                machine.name, loads.descriptor.extra
+                "the prefetch buffers need {need} bytes of shared memory, more than the {cap} of machine `{}` (prefetch={} extra stages{pointer}){auto_note}",
+                machine.name, o.loads.descriptor.extra
             ));
         }
     }
@@ -591,7 +614,7 @@ fn schedule_loop(
         f64::from(s.length) * problem.cycle_scale
     ));
     msg.push_str(&unit_note(&problem));
-    if o.ctas > 1 {
+    if sharing {
         // The budget the schedule was solved in (configure reads the
         // compiled kernel's own registers and shared memory).
         msg.push_str(&format!(
@@ -725,6 +748,9 @@ pub unsafe extern "C" fn schedule_body(
             let loc = unsafe { mlirOperationGetLocation(found.op) };
             let outcome = match &found.ir {
                 Err(why) => Outcome::Skipped(why.clone()),
+                Ok(ir) if o.ctas > 1 && (ir.warp_specialize || found.warp_specialize.is_some()) => {
+                    Outcome::Skipped(sharing_refused(o.ctas))
+                }
                 Ok(ir) => {
                     let out = catch_unwind(AssertUnwindSafe(|| {
                         schedule_loop(found.op, ir, &machine, &o, tag, stages_only)
@@ -925,6 +951,9 @@ mod tests {
         assert_eq!(o.loads, LoadPlacement::uniform(false, 1));
         assert!(ScheduleOptions::parse("").unwrap().auto_loads);
         // Any explicit placement turns it off.
+        // The last `loads` key wins, and `auto` puts the loads first again.
+        let o = ScheduleOptions::parse("loads=last\nloads=auto").unwrap();
+        assert!(o.auto_loads && !o.loads.descriptor.last);
         for text in [
             "loads=first",
             "loads=last",

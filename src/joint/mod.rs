@@ -265,6 +265,12 @@ pub fn streaming_view(p: &Problem) -> (Problem, Vec<usize>) {
     (q, streams)
 }
 
+/// Iterations a streaming load of `raw_cycles` must be issued ahead when
+/// an iteration lasts `iteration_cycles`: at least one.
+pub fn prefetch_depth(raw_cycles: u64, iteration_cycles: f64) -> u32 {
+    ((raw_cycles as f64 / iteration_cycles).ceil() as u32).max(1)
+}
+
 /// Runs Algorithm 1 on `p`. Each I is searched in a z3 context of its own
 /// (freed when done, so repeated solves in one process do not accumulate
 /// terms); with more than one thread (see [`JointOptions::threads`]) several
@@ -347,7 +353,7 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
                         Streaming {
                             op: p.ops[v].name.clone(),
                             raw_cycles: raw,
-                            prefetch: ((raw as f64 / per_iteration).ceil() as u32).max(1),
+                            prefetch: prefetch_depth(raw, per_iteration),
                         }
                     })
                     .collect();

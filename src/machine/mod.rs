@@ -54,7 +54,8 @@ pub struct Warps {
 
 /// How many CTAs of one kernel share an SM: the limits a configuration
 /// choice needs besides the schedule (read by the Triton integration's
-/// configuration model; the solver does not use them).
+/// configuration model, and by [`Machine::sharing_sm`] for the pass option
+/// `ctas`; the solver does not use them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Occupancy {
     /// Shared memory per SM, bytes (all CTAs together).
@@ -588,12 +589,14 @@ impl Machine {
     }
 
     /// This machine as one CTA of `num_warps` warps sees it when `ctas`
-    /// CTAs share each SM: the per-thread register limit and the register
-    /// file of `ctas` CTAs' fair share (registers go to warps in multiples of
-    /// the `[occupancy]` granularity), and the shared memory of one CTA's
-    /// share less the runtime's reservation. The units are not divided: a
-    /// schedule is still one CTA's, alone; what co-resident CTAs cost each
-    /// other is the caller's (the configuration model's) to weigh.
+    /// CTAs share each SM: the register file split among the `ctas *
+    /// num_warps` warps, each warp's share rounded down to the `[occupancy]`
+    /// granularity (which also caps the registers per thread), and 1/`ctas`
+    /// of the SM's shared memory less the runtime's reservation per CTA.
+    /// The units are not divided: the schedule is one CTA's; the pass
+    /// stretches the iteration to `ctas` times the busiest unit's cycles
+    /// when it sizes the prefetch, and the configuration model weighs the
+    /// CTAs' competition for the units.
     pub fn sharing_sm(&self, ctas: u32, num_warps: u32) -> Result<Machine, String> {
         let o = self
             .occupancy
@@ -699,10 +702,13 @@ pub fn dtype_bytes(dtype: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_cta_sharing_the_sm_gets_its_share_of_registers_and_shared_memory() {
-        let m = super::Machine::select("h100").unwrap();
-        // Alone: the machine as described.
+        let m = Machine::select("h100").unwrap();
+        // Alone: the machine as described (H100's per-block limit, 227 KB,
+        // is the SM's 228 KB less the 1 KB reserved).
         assert_eq!(m.sharing_sm(1, 4).unwrap(), m);
         // Three CTAs of 4 warps: 65536 / 12 warps = 5461, 5376 in multiples
         // of 256 per warp, 168 per thread (what ptxas gives Triton's
@@ -718,8 +724,6 @@ mod tests {
         assert!(e.contains("64 warps"), "{e}");
         assert!(m.sharing_sm(0, 4).is_err());
     }
-
-    use super::*;
 
     #[test]
     fn every_bundled_machine_loads() {

@@ -44,3 +44,9 @@
 // MANY: remark: twill: skipped loop: ctas=17: 17 CTAs of 4 warps exceed the 64 warps / 32 CTAs an SM of `h100` holds; Triton's own schedule applies
 // RUN: not %twill-opt %inputs/triton36/gemm_sm90.before.mlir --twill-schedule="arch=sm90 scope=all ctas=0" 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: twill-schedule: ctas: expected 1..=32 CTAs per SM, got `0`
+
+// A loop marked tt.warp_specialize (the GEMM of gemm_sm90_w4): Triton's
+// partitions add warps to the module's ttg.num-warps that a CTA's share
+// would not count, so `ctas` is refused there, with the reason.
+// RUN: %twill-opt %inputs/triton36/gemm_sm90_w4.before.mlir --twill-schedule="arch=sm90 ctas=2" 2>&1 | FileCheck %s --check-prefix=WS
+// WS: remark: twill: skipped loop: ctas=2: a CTA's share of the SM is not modeled for warp-specialized loops (their partitions add warps); Triton's own schedule applies

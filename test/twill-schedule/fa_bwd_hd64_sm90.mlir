@@ -21,7 +21,7 @@
 // AUTO-LABEL: scf.for
 // AUTO: "tt.descriptor_load"{{.*}}{loop.cluster = [[LOADS:1]] : i32, loop.stage = 0 : i32}
 // AUTO: "tt.load"{{.*}}{loop.cluster = [[LOADS]] : i32, loop.stage = 0 : i32}
-// AUTO: "ttng.warp_group_dot"{{.*}}{loop.cluster = [[BODY:0]] : i32, loop.stage = 2 : i32}
+// AUTO: "ttng.warp_group_dot"{{.*}}{loop.cluster = 0 : i32, loop.stage = 2 : i32}
 // AUTO: "tt.descriptor_load"{{.*}}{loop.cluster = [[LOADS]] : i32, loop.stage = 0 : i32}
 // AUTO: "tt.load"{{.*}}{loop.cluster = [[LOADS]] : i32, loop.stage = 0 : i32}
 // AUTO: } {tt.scheduled_max_stage = 2 : i32}

@@ -221,6 +221,23 @@ def test_near_ties_take_covered_loads_first():
     assert cand("none", 2, 100.0, no_loads).loads_covered and not cand("none", 2, 100.0, no_loads).loads_last
 
 
+def test_rotated_and_shared_loops_are_read_from_the_remark():
+    # `loads=auto` rotated a mixed loop: its "+1" is the rotation's stage,
+    # not extra prefetch. A loop solved for 2 CTAs per SM (`ctas=2`) covers
+    # its loads only where the compiled kernel gets 2 CTAs per SM.
+    rotated = configure.loops_of([REMARK.replace("a prefetch 2", "a prefetch 2+1, b prefetch 1+1").replace(
+        " [resource", " [loads last: lead over the load time ~96 cycles] [loads=auto: descriptor and pointer loads"
+        " mixed, all last, one stage deeper] [resource")])[0]
+    assert (rotated.extra_prefetch, rotated.loads_last, rotated.ctas) == (0, True, 1)
+    shared = configure.loops_of([REMARK.replace(" [resource", " [loads first: lead over the load time ~298 cycles]"
+                                                " [resource") + " [ctas=2: within 255 registers per thread and 115712"
+                                 " bytes of shared memory; an iteration ~1054 cycles with the SM shared]"])[0]
+    assert (shared.ctas, shared.load_slack) == (2, 298)
+    S = configure.Scored
+    assert S(candidate={}, scheduled=True, ctas_per_sm=2, loops=[shared]).loads_covered
+    assert not S(candidate={}, scheduled=True, ctas_per_sm=1, loops=[shared]).loads_covered
+
+
 def test_panels_beyond_the_l2_rank_after_those_that_fit():
     # The 8k GEMM of the H100 probe (NOTES.md): 2 CTAs per SM model ahead
     # (within MODEL_TOLERANCE: a near tie, which would go to more CTAs per

@@ -95,6 +95,12 @@ _PREFETCH = re.compile(r" prefetch \d+")
 # placed apart from descriptor loads), and their least lead over their
 # modeled time (negative: exposed latency).
 _LEAD = re.compile(r"\[loads (first|last|first and last): lead over the load time ~(-?\d+) cycles\]")
+# `loads=auto` rotated the loop (mixed descriptor and pointer loads): its
+# loads are last with one stage more, which is not extra prefetch.
+_ROTATED = re.compile(r"\[loads=auto: ")
+# The loop was solved for N CTAs per SM (`ctas=N`): its loads' lead assumes
+# the SM shared by N CTAs.
+_CTAS = re.compile(r"\[ctas=(\d+): ")
 # The raw cycles one iteration keeps each unit busy (not rounded).
 _UNITS = re.compile(r"\[units per iteration: ([^\]]*) cycles\]")
 # One per kernel: the critical path of its code outside the loops.
@@ -219,6 +225,8 @@ class Loop:
     # their modeled time, cycles (None: no streaming load, or not reported).
     loads_last: Optional[bool] = None
     load_slack: Optional[int] = None
+    # The CTAs per SM its schedule was solved for (the pass's `ctas`).
+    ctas: int = 1
 
 
 def _units(remark: str) -> Dict[str, int]:
@@ -248,13 +256,17 @@ def loops_of(remarks: Sequence[str]) -> List[Loop]:
         group = int(g.group(1)) if g else None
         m = _REMARK.search(r)
         if m:
-            extra = [int(x) for x in _EXTRA_PREFETCH.findall(r)]
+            # The stage `loads=auto` adds to a rotated loop is not extra.
+            rotated = 1 if _ROTATED.search(r) else 0
+            extra = [int(x) - rotated for x in _EXTRA_PREFETCH.findall(r)]
+            ctas = _CTAS.search(r)
             streaming = bool(_PREFETCH.search(r))
             lead = _LEAD.search(r)
             out.append(Loop(ii=int(m.group(1)), resource=int(m.group(2)), length=int(m.group(3)), group=group,
                             units=_units(r), extra_prefetch=(min(extra) if extra else 0) if streaming else None,
                             loads_last=(lead.group(1) == "last") if lead else None,
-                            load_slack=int(lead.group(2)) if lead else None))
+                            load_slack=int(lead.group(2)) if lead else None,
+                            ctas=int(ctas.group(1)) if ctas else 1))
             continue
         m = _SKIPPED.search(r)
         if m:
@@ -308,8 +320,10 @@ class Scored:
     @property
     def loads_covered(self) -> bool:
         """Every reported streaming load of its scheduled loops is issued at
-        least its modeled time ahead of its use."""
-        return all(lp.load_slack >= 0 for lp in self.loops if lp.scheduled and lp.load_slack is not None)
+        least its modeled time ahead of its use, and a loop solved for N CTAs
+        per SM (whose lead assumes the SM shared by N) gets them."""
+        return all(lp.load_slack >= 0 and lp.ctas <= self.ctas_per_sm
+                   for lp in self.loops if lp.scheduled and lp.load_slack is not None)
 
     @property
     def loads_last(self) -> bool:
@@ -327,8 +341,12 @@ class Scored:
         spills += f", prefetch +{self.extra_prefetch}" if self.extra_prefetch else ""
         if any(lp.load_slack is not None for lp in self.loops):
             flags = [lp.loads_last for lp in self.loops if lp.scheduled and lp.loads_last is not None]
-            place = ("last" if self.loads_last else f"last in {sum(flags)} of {len(flags)} loops" if any(flags)
-                     else "first")
+            if self.loads_last:
+                place = "last"
+            elif any(flags):
+                place = f"last in {sum(flags)} of {len(flags)} loops"
+            else:
+                place = "first"
             spills += f", loads {place}" + (
                 "" if self.loads_covered else ", load latency exposed")
         if self.panel_bytes:
