@@ -50,7 +50,8 @@ fit, exceed the L2 by the fewest steps), the one with the smallest modeled
 time wins; within MODEL_TOLERANCE of it, the one with more CTAs per SM, then
 one whose streaming loads are issued far enough ahead to cover their
 modeled time (the pass's `[loads first|last: lead over the load time ~Z
-cycles]`, Z >= 0 in every loop), then the smaller modeled time (then: the
+cycles]`, Z >= 0 in every loop; a loop solved for N CTAs per SM, `[ctas=N:
+...]`, only where the kernel gets N), then the smaller modeled time (then: the
 earlier candidate). The model's time does not price an exposed load: loads
 last in the body at the modeled depth are issued at its end, one iteration
 less ahead. Measured on the H100 (probe bench/gpu/probe/bwd_loads.py,
