@@ -903,26 +903,19 @@ mod tests {
         let rotated = LoadPlacement::default()
             .for_loop(&ir, &l, &r.streaming)
             .unwrap();
-        let d = decide(
-            &ir,
-            &l,
-            &r.schedule,
-            &r.streaming,
-            Arch::Sm90,
-            false,
-            ClusterOrder::Program,
-            rotated,
-        );
-        let first = decide(
-            &ir,
-            &l,
-            &r.schedule,
-            &r.streaming,
-            Arch::Sm90,
-            false,
-            ClusterOrder::Program,
-            LoadPlacement::default(),
-        );
+        let decide_with = |loads| {
+            decide(
+                &ir,
+                &l,
+                &r.schedule,
+                &r.streaming,
+                Arch::Sm90,
+                false,
+                ClusterOrder::Program,
+                loads,
+            )
+        };
+        let (d, first) = (decide_with(rotated), decide_with(LoadPlacement::default()));
         assert!(validate(&ir, &d, &SM90_36).is_empty());
         assert!(d.ops[1].cluster > d.ops[6].cluster && d.ops[3].cluster > d.ops[6].cluster);
         assert_eq!(d.max_stage, first.max_stage + 1);

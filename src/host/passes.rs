@@ -404,7 +404,8 @@ fn schedule_loop(
     };
     // With `ctas` CTAs on the SM an iteration takes at least `ctas` times
     // the busiest unit's cycles (the CTAs share the units): a load needs
-    // fewer iterations of lead to cover its time (and fewer buffers).
+    // fewer iterations of lead to cover its time (and fewer buffers). Alone
+    // (I >= ResMII) this is I, and the depths stay the solver's.
     let iteration = f64::from(
         result
             .schedule
@@ -412,10 +413,8 @@ fn schedule_loop(
             .ii
             .max(o.ctas.saturating_mul(result.res_mii)),
     ) * problem.cycle_scale;
-    if sharing {
-        for st in &mut result.streaming {
-            st.prefetch = joint::prefetch_depth(st.raw_cycles, iteration);
-        }
+    for st in &mut result.streaming {
+        st.prefetch = joint::prefetch_depth(st.raw_cycles, iteration);
     }
     // The independent checker, once more, on exactly what is written.
     let (view, _) = joint::streaming_view(colocated_problem.as_ref().unwrap_or(&problem));
