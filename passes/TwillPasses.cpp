@@ -115,9 +115,14 @@ struct TwillSchedulePass
       *this, "loads",
       llvm::cl::desc("Prefetched loads first in the body (full lead time, one "
                      "more buffer), last (one buffer fewer), or auto (first, "
-                     "except in a loop mixing descriptor and pointer loads: "
-                     "all last, one stage deeper)"),
+                     "except in a kernel with a loop mixing descriptor and "
+                     "pointer loads: all last, one stage deeper)"),
       llvm::cl::init("auto")};
+  Option<std::string> rotate{
+      *this, "rotate",
+      llvm::cl::desc("Under loads=auto, rotate every loop of a kernel with a "
+                     "mixed loop (kernel) or only the mixed loops (loop)"),
+      llvm::cl::init("kernel")};
   Option<std::string> pointerLoads{
       *this, "pointer-loads",
       llvm::cl::desc("Pointer loads (tt.load, cp.async) first or last, "
@@ -156,6 +161,7 @@ struct TwillSchedulePass
     render(o, "prefetch", std::to_string(prefetch));
     render(o, "order", order);
     render(o, "loads", loads);
+    render(o, "rotate", rotate);
     render(o, "pointer-loads", pointerLoads);
     render(o, "pointer-prefetch", std::to_string(pointerPrefetch));
     render(o, "ctas", std::to_string(ctas));

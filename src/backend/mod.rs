@@ -256,35 +256,29 @@ impl LoadPlacement {
         self.descriptor == self.pointer
     }
 
-    /// Whether the streaming loads of a loop (`streaming`, of `lowered`, a
-    /// lowering of `ir`) include both kinds.
-    pub fn mixes_kinds(ir: &LoopIr, lowered: &Lowered, streaming: &[Streaming]) -> bool {
-        let kinds: Vec<bool> = streaming
-            .iter()
-            .filter_map(|st| lowered.graph.ops.iter().position(|g| g.name == st.op))
+    /// Whether the streaming loads of a loop (the streaming nodes of
+    /// `lowered`, a lowering of `ir`) include both kinds.
+    pub fn mixes_kinds(ir: &LoopIr, lowered: &Lowered) -> bool {
+        let kinds: Vec<bool> = (0..lowered.graph.ops.len())
+            .filter(|&v| lowered.graph.ops[v].streaming)
             .map(|v| ir.ops[lowered.op_of_node[v]].name == POINTER_LOAD)
             .collect();
         kinds.contains(&true) && kinds.contains(&false)
     }
 
-    /// The placement of one loop's loads under `loads=auto`: in a loop
-    /// whose streaming loads mix the two kinds, every load goes last, one
-    /// stage deeper than `self.descriptor` (Triton's own rotation: the same
-    /// lead and buffers as loads first). Measured on the
-    /// H100 (BENCHMARKS.md, probes 7-10 of 2026-11-24): the two placements
-    /// compile to the same instructions per iteration, rotated, and the
-    /// rotation with the loads last ran 1.5-8% ahead on both loops that mix
-    /// TMA and cp.async loads (the FA backward's dK/dV loop, a block-scaled
-    /// GEMM) and 0-5% behind on the loops with TMA loads only. None: the
-    /// loop does not mix the kinds, and `self` holds.
-    pub fn for_loop(
-        self,
-        ir: &LoopIr,
-        lowered: &Lowered,
-        streaming: &[Streaming],
-    ) -> Option<LoadPlacement> {
-        LoadPlacement::mixes_kinds(ir, lowered, streaming)
-            .then(|| LoadPlacement::uniform(true, self.descriptor.extra + 1))
+    /// The placement `loads=auto` gives the loops of a kernel in which some
+    /// loop's streaming loads mix the two kinds ([`Self::mixes_kinds`]):
+    /// every load last, one stage deeper than `self.descriptor` (Triton's
+    /// own rotation: the same lead and buffers as loads first). Measured on
+    /// the H100 (BENCHMARKS.md, probes 7-10 of 2026-11-24): the two
+    /// placements compile to the same instructions per iteration, rotated;
+    /// the rotation with the loads last ran 1.5-8% ahead on both loops that
+    /// mix TMA and cp.async loads (the FA backward's dK/dV loop, a
+    /// block-scaled GEMM), and the backward's other loop (TMA loads only)
+    /// gained up to 1% more when rotated with it (probe 9, Triton 3.9); kernels
+    /// whose loops all have TMA loads only ran 0-5% behind with it.
+    pub fn rotated(self) -> LoadPlacement {
+        LoadPlacement::uniform(true, self.descriptor.extra + 1)
     }
 }
 
@@ -883,26 +877,23 @@ mod tests {
     }
 
     #[test]
-    fn auto_loads_rotate_only_loops_that_mix_the_two_kinds() {
-        // TMA loads only: `loads=auto` leaves the placement as given.
+    fn auto_loads_rotate_every_load_one_stage_deeper() {
+        // TMA loads only: the loop does not mix the kinds.
         let (l, r) = lowered_and_solved(&gemm(), Arch::Sm90);
         assert!(!r.streaming.is_empty());
-        assert!(!LoadPlacement::mixes_kinds(&gemm(), &l, &r.streaming));
-        let given = LoadPlacement::uniform(false, 1);
-        assert_eq!(given.for_loop(&gemm(), &l, &r.streaming), None);
-        // B through a pointer load: every load last, one stage deeper than
-        // the descriptor loads' given extra.
+        assert!(!LoadPlacement::mixes_kinds(&gemm(), &l));
+        // B through a pointer load: it does.
         let mut ir = gemm();
         ir.ops[3].name = POINTER_LOAD.into();
         let (l, r) = lowered_and_solved(&ir, Arch::Sm90);
-        assert!(LoadPlacement::mixes_kinds(&ir, &l, &r.streaming));
-        let auto = given.for_loop(&ir, &l, &r.streaming);
-        assert_eq!(auto, Some(LoadPlacement::uniform(true, 2)));
+        assert!(LoadPlacement::mixes_kinds(&ir, &l));
+        // Every load last, one stage deeper than the descriptor loads'
+        // given extra.
+        let given = LoadPlacement::uniform(false, 1);
+        assert_eq!(given.rotated(), LoadPlacement::uniform(true, 2));
         // Issued at the end of the body with the same lead as loads first:
         // one stage more than at the modeled depth, after the wgmma.
-        let rotated = LoadPlacement::default()
-            .for_loop(&ir, &l, &r.streaming)
-            .unwrap();
+        let rotated = LoadPlacement::default().rotated();
         let decide_with = |loads| {
             decide(
                 &ir,

@@ -52,11 +52,20 @@ pub struct ScheduleOptions {
     /// every load, `pointer-loads` and `pointer-prefetch` for the pointer
     /// loads (`tt.load`, cp.async) apart from the descriptor loads.
     pub loads: backend::LoadPlacement,
-    /// `loads=auto` (the default) with no `pointer-*` option given: a loop
-    /// whose streaming loads mix descriptor and pointer loads gets every
-    /// load last, one stage deeper (Triton's own rotation), and `loads`
-    /// otherwise reads `first` (see [`backend::LoadPlacement::for_loop`]).
+    /// `loads=auto` (the default) with no `pointer-*` option given: in a
+    /// kernel with a loop whose streaming loads mix descriptor and pointer
+    /// loads, every loop gets every load last, one stage deeper (Triton's
+    /// own rotation), and `loads` otherwise reads `first` (see
+    /// [`backend::LoadPlacement::rotated`]).
     pub auto_loads: bool,
+    /// Under `loads=auto`, what is rotated (`rotate`): every loop of a
+    /// kernel with a mixed loop (`kernel`, the default: true), or only the
+    /// mixed loops themselves (`loop`). The two compile to the same
+    /// instructions in a different rotation; which runs faster is below
+    /// twill's model (BENCHMARKS.md, probe 9 and runs 26-28), so a
+    /// configuration search may offer both and compare what ptxas makes of
+    /// them (registers, spills).
+    pub rotate_kernel: bool,
     /// CTAs that are to share each SM (`ctas`, default 1): the loop is
     /// solved within one CTA's share of the register file and shared memory
     /// ([`Machine::sharing_sm`]), and its loads are prefetched as deep as
@@ -110,6 +119,7 @@ impl ScheduleOptions {
             order: backend::ClusterOrder::Program,
             loads: backend::LoadPlacement::default(),
             auto_loads: false, // decided after the keys are read
+            rotate_kernel: true,
             ctas: 1,
         };
         let placed = |k: &str, v: &str| match v {
@@ -165,6 +175,13 @@ impl ScheduleOptions {
                         .ok_or_else(|| format!("ctas: expected 1..=32 CTAs per SM, got `{v}`"))?
                 }
                 "order" => o.order = v.parse()?,
+                "rotate" => {
+                    o.rotate_kernel = match v {
+                        "kernel" => true,
+                        "loop" => false,
+                        _ => return Err(format!("rotate: expected `kernel` or `loop`, got `{v}`")),
+                    }
+                }
                 "loads" if v == "auto" => {
                     o.loads.descriptor.last = false;
                     auto = true;
@@ -277,6 +294,7 @@ fn schedule_loop(
     o: &ScheduleOptions,
     tag: u32,
     stages_only: Option<&str>,
+    mixed: Option<&str>,
 ) -> Outcome {
     let started = Instant::now();
     let sharing = o.ctas > 1;
@@ -426,14 +444,11 @@ fn schedule_loop(
             list.join("; ")
         ));
     }
-    // `loads=auto`: where this loop's loads go follows from their kinds.
-    let auto = if o.auto_loads {
-        o.loads.for_loop(ir, &lowered, &result.streaming)
-    } else {
-        None
-    };
-    let rotated = auto.is_some();
-    let loads = auto.unwrap_or(o.loads);
+    // `loads=auto`: the loads of a loop that mixes descriptor and pointer
+    // loads, or (`rotate=kernel`) of any loop of its kernel, are rotated;
+    // `mixed` names that loop (found by the caller).
+    let rotated = o.auto_loads && mixed.is_some();
+    let loads = if rotated { o.loads.rotated() } else { o.loads };
     let decide = |order| {
         backend::decide(
             ir,
@@ -599,10 +614,14 @@ fn schedule_loop(
         msg.push_str(&format!(
             " [loads {place}: lead over the load time ~{slack:.0} cycles]"
         ));
-        if rotated {
-            msg.push_str(
+        match mixed.filter(|_| rotated) {
+            Some(name) if name == ir.name => msg.push_str(
                 " [loads=auto: descriptor and pointer loads mixed, all last, one stage deeper]",
-            );
+            ),
+            Some(name) => msg.push_str(&format!(
+                " [loads=auto: {name} of this kernel mixes descriptor and pointer loads, all last, one stage deeper]"
+            )),
+            None => {}
         }
     }
     // The busiest unit's cycles per iteration: what one iteration costs when
@@ -742,7 +761,31 @@ pub unsafe extern "C" fn schedule_body(
                 functions.push(f);
             }
         }
+        // `loads=auto`: the loops whose streaming loads mix descriptor and
+        // pointer loads (with `rotate=kernel`, every loop of their kernels
+        // is rotated: see `LoadPlacement::rotated`).
+        let mixing = if o.auto_loads {
+            mixed_loops(
+                loops
+                    .iter()
+                    .filter_map(|l| Some((enclosing_function(l.op)?.ptr, l.ir.as_ref().ok()?))),
+                &machine,
+                o.target.last_stage_ops(),
+            )
+        } else {
+            Vec::new()
+        };
         for found in loops {
+            // The mixed loop that rotates this one: itself, or (with
+            // `rotate=kernel`) the first of its kernel.
+            let mixed = enclosing_function(found.op).and_then(|f| {
+                let name = found.ir.as_ref().map(|ir| ir.name.as_str()).ok();
+                let of_kernel = || mixing.iter().filter(|(g, _)| *g == f.ptr);
+                of_kernel()
+                    .find(|(_, n)| Some(n.as_str()) == name)
+                    .or_else(|| of_kernel().find(|_| o.rotate_kernel))
+                    .map(|(_, n)| n.clone())
+            });
             // SAFETY: `find_loops` returns live operations of the module.
             let loc = unsafe { mlirOperationGetLocation(found.op) };
             let outcome = match &found.ir {
@@ -752,7 +795,15 @@ pub unsafe extern "C" fn schedule_body(
                 }
                 Ok(ir) => {
                     let out = catch_unwind(AssertUnwindSafe(|| {
-                        schedule_loop(found.op, ir, &machine, &o, tag, stages_only)
+                        schedule_loop(
+                            found.op,
+                            ir,
+                            &machine,
+                            &o,
+                            tag,
+                            stages_only,
+                            mixed.as_deref(),
+                        )
                     }))
                     .unwrap_or_else(|_| {
                         Outcome::Skipped("internal error (a panic); see stderr".into())
@@ -789,6 +840,29 @@ pub unsafe extern "C" fn schedule_body(
         }
         0
     })
+}
+
+/// For `loads=auto`: the loops whose streaming loads mix descriptor and
+/// pointer loads, each with its kernel (`kernel`, an identity such as the
+/// function op's pointer), in the order given. A loop that does not lower
+/// counts as not mixing.
+fn mixed_loops<'a, K: PartialEq + Copy>(
+    loops: impl IntoIterator<Item = (K, &'a LoopIr)>,
+    machine: &Machine,
+    last_stage_ops: &[&str],
+) -> Vec<(K, String)> {
+    let mut mixing: Vec<(K, String)> = Vec::new();
+    for (kernel, ir) in loops {
+        let mixes = catch_unwind(AssertUnwindSafe(|| {
+            lower(ir, machine, last_stage_ops)
+                .is_ok_and(|l| backend::LoadPlacement::mixes_kinds(ir, &l))
+        }))
+        .unwrap_or(false);
+        if mixes {
+            mixing.push((kernel, ir.name.clone()));
+        }
+    }
+    mixing
 }
 
 /// `twill: outside loops of @k: ~N cycles per CTA`: the critical path of a
@@ -892,6 +966,40 @@ pub unsafe extern "C" fn export_graph_body(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_loads_rotate_every_loop_of_a_kernel_with_a_mixed_loop() {
+        let machine = Machine::select("h100").unwrap();
+        let tma = crate::frontend::lower::tests::gemm();
+        let mut mixed = tma.clone();
+        mixed.name = "mixed".into();
+        // B through a pointer load (cp.async), A through a descriptor.
+        let b = mixed
+            .ops
+            .iter()
+            .rposition(|op| op.name == "tt.descriptor_load")
+            .unwrap();
+        mixed.ops[b].name = "tt.load".into();
+        let last = TritonTarget {
+            arch: Arch::Sm90,
+            version: (3, 6),
+        }
+        .last_stage_ops();
+        // Kernel 0 has a TMA-only loop, then a mixed one; kernel 1 only
+        // TMA-only loops.
+        let loops = [(0, &tma), (0, &mixed), (1, &tma), (1, &tma)];
+        assert_eq!(
+            mixed_loops(loops, &machine, last),
+            vec![(0, "mixed".to_string())]
+        );
+        let rotate = |text: &str| ScheduleOptions::parse(text).map(|o| o.rotate_kernel);
+        assert_eq!(rotate(""), Ok(true));
+        assert_eq!(rotate("rotate=loop"), Ok(false));
+        assert!(rotate("rotate=kernels")
+            .unwrap_err()
+            .contains("`kernel` or `loop`"));
+        assert!(mixed_loops([(1, &tma)], &machine, last).is_empty());
+    }
 
     #[test]
     fn schedule_options_default_by_arch() {

@@ -8,16 +8,18 @@
 // descriptors.
 
 // Default (`loads=auto`): the dK/dV loop mixes the two kinds of load, so
-// every load goes last in the body, one stage deeper than the modeled depth
-// (Triton's own rotation: the same lead and buffers as loads first); the dQ
-// loop, with descriptor loads only, keeps them first at the modeled depth.
+// every load of the kernel goes last in the body, one stage deeper than the
+// modeled depth (Triton's own rotation: the same lead and buffers as loads
+// first). The dQ loop, with descriptor loads only, is rotated with it (its
+// remark names the mixed loop); kernels without a mixed loop keep loads
+// first (gemm_sm90.mlir, fa_fwd_sm90_w4.mlir).
 // RUN: %twill-opt %inputs/triton36/fa_bwd_hd64_sm90.before.mlir --twill-schedule="arch=sm90 scope=all" 2>&1 | FileCheck %s --check-prefix=AUTO
 // AUTO: remark: twill: scheduled attn_bwd_kernel_loop1: I={{[0-9]+}} (~{{[0-9]+}} cycles) L={{[0-9]+}} stages=3 no partitions
 // AUTO-SAME: (proven optimal; descriptor_load_{{[0-9]+}} prefetch 1+1, load_{{[0-9]+}} prefetch 1+1, descriptor_load_{{[0-9]+}} prefetch 1+1, load_{{[0-9]+}} prefetch 1+1)
 // AUTO-SAME: [loads last: lead over the load time ~{{[0-9]+}} cycles] [loads=auto: descriptor and pointer loads mixed, all last, one stage deeper]
-// AUTO: remark: twill: scheduled attn_bwd_kernel_loop2: {{.*}} stages=2
-// AUTO-SAME: [loads first: lead over the load time ~{{[0-9]+}} cycles]
-// AUTO-NOT: loads=auto
+// AUTO: remark: twill: scheduled attn_bwd_kernel_loop2: {{.*}} stages=3
+// AUTO-SAME: (proven optimal; descriptor_load_{{[0-9]+}} prefetch 1+1, descriptor_load_{{[0-9]+}} prefetch 1+1)
+// AUTO-SAME: [loads last: lead over the load time ~{{[0-9]+}} cycles] [loads=auto: attn_bwd_kernel_loop1 of this kernel mixes descriptor and pointer loads, all last, one stage deeper]
 // AUTO-LABEL: scf.for
 // AUTO: "tt.descriptor_load"{{.*}}{loop.cluster = [[LOADS:1]] : i32, loop.stage = 0 : i32}
 // AUTO: "tt.load"{{.*}}{loop.cluster = [[LOADS]] : i32, loop.stage = 0 : i32}
@@ -26,9 +28,26 @@
 // AUTO: "tt.load"{{.*}}{loop.cluster = [[LOADS]] : i32, loop.stage = 0 : i32}
 // AUTO: } {tt.scheduled_max_stage = 2 : i32}
 // AUTO-LABEL: scf.for
-// AUTO: "tt.descriptor_load"{{.*}}{loop.cluster = 0 : i32, loop.stage = 0 : i32}
-// AUTO: "ttng.warp_group_dot"{{.*}}{loop.cluster = 1 : i32, loop.stage = 1 : i32}
-// AUTO: } {tt.scheduled_max_stage = 1 : i32}
+// AUTO: "tt.descriptor_load"{{.*}}{loop.cluster = [[DQ:1]] : i32, loop.stage = 0 : i32}
+// AUTO: "tt.descriptor_load"{{.*}}{loop.cluster = [[DQ]] : i32, loop.stage = 0 : i32}
+// AUTO: "ttng.warp_group_dot"{{.*}}{loop.cluster = 0 : i32, loop.stage = 2 : i32}
+// AUTO: } {tt.scheduled_max_stage = 2 : i32}
+
+// `rotate=loop`: only the mixed loop is rotated; the dQ loop keeps its
+// loads first at the modeled depth.
+// RUN: %twill-opt %inputs/triton36/fa_bwd_hd64_sm90.before.mlir --twill-schedule="arch=sm90 scope=all rotate=loop" 2>&1 | FileCheck %s --check-prefix=LOOP
+// LOOP: remark: twill: scheduled attn_bwd_kernel_loop1: {{.*}} stages=3
+// LOOP-SAME: [loads=auto: descriptor and pointer loads mixed, all last, one stage deeper]
+// LOOP: remark: twill: scheduled attn_bwd_kernel_loop2: {{.*}} stages=2
+// LOOP-SAME: (proven optimal; descriptor_load_{{[0-9]+}} prefetch 1, descriptor_load_{{[0-9]+}} prefetch 1)
+// LOOP-SAME: [loads first: lead over the load time ~{{[0-9]+}} cycles]
+// LOOP-NOT: loads=auto
+// LOOP-LABEL: scf.for
+// LOOP: } {tt.scheduled_max_stage = 2 : i32}
+// LOOP-LABEL: scf.for
+// LOOP: "tt.descriptor_load"{{.*}}{loop.cluster = 0 : i32, loop.stage = 0 : i32}
+// LOOP: "ttng.warp_group_dot"{{.*}}{loop.cluster = 1 : i32, loop.stage = 1 : i32}
+// LOOP: } {tt.scheduled_max_stage = 1 : i32}
 
 // `loads=first`: every streaming load one iteration ahead, first in the body.
 // RUN: %twill-opt %inputs/triton36/fa_bwd_hd64_sm90.before.mlir --twill-schedule="arch=sm90 scope=all loads=first" 2>&1 | FileCheck %s

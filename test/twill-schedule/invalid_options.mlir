@@ -8,15 +8,17 @@
 // RUN: not %twill-opt %s --twill-schedule="arch=sm90 timeout=0" 2>&1 | FileCheck %s --check-prefix=TIMEOUT
 // RUN: not %twill-opt %s --twill-schedule="arch=sm90 machine=/nonexistent/m.toml" 2>&1 | FileCheck %s --check-prefix=MACHINE
 // RUN: not %twill-opt %s --twill-schedule="arch=sm90 bogus=1" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not %twill-opt %s --twill-schedule="arch=sm90 rotate=all" 2>&1 | FileCheck %s --check-prefix=ROTATE
 // RUN: not %twill-opt %s --twill-export-graph="arch=sm90" 2>&1 | FileCheck %s --check-prefix=DIR
 
-// ARCH: invalid_options.mlir:[[@LINE+8]]:1: error: twill-schedule: arch: expected sm90 or sm100, got `sm75`
+// ARCH: invalid_options.mlir:[[@LINE+9]]:1: error: twill-schedule: arch: expected sm90 or sm100, got `sm75`
 // SCOPE: error: twill-schedule: scope: expected ws or all, got `some`
 // TRITON: error: twill-schedule: triton: expected a version such as 3.6, got `three`
 // ENCODING: error: twill-schedule: unknown encoding `fast` (expected default, int or paper)
 // TIMEOUT: error: twill-schedule: timeout: expected positive seconds, got `0.000000`
 // MACHINE: error: twill-schedule: machine: /nonexistent/m.toml{{.*}}no bundled machine of that name and no such file
 // UNKNOWN: error: <Pass-Options-Parser>: no such option bogus
+// ROTATE: error: twill-schedule: rotate: expected `kernel` or `loop`, got `all`
 // DIR: error: twill-export-graph: dir: a directory to write the graphs into is required
 module {
 }
