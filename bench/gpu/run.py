@@ -252,8 +252,11 @@ def slug(label):
 def choice_candidates(kind):
     """The configurations twill's model chooses from (twill_triton.configure):
     block sizes, warps, warp specialization, load placement (the pass's
-    default, `loads=auto`: first, except in loops that mix descriptor and
-    pointer loads; or every load last; among near ties the model takes
+    default, `loads=auto`: first, except in kernels with a loop that mixes descriptor and
+    pointer loads, where every loop is rotated; for the backward, whose
+    dK/dV loop mixes them, also with only that loop rotated (`rotate=loop`:
+    the model ties the two, and configure takes the one with fewer spilled
+    bytes); or every load last; among near ties the model takes
     loads that cover their modeled time) and, at 4 warps, the loop solved for one or two CTAs
     per SM (`ctas`: within half the SM's shared memory, loads as deep as an
     iteration takes with the SM shared). num_stages is left at 2: twill decides the stages
@@ -281,13 +284,15 @@ def choice_candidates(kind):
         # the budget would not see); at 8 warps two CTAs leave 128 registers
         # per thread.
         both = nw == 4 and not c.get("WARP_SPECIALIZE")
-        for loads in ("first", "last"):
+        # (label suffix, pass options) of each load placement.
+        placements = [("", ""), (" loads last", "loads=last")]
+        if kind.startswith("bwd"):
+            placements.insert(1, (" rotate loop", "rotate=loop"))
+        for suffix, option in placements:
             for ctas in ((1, 2) if both else (1,)):
                 o = dict(num_warps=nw, num_stages=2)
-                extra = " ".join(x for x in ("loads=last" if loads == "last" else "",
-                                             f"ctas={ctas}" if ctas > 1 else "") if x)
-                label = (name_of(kind, c, o) + (" loads last" if loads == "last" else "")
-                         + (f" ctas{ctas}" if ctas > 1 else ""))
+                extra = " ".join(x for x in (option, f"ctas={ctas}" if ctas > 1 else "") if x)
+                label = name_of(kind, c, o) + suffix + (f" ctas{ctas}" if ctas > 1 else "")
                 out.append(dict(label=label, cx=c, opts=o, extra=extra))
     return out
 
@@ -574,12 +579,18 @@ def bench_all(out):
     def med(fn):
         return do_bench(fn, warmup=25, rep=100, return_mode="median")
 
-    def paired(kernel, size, fns, rounds=PAIRED_ROUNDS, ours_prefix="twill choice", key="paired"):
+    def paired(kernel, size, fns, kind, rounds=PAIRED_ROUNDS, ours_prefix="twill choice", key="paired"):
         """The best stock configuration and one of twill's rows (by default
         the model's choice) timed alternately (rounds x each, medians of at
         least PAIRED_CALLS calls), right after all variants of this kernel
         and size: the first-pass rows of the two are up to a minute apart,
-        and a kernel timed twice drifts by a few percent over that time."""
+        and a kernel timed twice drifts by a few percent over that time.
+        Rounds alternate which of the two goes first (stock, twill, twill,
+        stock, ...), so that a drift within a round does not favor either.
+        `same_code`: whether the two compiled to the same cubin (`kind`'s
+        compiled variants; None where one is not a compiled Triton kernel):
+        then the ratio is 1 by construction and measures the method's
+        noise."""
         rows = [r for r in results["rows"] if r["kernel"] == kernel and r["size"] == size and r["correct"]
                 and r["ms"] and r["variant"] in fns]
         stock = min((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["ms"], default=None)
@@ -588,17 +599,22 @@ def bench_all(out):
             return
         ts, tt = [], []
         try:
-            for _ in range(rounds):
-                ts.append(med_calls(fns[stock["variant"]], stock["ms"]))
-                tt.append(med_calls(fns[ours["variant"]], ours["ms"]))
+            for n in range(rounds):
+                for which in ("stock", "ours") if n % 2 == 0 else ("ours", "stock"):
+                    r, times = (stock, ts) if which == "stock" else (ours, tt)
+                    times.append(med_calls(fns[r["variant"]], r["ms"]))
         except Exception as e:  # a failure here must not lose the run
             print(f"paired {kernel} {size} failed: {type(e).__name__}: {e}", flush=True)
             return
         ratio = statistics.median(ts) / statistics.median(tt)
+        ka, kb = compiled.get((kind, stock["variant"])), compiled.get((kind, ours["variant"]))
+        same = None if ka is None or kb is None else ka[0].asm["cubin"] == kb[0].asm["cubin"]
         results.setdefault(key, []).append(dict(kernel=kernel, size=size, stock=stock["variant"],
-                                                     twill=ours["variant"], stock_ms=ts, twill_ms=tt, ratio=ratio))
+                                                     twill=ours["variant"], stock_ms=ts, twill_ms=tt, ratio=ratio,
+                                                     same_code=same))
         print(f"paired {kernel} {size}: {stock['variant']} {['%.4f' % t for t in ts]} ms, "
-              f"{ours['variant']} {['%.4f' % t for t in tt]} ms: twill / stock = {ratio:.3f}", flush=True)
+              f"{ours['variant']} {['%.4f' % t for t in tt]} ms: twill / stock = {ratio:.3f}"
+              + (" (the same cubin)" if same else ""), flush=True)
 
     def row(kernel, size, variant, ms, flops, ok, err, note=""):
         tf = flops / (ms * 1e-3) / 1e12 if ms else None
@@ -774,9 +790,9 @@ def bench_all(out):
                     note = "plan " + " ".join(f"{k}={gcfg[k]}" for k in ("PINGPONG", "QK_FIRST", "INTRA", "STAGES"))
                     measure(variant, lambda gk=gk, gcfg=gcfg, o=o, lse=lse:
                             fa_fwd_gluon.launcher(gk, q, k, v, o, lse, sm_scale, **gcfg), o, lse, note)
-            paired(FA_ROWS[fa_kind], N, fns)
+            paired(FA_ROWS[fa_kind], N, fns, fa_kind)
             if fa_kind == "fa":
-                paired(FA_ROWS[fa_kind], N, fns, ours_prefix=GLUON_ROW, key="paired_gluon")
+                paired(FA_ROWS[fa_kind], N, fns, fa_kind, ours_prefix=GLUON_ROW, key="paired_gluon")
             # cuDNN through torch SDPA.
             try:
                 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -841,7 +857,7 @@ def bench_all(out):
                     ok, err, ms = False, None, None
                     note = f"launch failed: {str(e)[:120]}"
                 row("fa_" + bwd_kind, N, variant, ms, flops, ok, err, note or "")
-            paired("fa_" + bwd_kind, N, fns)
+            paired("fa_" + bwd_kind, N, fns, bwd_kind)
             # cuDNN backward through torch SDPA (forward + backward timed minus forward).
             try:
                 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -907,7 +923,7 @@ def bench_all(out):
                 ok, err, ms = False, None, None
                 note = f"launch failed: {str(e)[:120]}"
             row("matmul", S, variant, ms, flops, ok, err, note or "")
-        paired("matmul", S, fns)
+        paired("matmul", S, fns, "gemm")
         f = lambda: a @ b.T  # noqa: E731
         ok, err = check(f())
         row("matmul", S, "cublas (torch)", med(f), flops, ok, err)
@@ -932,10 +948,12 @@ def bench_all(out):
                             None)
                 summary.append(dict(kernel=kernel, size=size, stock=stock["variant"], stock_tflops=stock["tflops"],
                                     twill=ours["variant"], twill_tflops=ours["tflops"], ratio=ratio,
-                                    paired_ratio=pair["ratio"] if pair else None))
+                                    paired_ratio=pair["ratio"] if pair else None,
+                                    same_code=pair.get("same_code") if pair else None))
                 print(f"{kernel:16s} {size:>6} | {stock['tflops']:6.1f} ({stock['variant'][7:]}) | "
                       f"{ours['tflops']:6.1f} ({ours['variant'][13:]}) | {ratio:.3f}"
-                      + (f" | paired {pair['ratio']:.3f}" if pair else ""), flush=True)
+                      + (f" | paired {pair['ratio']:.3f}" if pair else "")
+                      + (" | the same cubin" if pair and pair.get("same_code") else ""), flush=True)
     results["summary"] = summary
     print("\nsummary: twill's Hopper FA schedule through Gluon | best stock (config) | ratio | paired ratio "
           "| cuDNN", flush=True)

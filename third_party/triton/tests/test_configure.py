@@ -168,6 +168,21 @@ def test_near_ties_go_to_more_ctas_per_sm():
     assert [r.candidate["label"] for r in configure.ordered(cands)][0] == "alone"
 
 
+def test_equal_models_go_to_fewer_spilled_bytes():
+    # Candidates the model cannot tell apart (the two rotations of
+    # `loads=auto`: the same modeled time, CTAs per SM and coverage) are
+    # ordered by what ptxas made of them: fewer spilled bytes first (Triton
+    # 3.6 spills 16 bytes of the hd128 backward rotated as a whole kernel,
+    # none of it rotated per loop). Otherwise the given order holds.
+    S = configure.Scored
+    cands = [S(candidate=dict(label="kernel"), scheduled=True, ctas_per_sm=1, spill_bytes=16, time=100.0),
+             S(candidate=dict(label="loop"), scheduled=True, ctas_per_sm=1, time=100.0),
+             S(candidate=dict(label="faster, spills"), scheduled=True, ctas_per_sm=1, spill_bytes=16, time=99.9)]
+    assert [r.candidate["label"] for r in configure.ordered(cands)] == ["faster, spills", "loop", "kernel"]
+    cands[0].spill_bytes = 0
+    assert [r.candidate["label"] for r in configure.ordered(cands)][1:] == ["kernel", "loop"]
+
+
 def test_extra_prefetch_is_read_per_loop():
     # "prefetch 2+1": the modeled depth 2 and one extra stage; a kernel has
     # the fewest extra stages over its loops with streaming loads (a loop

@@ -96,7 +96,7 @@ _PREFETCH = re.compile(r" prefetch \d+")
 # placed apart from descriptor loads), and their least lead over their
 # modeled time (negative: exposed latency).
 _LEAD = re.compile(r"\[loads (first|last|first and last): lead over the load time ~(-?\d+) cycles\]")
-# `loads=auto` rotated the loop (mixed descriptor and pointer loads): its
+# `loads=auto` rotated the loop (a loop of its kernel mixes descriptor and pointer loads): its
 # loads are last with one stage more, which is not extra prefetch.
 _ROTATED = re.compile(r"\[loads=auto: ")
 # The loop was solved for N CTAs per SM (`ctas=N`): its loads' lead assumes
@@ -470,7 +470,9 @@ def ordered(scored: Sequence[Scored]) -> List[Scored]:
     except that among the candidates within MODEL_TOLERANCE of the best (of
     those that do not spill, at the fewest excess steps), more CTAs per SM
     come first, then those whose loads cover their modeled time, then the
-    modeled time; ties keep the candidates' order."""
+    modeled time, then fewer spilled bytes (candidates the model cannot
+    tell apart, such as the two rotations of `loads=auto`, differ in what
+    ptxas makes of them); ties keep the candidates' order."""
     def usable(s):
         return s.scheduled and not math.isinf(s.time)
 
@@ -487,7 +489,7 @@ def ordered(scored: Sequence[Scored]) -> List[Scored]:
         near = (usable(s) and s.spill_bytes <= SPILL_TOLERANCE and steps(s) == least
                 and s.time <= best * (1 + MODEL_TOLERANCE))
         return (not usable(s), s.spill_bytes > SPILL_TOLERANCE, steps(s), not near,
-                -s.ctas_per_sm if near else 0, near and not s.loads_covered, s.time, i)
+                -s.ctas_per_sm if near else 0, near and not s.loads_covered, s.time, s.spill_bytes, i)
 
     return [scored[i] for i in sorted(range(len(scored)), key=key)]
 
