@@ -531,6 +531,38 @@ def record():
 PAIRED_ROUNDS, PAIRED_CALLS = 5, 20
 
 
+def nvdisasm():
+    """The nvdisasm beside the ptxas Triton uses (on the H100 the carried
+    3.9 tree has no CUDA binaries; TRITON_PTXAS_PATH names the 3.6 wheel's)."""
+    ptxas = os.environ.get("TRITON_PTXAS_PATH")
+    bins = Path(ptxas).parent if ptxas else Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    return bins / "nvdisasm"
+
+
+def sass_lines(cubin):
+    """A cubin's instructions and labels as nvdisasm prints them, without
+    addresses. Two compilations of the same code agree here even where their
+    cubins differ in bytes (the line tables name the source file's path,
+    which differs between a recorded schedule and a compile on the GPU
+    machine)."""
+    import re
+    import subprocess
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        text = subprocess.run([str(nvdisasm()), "-c", f.name], capture_output=True, text=True, check=True).stdout
+    return [re.sub(r"/\*[0-9a-f]*\*/", "", line).strip() for line in text.splitlines()]
+
+
+def same_code(a, b):
+    """Whether two compiled kernels have the same instructions (None where
+    nvdisasm cannot tell)."""
+    try:
+        return a.asm["cubin"] == b.asm["cubin"] or sass_lines(a.asm["cubin"]) == sass_lines(b.asm["cubin"])
+    except Exception:
+        return None
+
+
 def med_calls(fn, ms):
     """do_bench's median of `fn`, over at least PAIRED_CALLS calls of a
     kernel that takes about `ms`."""
@@ -587,10 +619,10 @@ def bench_all(out):
         and a kernel timed twice drifts by a few percent over that time.
         Rounds alternate which of the two goes first (stock, twill, twill,
         stock, ...), so that a drift within a round does not favor either.
-        `same_code`: whether the two compiled to the same cubin (`kind`'s
-        compiled variants; None where one is not a compiled Triton kernel):
-        then the ratio is 1 by construction and measures the method's
-        noise."""
+        `same_code`: whether the two compiled to the same instructions
+        (`kind`'s compiled variants, `same_code`; None where one is not a
+        compiled Triton kernel): then the ratio is 1 by construction and
+        measures the method's noise."""
         rows = [r for r in results["rows"] if r["kernel"] == kernel and r["size"] == size and r["correct"]
                 and r["ms"] and r["variant"] in fns]
         stock = min((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["ms"], default=None)
@@ -608,13 +640,13 @@ def bench_all(out):
             return
         ratio = statistics.median(ts) / statistics.median(tt)
         ka, kb = compiled.get((kind, stock["variant"])), compiled.get((kind, ours["variant"]))
-        same = None if ka is None or kb is None else ka[0].asm["cubin"] == kb[0].asm["cubin"]
+        same = None if ka is None or kb is None else same_code(ka[0], kb[0])
         results.setdefault(key, []).append(dict(kernel=kernel, size=size, stock=stock["variant"],
                                                      twill=ours["variant"], stock_ms=ts, twill_ms=tt, ratio=ratio,
                                                      same_code=same))
         print(f"paired {kernel} {size}: {stock['variant']} {['%.4f' % t for t in ts]} ms, "
               f"{ours['variant']} {['%.4f' % t for t in tt]} ms: twill / stock = {ratio:.3f}"
-              + (" (the same cubin)" if same else ""), flush=True)
+              + (" (the same code)" if same else ""), flush=True)
 
     def row(kernel, size, variant, ms, flops, ok, err, note=""):
         tf = flops / (ms * 1e-3) / 1e12 if ms else None
@@ -953,7 +985,7 @@ def bench_all(out):
                 print(f"{kernel:16s} {size:>6} | {stock['tflops']:6.1f} ({stock['variant'][7:]}) | "
                       f"{ours['tflops']:6.1f} ({ours['variant'][13:]}) | {ratio:.3f}"
                       + (f" | paired {pair['ratio']:.3f}" if pair else "")
-                      + (" | the same cubin" if pair and pair.get("same_code") else ""), flush=True)
+                      + (" | the same code" if pair and pair.get("same_code") else ""), flush=True)
     results["summary"] = summary
     print("\nsummary: twill's Hopper FA schedule through Gluon | best stock (config) | ratio | paired ratio "
           "| cuDNN", flush=True)

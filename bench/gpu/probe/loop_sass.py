@@ -21,7 +21,6 @@ import collections
 import itertools
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -39,15 +38,6 @@ import run  # noqa: E402
 PLACEMENTS = {"loads first": "", "loads last + 1 stage": "loads=last prefetch=1"}
 # Instructions that synchronize or issue asynchronous work.
 MARKERS = ("HGMMA", "WARPGROUP", "UTMALDG", "LDGSTS", "LDGDEPBAR", "DEPBAR", "BAR.SYNC", "SYNCS")
-
-
-def sass(cubin):
-    nvdisasm = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        text = subprocess.run([str(nvdisasm), "-c", f.name], capture_output=True, text=True, check=True).stdout
-    return [re.sub(r"/\*[0-9a-f]*\*/", "", line).strip() for line in text.splitlines()]
 
 
 def loops(lines):
@@ -82,7 +72,7 @@ def main():
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="loop-sass-")
         k, d = run.twill_compile(kind, cx, bwd_loads.OPTS, extra)
         assert d.scheduled, d.reason
-        lines = sass(k.asm["cubin"])
+        lines = run.sass_lines(k.asm["cubin"])
         bodies[label] = [[x for x in lines[s + 1:e + 1] if x and not x.startswith(".")] for s, e in loops(lines)]
     print(f"{kind}, Triton {triton.__version__}, {bwd_loads.OPTS}")
     (la, a_loops), (lb, b_loops) = bodies.items()
