@@ -116,7 +116,7 @@ struct TwillSchedulePass
       llvm::cl::desc("Prefetched loads first in the body (full lead time, one "
                      "more buffer), last (one buffer fewer), or auto (first, "
                      "except in a kernel with a loop mixing descriptor and "
-                     "pointer loads: all last, one stage deeper)"),
+                     "pointer loads: all last, one stage deeper; see rotate)"),
       llvm::cl::init("auto")};
   Option<std::string> rotate{
       *this, "rotate",

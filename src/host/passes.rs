@@ -62,7 +62,7 @@ pub struct ScheduleOptions {
     /// kernel with a mixed loop (`kernel`, the default: true), or only the
     /// mixed loops themselves (`loop`). The two compile to the same
     /// instructions in a different rotation; which runs faster is below
-    /// twill's model (BENCHMARKS.md, probe 9 and runs 26-28), so a
+    /// twill's model (BENCHMARKS.md, probe 9 and runs 26-29), so a
     /// configuration search may offer both and compare what ptxas makes of
     /// them (registers, spills).
     pub rotate_kernel: bool,
@@ -761,31 +761,20 @@ pub unsafe extern "C" fn schedule_body(
                 functions.push(f);
             }
         }
-        // `loads=auto`: the loops whose streaming loads mix descriptor and
-        // pointer loads (with `rotate=kernel`, every loop of their kernels
-        // is rotated: see `LoadPlacement::rotated`).
-        let mixing = if o.auto_loads {
-            mixed_loops(
-                loops
-                    .iter()
-                    .filter_map(|l| Some((enclosing_function(l.op)?.ptr, l.ir.as_ref().ok()?))),
-                &machine,
-                o.target.last_stage_ops(),
-            )
+        // `loads=auto`: for each loop, the mixed loop that rotates it (see
+        // `rotations`).
+        let rotated_by = if o.auto_loads {
+            let kernels: Vec<_> = loops
+                .iter()
+                .map(|l| (enclosing_function(l.op).map(|f| f.ptr), l.ir.as_ref().ok()))
+                .collect();
+            rotations(&kernels, o.rotate_kernel, |ir| {
+                mixes(ir, &machine, o.target.last_stage_ops())
+            })
         } else {
-            Vec::new()
+            vec![None; loops.len()]
         };
-        for found in loops {
-            // The mixed loop that rotates this one: itself, or (with
-            // `rotate=kernel`) the first of its kernel.
-            let mixed = enclosing_function(found.op).and_then(|f| {
-                let name = found.ir.as_ref().map(|ir| ir.name.as_str()).ok();
-                let of_kernel = || mixing.iter().filter(|(g, _)| *g == f.ptr);
-                of_kernel()
-                    .find(|(_, n)| Some(n.as_str()) == name)
-                    .or_else(|| of_kernel().find(|_| o.rotate_kernel))
-                    .map(|(_, n)| n.clone())
-            });
+        for (found, mixed) in loops.into_iter().zip(rotated_by) {
             // SAFETY: `find_loops` returns live operations of the module.
             let loc = unsafe { mlirOperationGetLocation(found.op) };
             let outcome = match &found.ir {
@@ -842,27 +831,45 @@ pub unsafe extern "C" fn schedule_body(
     })
 }
 
-/// For `loads=auto`: the loops whose streaming loads mix descriptor and
-/// pointer loads, each with its kernel (`kernel`, an identity such as the
-/// function op's pointer), in the order given. A loop that does not lower
-/// counts as not mixing.
-fn mixed_loops<'a, K: PartialEq + Copy>(
-    loops: impl IntoIterator<Item = (K, &'a LoopIr)>,
-    machine: &Machine,
-    last_stage_ops: &[&str],
-) -> Vec<(K, String)> {
-    let mut mixing: Vec<(K, String)> = Vec::new();
-    for (kernel, ir) in loops {
-        let mixes = catch_unwind(AssertUnwindSafe(|| {
-            lower(ir, machine, last_stage_ops)
-                .is_ok_and(|l| backend::LoadPlacement::mixes_kinds(ir, &l))
-        }))
-        .unwrap_or(false);
-        if mixes {
-            mixing.push((kernel, ir.name.clone()));
-        }
-    }
-    mixing
+/// Whether a loop's streaming loads mix descriptor and pointer loads (a
+/// loop that does not lower does not).
+fn mixes(ir: &LoopIr, machine: &Machine, last_stage_ops: &[&str]) -> bool {
+    catch_unwind(AssertUnwindSafe(|| {
+        lower(ir, machine, last_stage_ops)
+            .is_ok_and(|l| backend::LoadPlacement::mixes_kinds(ir, &l))
+    }))
+    .unwrap_or(false)
+}
+
+/// For `loads=auto`: per loop of `loops` (in module order, each with its
+/// kernel, an identity such as the function op's pointer, and its IR where
+/// it was extracted), the name of the loop whose mixed loads rotate it: the
+/// loop itself when it mixes (`mixes`); otherwise, with `rotate_kernel`,
+/// the first mixed loop of its kernel; else None. A mixed loop rotates its
+/// kernel's other loops even where twill then skips it: Triton's own
+/// schedule of it is the rotated one.
+fn rotations<K: PartialEq + Copy>(
+    loops: &[(Option<K>, Option<&LoopIr>)],
+    rotate_kernel: bool,
+    mixes: impl Fn(&LoopIr) -> bool,
+) -> Vec<Option<String>> {
+    let mixed: Vec<bool> = loops.iter().map(|(_, ir)| ir.is_some_and(&mixes)).collect();
+    let first_of = |kernel: K| {
+        loops
+            .iter()
+            .zip(&mixed)
+            .find(|((k, _), &m)| m && *k == Some(kernel))
+            .and_then(|((_, ir), _)| ir.map(|ir| ir.name.clone()))
+    };
+    loops
+        .iter()
+        .zip(&mixed)
+        .map(|((kernel, ir), &m)| match (ir, kernel) {
+            (Some(ir), _) if m => Some(ir.name.clone()),
+            (_, Some(k)) if rotate_kernel => first_of(*k),
+            _ => None,
+        })
+        .collect()
 }
 
 /// `twill: outside loops of @k: ~N cycles per CTA`: the critical path of a
@@ -968,29 +975,82 @@ mod tests {
     use super::*;
 
     #[test]
-    fn auto_loads_rotate_every_loop_of_a_kernel_with_a_mixed_loop() {
+    fn a_loop_mixes_when_its_streaming_loads_are_of_both_kinds() {
         let machine = Machine::select("h100").unwrap();
+        let last = TritonTarget {
+            arch: Arch::Sm90,
+            version: (3, 6),
+        }
+        .last_stage_ops();
         let tma = crate::frontend::lower::tests::gemm();
-        let mut mixed = tma.clone();
-        mixed.name = "mixed".into();
+        assert!(!mixes(&tma, &machine, last));
         // B through a pointer load (cp.async), A through a descriptor.
+        let mut mixed = tma.clone();
         let b = mixed
             .ops
             .iter()
             .rposition(|op| op.name == "tt.descriptor_load")
             .unwrap();
         mixed.ops[b].name = "tt.load".into();
-        let last = TritonTarget {
-            arch: Arch::Sm90,
-            version: (3, 6),
-        }
-        .last_stage_ops();
-        // Kernel 0 has a TMA-only loop, then a mixed one; kernel 1 only
-        // TMA-only loops.
-        let loops = [(0, &tma), (0, &mixed), (1, &tma), (1, &tma)];
+        assert!(mixes(&mixed, &machine, last));
+    }
+
+    #[test]
+    fn auto_loads_rotate_every_loop_of_a_kernel_with_a_mixed_loop() {
+        let named = |name: &str| {
+            let mut ir = crate::frontend::lower::tests::gemm();
+            ir.name = name.into();
+            ir
+        };
+        let (a, b, c, d, e, f) = (
+            named("k0_tma"),
+            named("k0_mixed"),
+            named("k1_tma"),
+            named("k2_mixed_a"),
+            named("k2_tma"),
+            named("k2_mixed_b"),
+        );
+        // Kernel 0: a TMA-only loop before its mixed loop, and one that was
+        // not extracted; kernel 1: TMA only; kernel 2: two mixed loops around
+        // a TMA-only one; last, a loop outside any function.
+        let loops = [
+            (Some(0), Some(&a)),
+            (Some(0), Some(&b)),
+            (Some(0), None),
+            (Some(1), Some(&c)),
+            (Some(2), Some(&d)),
+            (Some(2), Some(&e)),
+            (Some(2), Some(&f)),
+            (None, Some(&a)),
+        ];
+        let by = |kernel: bool| rotations(&loops, kernel, |ir| ir.name.contains("mixed"));
+        let names = |expected: [Option<&str>; 8]| expected.map(|n| n.map(String::from)).to_vec();
+        let s = Some;
         assert_eq!(
-            mixed_loops(loops, &machine, last),
-            vec![(0, "mixed".to_string())]
+            by(true),
+            names([
+                s("k0_mixed"),
+                s("k0_mixed"),
+                s("k0_mixed"),
+                None,
+                s("k2_mixed_a"),
+                s("k2_mixed_a"),
+                s("k2_mixed_b"),
+                None
+            ])
+        );
+        assert_eq!(
+            by(false),
+            names([
+                None,
+                s("k0_mixed"),
+                None,
+                None,
+                s("k2_mixed_a"),
+                None,
+                s("k2_mixed_b"),
+                None
+            ])
         );
         let rotate = |text: &str| ScheduleOptions::parse(text).map(|o| o.rotate_kernel);
         assert_eq!(rotate(""), Ok(true));
@@ -998,7 +1058,6 @@ mod tests {
         assert!(rotate("rotate=kernels")
             .unwrap_err()
             .contains("`kernel` or `loop`"));
-        assert!(mixed_loops([(1, &tma)], &machine, last).is_empty());
     }
 
     #[test]

@@ -12,7 +12,7 @@
 // modeled depth (Triton's own rotation: the same lead and buffers as loads
 // first). The dQ loop, with descriptor loads only, is rotated with it (its
 // remark names the mixed loop); kernels without a mixed loop keep loads
-// first (gemm_sm90.mlir, fa_fwd_sm90_w4.mlir).
+// first (gemm_sm90.mlir).
 // RUN: %twill-opt %inputs/triton36/fa_bwd_hd64_sm90.before.mlir --twill-schedule="arch=sm90 scope=all" 2>&1 | FileCheck %s --check-prefix=AUTO
 // AUTO: remark: twill: scheduled attn_bwd_kernel_loop1: I={{[0-9]+}} (~{{[0-9]+}} cycles) L={{[0-9]+}} stages=3 no partitions
 // AUTO-SAME: (proven optimal; descriptor_load_{{[0-9]+}} prefetch 1+1, load_{{[0-9]+}} prefetch 1+1, descriptor_load_{{[0-9]+}} prefetch 1+1, load_{{[0-9]+}} prefetch 1+1)
