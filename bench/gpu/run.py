@@ -533,10 +533,15 @@ PAIRED_ROUNDS, PAIRED_CALLS = 5, 20
 
 def nvdisasm():
     """The nvdisasm beside the ptxas Triton uses (on the H100 the carried
-    3.9 tree has no CUDA binaries; TRITON_PTXAS_PATH names the 3.6 wheel's)."""
+    3.9 tree has no CUDA binaries; TRITON_PTXAS_PATH names the 3.6 wheel's
+    ptxas), else the wheel's own, else one on PATH."""
+    import shutil
     ptxas = os.environ.get("TRITON_PTXAS_PATH")
-    bins = Path(ptxas).parent if ptxas else Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
-    return bins / "nvdisasm"
+    ptxas = shutil.which(ptxas) if ptxas else None
+    for bins in ([Path(ptxas).parent] if ptxas else []) + [Path(triton.__file__).parent / "backends" / "nvidia" / "bin"]:
+        if (bins / "nvdisasm").is_file():
+            return str(bins / "nvdisasm")
+    return shutil.which("nvdisasm") or "nvdisasm"
 
 
 def sass_lines(cubin):
@@ -555,11 +560,18 @@ def sass_lines(cubin):
 
 
 def same_code(a, b):
-    """Whether two compiled kernels have the same instructions (None where
-    nvdisasm cannot tell)."""
+    """Whether two compiled kernels are the same code: the same instructions
+    and the same launch (warps, CTAs, shared memory); None where nvdisasm
+    cannot tell (said once)."""
+    launch = ("num_warps", "num_ctas", "shared")
+    if any(getattr(a.metadata, k, None) != getattr(b.metadata, k, None) for k in launch):
+        return False
     try:
         return a.asm["cubin"] == b.asm["cubin"] or sass_lines(a.asm["cubin"]) == sass_lines(b.asm["cubin"])
-    except Exception:
+    except Exception as e:
+        if not getattr(same_code, "warned", False):
+            same_code.warned = True
+            print(f"same code: cannot disassemble ({type(e).__name__}: {e}); not compared", flush=True)
         return None
 
 
@@ -618,7 +630,8 @@ def bench_all(out):
         and size: the first-pass rows of the two are up to a minute apart,
         and a kernel timed twice drifts by a few percent over that time.
         Rounds alternate which of the two goes first (stock, twill, twill,
-        stock, ...), so that a drift within a round does not favor either.
+        stock, ...), so that a drift within a round does not favor either
+        (with 5 rounds stock goes first 3 times; the ratio is of medians).
         `same_code`: whether the two compiled to the same instructions
         (`kind`'s compiled variants, `same_code`; None where one is not a
         compiled Triton kernel): then the ratio is 1 by construction and

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Records twill's schedules for the GPU benchmark (bench/gpu/run.py --record)
+# with both Tritons, on a machine with twill (no GPU needed), the way the H100
+# run compiles them:
+#
+#   bash bench/gpu/record.sh [run.py options]
+#
+# Uses the venvs of scripts/test.sh (target/venv-triton-3.6.0 and -3.9.0) and
+# a copy of target/release/twill-opt and twill (so that rebuilding meanwhile
+# does not change what is recorded). Triton 3.9 runs with the 3.6 wheel's
+# ptxas 12.8 and FP fusion on, as bench/gpu/h100.sh runs it on the H100: the
+# registers and spills that twill_triton.configure reads to rank candidates
+# must be the ones the H100 gets. Both recordings run at once (8-10 min on
+# 2 cores); logs go to target/record-3.6.0.log and target/record-3.9.0.log.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+v36=target/venv-triton-3.6.0/bin/python
+v39=target/venv-triton-3.9.0/bin/python
+for py in "$v36" "$v39"; do
+  [ -x "$py" ] || { echo "record.sh: $py missing (bash scripts/test.sh creates it)" >&2; exit 1; }
+done
+bin=$(mktemp -d)
+cp target/release/twill-opt target/release/twill "$bin/"
+export TWILL_OPT="$bin/twill-opt"
+ptxas=$("$v36" -c 'import triton, os; print(os.path.dirname(triton.__file__))')/backends/nvidia/bin/ptxas
+"$v36" bench/gpu/run.py --record "$@" > target/record-3.6.0.log 2>&1 &
+p36=$!
+TRITON_PTXAS_PATH=$ptxas TRITON_PTXAS_BLACKWELL_PATH=$ptxas TRITON_DEFAULT_FP_FUSION=1 \
+  "$v39" bench/gpu/run.py --record "$@" > target/record-3.9.0.log 2>&1 &
+p39=$!
+status=0
+wait $p36 || { echo "record.sh: Triton 3.6.0 failed, see target/record-3.6.0.log" >&2; status=1; }
+wait $p39 || { echo "record.sh: Triton 3.9.0 failed, see target/record-3.9.0.log" >&2; status=1; }
+rm -rf "$bin"
+exit $status
