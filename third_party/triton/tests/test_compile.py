@@ -165,12 +165,16 @@ _OP = re.compile(r'^\s*(%[\w#:]+) = "(tt\.descriptor_load|ttg\.local_alloc)"\((%
 _ATTRS = re.compile(r"loop\.cluster = (\d+) : i32, loop\.stage = (\d+) : i32")
 
 
-def _solved_buffers(scheduled, cap):
+def _solved_buffers(scheduled, cap, last_may_reuse=False):
     """Buffer count of every pipelined load of twill's module, by Triton's
     rule (LowerLoops' getDefUseStageDiff and its extra buffers), in load
     order. Measured on 3.6.0 and 3.9.0: on sm90 a use in a later cluster and
     a wgmma operand add one buffer each; on sm100 either adds one (a
-    tcgen05 operand in a later cluster still gets one)."""
+    tcgen05 operand in a later cluster still gets one). With
+    `last_may_reuse` (sm100), a load issued after its use in the body (an
+    earlier cluster) counts no extra buffer: Triton copies into the slot
+    just read when the tcgen05 MMA reading it was waited for in the same
+    iteration (the backward's V in its dQ loop, measured on 3.6.0)."""
     loads, allocs = {}, {}
     for line in scheduled.splitlines():
         m = _OP.match(line)
@@ -189,7 +193,8 @@ def _solved_buffers(scheduled, cap):
         gap = us - s
         if gap > 0:
             later = 1 if uc > c else 0
-            out.append(gap + later + 1 if cap == 90 else gap + 1)
+            reuse = last_may_reuse and cap != 90 and uc < c
+            out.append(gap + later + 1 if cap == 90 else gap + (0 if reuse else 1))
     return sorted(out)
 
 
@@ -327,7 +332,8 @@ def _loop_body(ttgir):
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
 def test_twill_off_compiles_and_differs(tmp_path, monkeypatch, kernel, cap):
     """Every kernel also compiles with twill off (stock Triton), to a real
-    kernel; where twill schedules a loop, its final TTGIR is not Triton's."""
+    kernel; where twill schedules a loop, its final TTGIR is not Triton's,
+    except where twill's schedule is Triton's own (SAME_AS_TRITON)."""
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "stock"))
     assert not twill_triton.is_enabled()
     stock = _compile(KERNELS[kernel], cap)
@@ -341,7 +347,19 @@ def test_twill_off_compiles_and_differs(tmp_path, monkeypatch, kernel, cap):
     finally:
         twill_triton.disable()
     assert twill_triton.decisions()[-1].scheduled
-    assert _loop_body(ours.asm["ttgir"]) != _loop_body(stock.asm["ttgir"])
+    if (kernel, cap) in SAME_AS_TRITON:
+        assert _loop_body(ours.asm["ttgir"]) == _loop_body(stock.asm["ttgir"])
+    else:
+        assert _loop_body(ours.asm["ttgir"]) != _loop_body(stock.asm["ttgir"])
+
+
+# Where twill's optimal schedule, written as attributes, makes Triton's
+# pipeliner emit the loops Triton's own schedule gives: the hd64 backward on
+# sm90 at its num_stages 3. Both loops are proven optimal with the loads one
+# iteration ahead; `loads=auto` rotates the kernel (its dK/dV loop mixes
+# descriptor and pointer loads), so the loads go last, one stage deeper, as
+# Triton places them (BENCHMARKS.md, runs 28-29: the same instructions).
+SAME_AS_TRITON = {("fa_bwd_hd64", 90)}
 
 
 def test_expectations_cover_every_kernel():
@@ -393,7 +411,11 @@ def test_twill_schedule_reaches_cubin(twill, kernel, cap):
             final = _final_buffers(ttgir, "128x128xf16" if kernel == "fa_fwd" else "128x64xf16")
         else:
             final = _final_buffers_any(ttgir)
-        assert final == solved, (final, solved)
+        # Between the fewest buffers Triton may give (a slot reused) and the
+        # most, load by load.
+        fewest = _solved_buffers(scheduled, cap, last_may_reuse=True)
+        assert len(final) == len(solved) and all(lo <= n <= hi for lo, n, hi in zip(fewest, final, solved)), (
+            final, fewest, solved)
     assert dump.exists()
 
 
