@@ -28,9 +28,10 @@ import triton  # noqa: E402
 
 import run  # noqa: E402
 
-# The result rows' kernel names -> run.py's kinds.
-KINDS = {"fa_fwd": "fa", "fa_fwd_causal": "fa_causal", "fa_fwd_hd64": "fa_hd64", "fa_fwd_subtile": "fa_subtile",
-         "fa_bwd_hd64": "bwd_hd64", "fa_bwd_hd128": "bwd_hd128", "matmul": "gemm"}
+# The result rows' kernel names -> run.py's kinds (the names bench_all
+# gives its rows).
+KINDS = {**{row: kind for kind, row in run.FA_ROWS.items()}, **{"fa_" + kind: kind for kind in run.BWD_KINDS},
+         "matmul": "gemm"}
 
 
 def main():
