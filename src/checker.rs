@@ -49,6 +49,16 @@
 //!    floor(M(v)/I) = max over all ops w of floor(M(w)/I) (Triton before 3.9
 //!    pipelines Hopper wgmma only there).
 //!
+//! # Measure (not a rule)
+//!
+//! [`latency_slack`] measures how much later than modeled the asynchronous
+//! ops of a schedule may complete before they delay one another: the least,
+//! over asynchronous, non-streaming ops u != w joined by a path of
+//! dependences whose inner ops are not such ops, of
+//! M(w) - M(u) - max over those paths of sum(delay - I*delta). The joint
+//! search prefers schedules where it is large (`joint::slack`); the value it
+//! reports is this function's.
+//!
 //! This module shares no code with the encodings that produce schedules (the
 //! ZLP in `modulo::zlp`, the brute force in the tests): it only reads the
 //! problem's data, and it checks capacity by laying the steady state out
@@ -647,4 +657,74 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
         }
     }
     out
+}
+
+/// The latency slack of `s` (module doc, "Measure"): `None` when no two
+/// asynchronous, non-streaming ops are joined through other ops, or when
+/// such paths are unbounded (a cycle of positive weight: `s` then breaks
+/// rule 3 anyway).
+///
+/// Computed as a max-plus closure (Floyd-Warshall) in which only ops that
+/// are not endpoints may be inner nodes of a path; an op is asynchronous
+/// when its reservation table occupies some unit and only units flagged
+/// asynchronous (read here, not from `ProblemOp::asynchronous`).
+pub fn latency_slack(p: &Problem, s: &Schedule) -> Option<i64> {
+    let n = p.ops.len();
+    if s.start.len() != n {
+        return None;
+    }
+    let endpoint: Vec<bool> = p
+        .ops
+        .iter()
+        .map(|op| {
+            let mut any = false;
+            let mut all = true;
+            for row in &op.rrt {
+                for (f, &k) in row.iter().enumerate() {
+                    if k > 0 {
+                        any = true;
+                        all &= p.asynchronous.get(f).copied().unwrap_or(false);
+                    }
+                }
+            }
+            any && all && !op.streaming
+        })
+        .collect();
+    let ii = s.ii as i64;
+    // w[a][b]: the heaviest single edge a -> b, then the heaviest path.
+    let mut w: Vec<Vec<Option<i64>>> = vec![vec![None; n]; n];
+    for e in &p.edges {
+        let x = e.delay as i64 - ii * e.distance as i64;
+        let cell = &mut w[e.from][e.to];
+        if cell.is_none_or(|c| x > c) {
+            *cell = Some(x);
+        }
+    }
+    for k in (0..n).filter(|&k| !endpoint[k]) {
+        if w[k][k].is_some_and(|c| c > 0) {
+            return None;
+        }
+        let through = w[k].clone();
+        for row in w.iter_mut() {
+            let Some(ak) = row[k] else { continue };
+            for (cell, kb) in row.iter_mut().zip(&through) {
+                if let Some(kb) = kb {
+                    let x = ak + kb;
+                    if cell.is_none_or(|c| x > c) {
+                        *cell = Some(x);
+                    }
+                }
+            }
+        }
+    }
+    let mut least: Option<i64> = None;
+    for a in (0..n).filter(|&a| endpoint[a]) {
+        for b in (0..n).filter(|&b| b != a && endpoint[b]) {
+            if let Some(lag) = w[a][b] {
+                let slack = s.start[b] as i64 - s.start[a] as i64 - lag;
+                least = Some(least.map_or(slack, |l| l.min(slack)));
+            }
+        }
+    }
+    least
 }

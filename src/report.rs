@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::checker::WarpConfig;
-use crate::joint::{Encoding, JointRefuted, JointResult, Streaming};
+use crate::joint::{Encoding, JointRefuted, JointResult, LatencySlack, Objective, Streaming};
 use crate::modulo::ModuloResult;
 use crate::normalize::Normalization;
 use crate::problem::{Problem, Schedule};
@@ -54,6 +54,10 @@ pub struct WarpReport {
     /// Streaming ops and the prefetch depth they need (section 5.3).
     pub streaming: Vec<Streaming>,
     pub queries: u32,
+    /// How much later than modeled asynchronous ops may complete before
+    /// they delay one another (`joint::slack`); absent without such ops.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_slack: Option<LatencySlack>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -213,6 +217,7 @@ impl Report {
             groups,
             streaming: result.streaming.clone(),
             queries: result.queries,
+            latency_slack: result.latency_slack,
         });
         r
     }
@@ -450,6 +455,22 @@ impl Report {
                     o,
                     "  streaming `{}`: latency modeled as 0; its {} raw cycles need {} iteration(s) of prefetch at I = {} (tunable)",
                     st.op, st.raw_cycles, st.prefetch, self.ii
+                );
+            }
+            if let Some(ls) = &wr.latency_slack {
+                let how = match (ls.objective, ls.at_shortest_length) {
+                    (Objective::Slack, Some(before)) => format!(
+                        "{} with {} stage(s) at this I; the shortest schedule, L = {}, has {before}",
+                        if ls.proven { "the most" } else { "not proven the most" },
+                        self.stages,
+                        ls.shortest_length
+                    ),
+                    _ => "not optimized: --objective slack optimizes it".to_string(),
+                };
+                let _ = writeln!(
+                    o,
+                    "  latency slack: asynchronous ops may complete {} cycle(s) late before they delay one another ({how})",
+                    ls.cycles
                 );
             }
         }

@@ -1,13 +1,22 @@
 //! The paper's case studies (section 6) on twill's FlashAttention graphs:
 //! the structure of the schedules the default encoding proves optimal.
 
-use twill::checker::{check_joint, WarpConfig};
+use twill::checker::{check_joint, latency_slack, WarpConfig};
 use twill::graph::load;
-use twill::joint::{self, Encoding, JointOptions, JointRefuted, JointResult};
+use twill::joint::{self, Encoding, JointOptions, JointRefuted, JointResult, Objective};
 use twill::problem::{BuildOptions, Problem};
 use twill::Machine;
 
 fn solve(graph: &str, machine: &str, groups: u32) -> (Problem, JointResult) {
+    solve_for(graph, machine, groups, Objective::Length)
+}
+
+fn solve_for(
+    graph: &str,
+    machine: &str,
+    groups: u32,
+    objective: Objective,
+) -> (Problem, JointResult) {
     let g = load::load_file(std::path::Path::new(&format!(
         "examples/graphs/{graph}.toml"
     )))
@@ -27,6 +36,7 @@ fn solve(graph: &str, machine: &str, groups: u32) -> (Problem, JointResult) {
             timeout: 120.0,
             seed: 0,
             threads: 0,
+            objective,
         },
     )
     .unwrap();
@@ -60,6 +70,39 @@ fn hopper_forward_is_fa3_ping_pong() {
     assert_ne!(group_of(&p, &r, "qk_a"), group_of(&p, &r, "qk_b"));
     // The pipeline spans two stages (the next QK^T overlaps the softmax).
     assert_eq!(s.copies(), 2);
+}
+
+#[test]
+fn hopper_forward_with_the_slack_objective_is_fa3_intra_warpgroup() {
+    let (p, short) = solve("fa_fwd_hopper", "h100", 2);
+    let (q, r) = solve_for("fa_fwd_hopper", "h100", 2, Objective::Slack);
+    let (a, s) = (&short.schedule.schedule, &r.schedule.schedule);
+    // The same I and stages; a longer L that buys latency slack.
+    assert_eq!((s.ii, s.copies()), (a.ii, a.copies()));
+    assert!(s.length > a.length);
+    let ls = r.latency_slack.unwrap();
+    assert!(ls.proven);
+    assert_eq!(ls.shortest_length, a.length);
+    assert_eq!(Some(ls.cycles), latency_slack(&q, s));
+    let before = short.latency_slack.unwrap().cycles;
+    assert_eq!(ls.at_shortest_length, Some(before));
+    assert!(
+        ls.cycles > before + s.ii as i64 / 2,
+        "{} vs {before}",
+        ls.cycles
+    );
+    for x in ["a", "b"] {
+        let at = |n: &str| s.start[q.ops.iter().position(|o| o.name == n).unwrap()];
+        let was = |n: &str| a.start[p.ops.iter().position(|o| o.name == n).unwrap()];
+        let (qk, pv) = (format!("qk_{x}"), format!("pv_{x}"));
+        // QK^T of iteration j + 1 issues before PV of j (FA3's
+        // intra-warpgroup order); the shortest L has PV first.
+        assert!(at(&pv) > at(&qk) + s.ii, "{x}: {} {}", at(&qk), at(&pv));
+        assert!(was(&pv) < was(&qk) + a.ii, "{x}: {} {}", was(&qk), was(&pv));
+        // The same ping-pong groups.
+        assert_eq!(group_of(&q, &r, &qk), group_of(&q, &r, &pv));
+    }
+    assert_ne!(group_of(&q, &r, "qk_a"), group_of(&q, &r, "qk_b"));
 }
 
 #[test]

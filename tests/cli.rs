@@ -221,3 +221,39 @@ fn a_value_larger_than_the_register_file_is_reported() {
     );
     assert!(err.contains("limit is 255"), "{err}");
 }
+
+#[test]
+fn slack_objective_reports_its_latency_slack() {
+    let (code, out, err) = twill(&[
+        "solve",
+        "examples/graphs/fa_fwd_hopper.toml",
+        "--objective",
+        "slack",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ls = &v["warp_specialization"]["latency_slack"];
+    assert_eq!(ls["objective"], "slack");
+    assert_eq!(ls["proven"], true);
+    assert!(ls["cycles"].as_i64().unwrap() > ls["at_shortest_length"].as_i64().unwrap());
+    assert!(v["length"].as_u64().unwrap() > ls["shortest_length"].as_u64().unwrap());
+    let (code, out, err) = twill(&["solve", "examples/graphs/fa_fwd_hopper.toml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("latency slack: asynchronous ops may complete"),
+        "{out}"
+    );
+    assert!(
+        out.contains("not optimized: --objective slack optimizes it"),
+        "{out}"
+    );
+    let (code, _, err) = twill(&[
+        "solve",
+        "examples/graphs/fa_simplified.toml",
+        "--objective",
+        "fastest",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("length or slack"), "{err}");
+}

@@ -5,7 +5,7 @@ mod common;
 
 use twill::checker::{check_joint, JointSchedule, Violation, WarpConfig};
 use twill::graph::load;
-use twill::joint::{self, Encoding, JointOptions, JointResult};
+use twill::joint::{self, Encoding, JointOptions, JointResult, Objective};
 use twill::problem::{BuildOptions, Problem, Schedule};
 use twill::Machine;
 
@@ -35,6 +35,7 @@ fn both(p: &Problem, groups: u32) -> Option<JointResult> {
                 timeout: 60.0,
                 seed: 0,
                 threads: 1,
+                objective: Default::default(),
             },
         )
     };
@@ -443,4 +444,97 @@ delay = 2
             why: twill::modulo::Infeasibility::LastStageWindowSmt { ops: 3 },
         })
     )));
+}
+
+const SOFTMAX_BETWEEN_GEMMS: &str = r#"
+[[op]]
+name = "Q"
+cycles = 2
+uses = { TC = 1 }
+[[op]]
+name = "S"
+cycles = 3
+uses = { SFU = 1 }
+[[op]]
+name = "P"
+cycles = 2
+uses = { TC = 1 }
+[[edge]]
+from = "Q"
+to = "S"
+delay = 2
+[[edge]]
+from = "S"
+to = "P"
+delay = 3
+[[edge]]
+from = "Q"
+to = "P"
+delay = 1
+[[edge]]
+from = "P"
+to = "Q"
+delay = 2
+distance = 1
+"#;
+
+#[test]
+fn latency_slack_is_the_least_path_slack_between_asynchronous_ops() {
+    use twill::checker::latency_slack;
+    let p = problem_on(SOFTMAX_BETWEEN_GEMMS, true);
+    let s = Schedule::tight(&p, 8, vec![0, 2, 6]);
+    // Q -> P: the heavier path through S (2 + 3) leaves 6 - 0 - 5 = 1;
+    // P -> Q of the next iteration: 0 + 8 - 6 - 2 = 0. The least: 0.
+    assert_eq!(latency_slack(&p, &s), Some(0));
+    assert_eq!(
+        latency_slack(&p, &Schedule::tight(&p, 9, vec![0, 2, 6])),
+        Some(1)
+    );
+    // Later S and P: more on Q -> P (2), less on P -> Q (9 - 7 - 2 = 0).
+    assert_eq!(
+        latency_slack(&p, &Schedule::tight(&p, 9, vec![0, 3, 7])),
+        Some(0)
+    );
+    assert_eq!(
+        latency_slack(&p, &Schedule::tight(&p, 10, vec![0, 3, 7])),
+        Some(1)
+    );
+    assert_eq!(
+        latency_slack(&p, &Schedule::tight(&p, 11, vec![0, 3, 7])),
+        Some(2)
+    );
+    // Synchronous tensor cores: no asynchronous op, no measure.
+    let sync = problem_on(SOFTMAX_BETWEEN_GEMMS, false);
+    assert_eq!(latency_slack(&sync, &s), None);
+    // The search: the paper's objective (shortest L) and the slack objective
+    // at the same I and stages, the latter with more slack.
+    let warps = WarpConfig {
+        groups: 1,
+        reg_limit: 255,
+        cross_warp: true,
+    };
+    let run = |objective| {
+        joint::solve(
+            &p,
+            JointOptions {
+                encoding: Encoding::Default,
+                warps,
+                timeout: 60.0,
+                seed: 0,
+                threads: 1,
+                objective,
+            },
+        )
+        .unwrap()
+    };
+    let short = run(Objective::Length);
+    let long = run(Objective::Slack);
+    let (a, b) = (&short.schedule.schedule, &long.schedule.schedule);
+    assert_eq!(a.ii, b.ii);
+    assert_eq!(a.copies(), b.copies());
+    let (x, y) = (short.latency_slack.unwrap(), long.latency_slack.unwrap());
+    assert!(!x.proven && y.proven);
+    assert_eq!(y.at_shortest_length, Some(x.cycles));
+    assert_eq!(Some(y.cycles), latency_slack(&p, b));
+    assert!(y.cycles >= x.cycles);
 }

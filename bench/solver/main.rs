@@ -129,6 +129,7 @@ fn main() {
                     timeout,
                     seed: 0,
                     threads: 0,
+                    objective: Default::default(),
                 },
             );
             let s = t0.elapsed().as_secs_f64();

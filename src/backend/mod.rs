@@ -794,6 +794,7 @@ mod tests {
                 timeout: 20.0,
                 seed: 0,
                 threads: 1,
+                objective: Default::default(),
             },
         )
         .unwrap();

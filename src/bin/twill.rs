@@ -12,7 +12,7 @@ use tracing_subscriber::EnvFilter;
 
 use twill::checker::WarpConfig;
 use twill::graph::load;
-use twill::joint::{self, Encoding, JointOptions};
+use twill::joint::{self, Encoding, JointOptions, Objective};
 use twill::modulo::{self, SearchOptions};
 use twill::problem::{BuildOptions, Problem};
 use twill::report::Report;
@@ -68,6 +68,12 @@ enum Command {
         /// the result does not depend on it.
         #[arg(long, default_value_t = 0)]
         threads: u32,
+        /// What to optimize after I: `length` (the paper's shortest L, then
+        /// the fewest groups and crossings) or `slack` (as many stages as
+        /// the shortest L, then the largest latency slack of asynchronous
+        /// ops, then the shortest L with it).
+        #[arg(long, default_value = "length")]
+        objective: Objective,
         /// Only software pipelining: stop after the optimal modulo schedule.
         #[arg(long)]
         modulo_only: bool,
@@ -106,6 +112,7 @@ fn main() -> ExitCode {
             no_cross_warp,
             seed,
             threads,
+            objective,
             modulo_only,
         } => {
             let ws = (!modulo_only).then_some(Ws {
@@ -115,6 +122,7 @@ fn main() -> ExitCode {
                 cross_warp: !no_cross_warp,
                 seed,
                 threads,
+                objective,
             });
             solve(&graph, &machine, json, u, timeout, ws)
         }
@@ -129,6 +137,7 @@ struct Ws {
     cross_warp: bool,
     seed: u32,
     threads: u32,
+    objective: Objective,
 }
 
 fn solve(
@@ -205,6 +214,7 @@ fn solve(
                 timeout: left,
                 seed: ws.seed,
                 threads: ws.threads,
+                objective: ws.objective,
             };
             match joint::solve(&problem, opts) {
                 Ok(r) => {

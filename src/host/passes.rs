@@ -365,6 +365,7 @@ fn schedule_loop(
                 timeout: seconds.max(0.01),
                 seed: 0,
                 threads: 0,
+                objective: Default::default(),
             },
         )
         .map_err(|e| format!("no schedule: {e}"))

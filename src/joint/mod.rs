@@ -18,6 +18,7 @@
 pub mod int_encoding;
 pub mod paper_encoding;
 pub mod sat_encoding;
+pub mod slack;
 pub mod symmetry;
 
 use std::collections::BTreeMap;
@@ -93,6 +94,21 @@ pub trait JointEncoding {
     ) -> Option<EncodingOutcome> {
         None
     }
+    /// As [`JointEncoding::solve_limited`] (crossings unlimited when
+    /// `max_cross` is `None`), with latency slack at least `slack` over
+    /// `pairs` (the [`slack::pairs`] at the encoding's I): M(w) >= M(u) +
+    /// lag + slack for each. `None` when the encoding does not support it.
+    fn solve_slack(
+        &mut self,
+        _max_length: u32,
+        _max_group: Option<u32>,
+        _max_cross: Option<u32>,
+        _pairs: &[slack::SlackPair],
+        _slack: i64,
+        _timeout_ms: u32,
+    ) -> Option<EncodingOutcome> {
+        None
+    }
 }
 
 /// Which encoding to use.
@@ -135,6 +151,8 @@ pub struct JointOptions {
     /// The result does not depend on it, except where a time limit cuts a
     /// search short.
     pub threads: u32,
+    /// What is optimized after I.
+    pub objective: Objective,
 }
 
 /// One entry of the joint certificate.
@@ -197,6 +215,61 @@ pub struct JointResult {
     pub seconds: f64,
     /// Number of SMT queries made.
     pub queries: u32,
+    /// The schedule's latency slack as the checker measures it
+    /// ([`checker::latency_slack`]); absent without two asynchronous ops
+    /// joined by dependences.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_slack: Option<LatencySlack>,
+}
+
+/// The latency slack of the answer (see [`slack`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LatencySlack {
+    /// Normalized cycles.
+    pub cycles: i64,
+    /// Under [`Objective::Slack`]: no schedule at this I with as many
+    /// stages, groups and crossings has more.
+    pub proven: bool,
+    pub objective: Objective,
+    /// Algorithm 1's shortest length at this I (the answer's length under
+    /// [`Objective::Length`]).
+    pub shortest_length: u32,
+    /// Under [`Objective::Slack`]: the latency slack of the schedule the
+    /// search had at `shortest_length`, before the refinement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_shortest_length: Option<i64>,
+}
+
+/// What the search optimizes after the initiation interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Objective {
+    /// The paper's: the shortest L at the minimum I; among schedules of
+    /// that (I, L), the fewest compute groups, then the fewest values
+    /// crossing between groups.
+    #[default]
+    Length,
+    /// The fewest stages ceil(L / I) at the minimum I (the same as
+    /// `Length`'s); with the groups and crossings `Length` finds, the
+    /// largest latency slack ([`slack`]) at any length of that many stages;
+    /// then the shortest L with it. For a kernel whose prologue and
+    /// epilogue are written once (a Gluon kernel), L costs nothing per
+    /// iteration; the slack absorbs asynchronous units' late completions in
+    /// every iteration.
+    Slack,
+}
+
+impl std::str::FromStr for Objective {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "length" => Ok(Objective::Length),
+            "slack" => Ok(Objective::Slack),
+            other => Err(format!(
+                "unknown objective `{other}` (expected length or slack)"
+            )),
+        }
+    }
 }
 
 /// Why the joint search produced nothing.
@@ -345,6 +418,23 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
                 if !violations.is_empty() {
                     return Err(JointError::CheckerRejected(violations));
                 }
+                // The search's own measure must agree with the checker's
+                // for a proof of the largest slack to stand.
+                let measured = checker::latency_slack(p, &js.schedule);
+                let searched = slack::of(&slack::pairs(p, ii), &js.schedule.start);
+                let latency_slack = measured.map(|cycles| LatencySlack {
+                    cycles,
+                    proven: f
+                        .slack_search
+                        .as_ref()
+                        .is_some_and(|x| x.proven && searched == Some(cycles)),
+                    objective: opts.objective,
+                    shortest_length: f
+                        .slack_search
+                        .as_ref()
+                        .map_or(js.schedule.length, |x| x.shortest_length),
+                    at_shortest_length: f.slack_search.as_ref().map(|x| x.at_shortest),
+                });
                 let streaming = streams
                     .iter()
                     .map(|&v| {
@@ -370,6 +460,7 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
                     streaming,
                     seconds: started.elapsed().as_secs_f64(),
                     queries,
+                    latency_slack,
                 });
             }
         }
@@ -417,6 +508,18 @@ struct Found {
     entries: Vec<JointRefuted>,
     modulo_length: u32,
     length_proven: bool,
+    /// What the latency-slack refinement established (Objective::Slack).
+    slack_search: Option<SlackSearch>,
+}
+
+/// The outcome of the latency-slack refinement at one I.
+struct SlackSearch {
+    /// No schedule with as many stages, groups and crossings has more.
+    proven: bool,
+    /// Algorithm 1's shortest length at this I, and the latency slack of
+    /// the schedule found there (the search's own measure).
+    shortest_length: u32,
+    at_shortest: i64,
 }
 
 /// Searches Is from `first` on `threads` threads (one: the sequential
@@ -676,7 +779,8 @@ fn search_at(
                 }
             }
             match found {
-                Some(js) => js,
+                // The paper's search has no refinements.
+                Some(js) => (js, None),
                 None if gave_up => return (AtIi::Unknown { entries }, queries),
                 None => {
                     return (
@@ -740,17 +844,20 @@ fn search_at(
                         &mut length_proven,
                         &mut queries,
                         deadline,
+                        opts.objective,
                     )
                 }
             }
         }
     };
+    let (found, slack_search) = found;
     (
         AtIi::Found(Box::new(Found {
             schedule: found,
             entries,
             modulo_length: base,
             length_proven,
+            slack_search,
         })),
         queries,
     )
@@ -758,8 +865,9 @@ fn search_at(
 
 /// From a joint schedule of length <= Algorithm 1's bound at `ii`, the
 /// shortest one (searched down to `from`), then, under a deterministic
-/// budget, the one with the fewest compute groups and the fewest values
-/// crossing between groups at that length.
+/// budget, the one with the fewest compute groups, the fewest values
+/// crossing between groups and the largest latency slack at that length.
+/// Returns it and whether its latency slack is proven largest.
 #[allow(clippy::too_many_arguments)]
 fn shortest(
     p: &Problem,
@@ -771,7 +879,8 @@ fn shortest(
     length_proven: &mut bool,
     queries: &mut u32,
     deadline: Instant,
-) -> JointSchedule {
+    objective: Objective,
+) -> (JointSchedule, Option<SlackSearch>) {
     let left = || {
         deadline
             .saturating_duration_since(Instant::now())
@@ -856,7 +965,88 @@ fn shortest(
             _ => break,
         }
     }
-    best
+    if objective == Objective::Length {
+        return (best, None);
+    }
+    // Objective::Slack: the largest latency slack (see [`slack`]) with
+    // those groups and crossings at any length of as many stages, by
+    // bisection under the same budget, then the shortest length with it.
+    let slack_pairs = slack::pairs(p, ii);
+    let shortest_length = best.schedule.length;
+    let top = shortest_length.div_ceil(ii).max(1) * ii;
+    let (Some(mut lo), Some(mut hi)) = (
+        slack::of(&slack_pairs, &best.schedule.start),
+        slack::upper_bound(p, &slack_pairs, top),
+    ) else {
+        return (best, None);
+    };
+    let at_shortest = lo;
+    let cross = crossings(&best);
+    let mut refine = |length: u32, at_least: i64| -> Option<EncodingOutcome> {
+        *queries += 1;
+        encoding.set_rlimit(GROUP_RLIMIT);
+        let answer = encoding.solve_slack(
+            length,
+            Some(used),
+            Some(cross),
+            &slack_pairs,
+            at_least,
+            budget_ms(),
+        );
+        encoding.set_rlimit(0);
+        answer
+    };
+    let mut proven = true;
+    while lo < hi {
+        if left() <= 0.0 {
+            proven = false;
+            break;
+        }
+        let mid = lo + (hi - lo + 1) / 2;
+        match refine(top, mid) {
+            Some(EncodingOutcome::Sat(js)) => {
+                lo = slack::of(&slack_pairs, &js.schedule.start)
+                    .unwrap_or(mid)
+                    .max(mid);
+                best = js;
+            }
+            Some(EncodingOutcome::Unsat) => hi = mid - 1,
+            _ => {
+                proven = false;
+                break;
+            }
+        }
+    }
+    // The shortest length with that slack (at least `shortest_length`).
+    let (mut short, mut long) = (shortest_length, best.schedule.length);
+    while short < long && left() > 0.0 {
+        let mid = short + (long - short) / 2;
+        match refine(mid, lo) {
+            Some(EncodingOutcome::Sat(js)) => {
+                long = js.schedule.length.min(mid);
+                best = js;
+            }
+            Some(EncodingOutcome::Unsat) => short = mid + 1,
+            _ => break,
+        }
+    }
+    debug!(
+        ii,
+        slack = lo,
+        at_shortest,
+        proven,
+        length = best.schedule.length,
+        pairs = slack_pairs.len(),
+        "latency slack"
+    );
+    (
+        best,
+        Some(SlackSearch {
+            proven,
+            shortest_length,
+            at_shortest,
+        }),
+    )
 }
 
 /// Unordered pairs of distinct compute (fixed-latency) ops joined by an

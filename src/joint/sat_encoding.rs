@@ -62,6 +62,9 @@ pub struct SatEncoding<'p> {
     cross: Vec<Bool>,
     /// Guard literals g_K => (sum of `cross` <= K), made on demand.
     cross_guards: HashMap<u32, Bool>,
+    /// Guard literals g_S => (latency slack >= S over the pairs), made on
+    /// demand (see [`super::slack`]).
+    slack_guards: HashMap<i64, Bool>,
 }
 
 impl<'p> SatEncoding<'p> {
@@ -81,6 +84,7 @@ impl<'p> SatEncoding<'p> {
             trivially_unsat: false,
             cross: Vec::new(),
             cross_guards: HashMap::new(),
+            slack_guards: HashMap::new(),
         }
     }
 
@@ -249,6 +253,7 @@ impl<'p> SatEncoding<'p> {
             Vec::new()
         };
         self.cross_guards.clear();
+        self.slack_guards.clear();
 
         // Dependences (+ cross-warp spill, + prohibited cross-warp edges).
         for e in &p.edges {
@@ -552,7 +557,7 @@ impl JointEncoding for SatEncoding<'_> {
         max_group: Option<u32>,
         timeout_ms: u32,
     ) -> EncodingOutcome {
-        self.solve_assuming(max_length, max_group, None, timeout_ms)
+        self.solve_assuming(max_length, max_group, None, None, timeout_ms)
     }
 
     fn solve_limited(
@@ -562,7 +567,25 @@ impl JointEncoding for SatEncoding<'_> {
         max_cross: u32,
         timeout_ms: u32,
     ) -> Option<EncodingOutcome> {
-        Some(self.solve_assuming(max_length, max_group, Some(max_cross), timeout_ms))
+        Some(self.solve_assuming(max_length, max_group, Some(max_cross), None, timeout_ms))
+    }
+
+    fn solve_slack(
+        &mut self,
+        max_length: u32,
+        max_group: Option<u32>,
+        max_cross: Option<u32>,
+        pairs: &[super::slack::SlackPair],
+        slack: i64,
+        timeout_ms: u32,
+    ) -> Option<EncodingOutcome> {
+        Some(self.solve_assuming(
+            max_length,
+            max_group,
+            max_cross,
+            Some((pairs, slack)),
+            timeout_ms,
+        ))
     }
 }
 
@@ -572,6 +595,7 @@ impl SatEncoding<'_> {
         max_length: u32,
         max_group: Option<u32>,
         max_cross: Option<u32>,
+        slack: Option<(&[super::slack::SlackPair], i64)>,
         timeout_ms: u32,
     ) -> EncodingOutcome {
         if !self.built {
@@ -599,6 +623,28 @@ impl SatEncoding<'_> {
                         self.solver
                             .assert(g.implies(Bool::pb_le(&terms, k.min(i32::MAX as u32) as i32)));
                         self.cross_guards.insert(k, g.clone());
+                        g
+                    }
+                };
+                assumptions.push(guard);
+            }
+        }
+        if let Some((pairs, k)) = slack {
+            if !pairs.is_empty() {
+                let guard = match self.slack_guards.get(&k) {
+                    Some(g) => g.clone(),
+                    None => {
+                        // g_S and M(u) >= t imply M(w) >= t + lag + S.
+                        let g = Bool::new_const(format!("slack_ge_{k}"));
+                        for q in pairs {
+                            for t in 0..=self.last[q.from] {
+                                let need = self.ge(q.to, t + q.lag + k);
+                                self.solver.assert(
+                                    Bool::and(&[g.clone(), self.ge(q.from, t)]).implies(&need),
+                                );
+                            }
+                        }
+                        self.slack_guards.insert(k, g.clone());
                         g
                     }
                 };

@@ -348,3 +348,106 @@ fn exists_joint(p: &Problem, ii: u32, l: u32, groups: u32, reg_limit: u32) -> bo
     }
     rec(p, ii, l, groups, reg_limit, 0, &mut start, &mut group)
 }
+
+/// A visitor of joint schedules: start times, groups, length.
+pub type Visit<'a> = &'a mut dyn FnMut(&[u32], &[u32], u32);
+
+/// Every valid joint schedule of `p` at `ii` of length at most `l` with
+/// `groups` compute groups, passed to `visit` (start times, groups, length).
+pub fn each_joint(p: &Problem, ii: u32, l: u32, groups: u32, reg_limit: u32, visit: Visit) {
+    let n = p.ops.len();
+    let mut start = vec![0u32; n];
+    let mut group = vec![0u32; n];
+    fn rec(
+        p: &Problem,
+        ii: u32,
+        l: u32,
+        groups: u32,
+        reg_limit: u32,
+        v: usize,
+        start: &mut Vec<u32>,
+        group: &mut Vec<u32>,
+        visit: Visit,
+    ) {
+        if v == p.ops.len() {
+            let len = p
+                .ops
+                .iter()
+                .zip(start.iter())
+                .map(|(o, &s)| s + o.cycles)
+                .max()
+                .unwrap_or(0);
+            if len <= l && valid_joint(p, ii, start, l, group, groups, reg_limit) {
+                visit(start, group, len);
+            }
+            return;
+        }
+        let choices: Vec<u32> = if p.ops[v].variable_latency {
+            vec![0]
+        } else {
+            (1..=groups).collect()
+        };
+        for t in 0..=l.saturating_sub(p.ops[v].cycles) {
+            start[v] = t;
+            for &g in &choices {
+                group[v] = g;
+                rec(p, ii, l, groups, reg_limit, v + 1, start, group, visit);
+            }
+        }
+    }
+    rec(
+        p, ii, l, groups, reg_limit, 0, &mut start, &mut group, visit,
+    );
+}
+
+/// Latency slack (`twill::checker::latency_slack`'s definition) by
+/// enumerating simple paths: for asynchronous, non-streaming ops u != w
+/// (every occupied unit asynchronous) joined by a path whose inner ops are
+/// not such ops, M(w) - M(u) - the largest sum of (delay - I * distance)
+/// over those paths; the least over pairs.
+pub fn slack_by_paths(p: &Problem, ii: u32, start: &[u32]) -> Option<i64> {
+    let n = p.ops.len();
+    let end: Vec<bool> = (0..n)
+        .map(|v| {
+            let used: Vec<usize> = (0..p.units.len())
+                .filter(|&f| p.ops[v].rrt.iter().any(|row| row[f] > 0))
+                .collect();
+            !used.is_empty() && used.iter().all(|&f| p.asynchronous[f]) && !p.ops[v].streaming
+        })
+        .collect();
+    fn walk(
+        p: &Problem,
+        ii: i64,
+        end: &[bool],
+        at: usize,
+        sum: i64,
+        seen: &mut Vec<bool>,
+        best: &mut Vec<Option<i64>>,
+    ) {
+        for e in p.edges.iter().filter(|e| e.from == at) {
+            let w = sum + e.delay as i64 - ii * e.distance as i64;
+            if end[e.to] {
+                if best[e.to].is_none_or(|b| w > b) {
+                    best[e.to] = Some(w);
+                }
+            } else if !seen[e.to] {
+                seen[e.to] = true;
+                walk(p, ii, end, e.to, w, seen, best);
+                seen[e.to] = false;
+            }
+        }
+    }
+    let mut least: Option<i64> = None;
+    for u in (0..n).filter(|&u| end[u]) {
+        let mut best = vec![None; n];
+        let mut seen = vec![false; n];
+        walk(p, ii as i64, &end, u, 0, &mut seen, &mut best);
+        for w in (0..n).filter(|&w| w != u) {
+            if let Some(lag) = best[w] {
+                let s = start[w] as i64 - start[u] as i64 - lag;
+                least = Some(least.map_or(s, |x: i64| x.min(s)));
+            }
+        }
+    }
+    least
+}
