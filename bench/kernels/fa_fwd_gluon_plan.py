@@ -15,6 +15,13 @@ PV as asynchronous wgmmas. What varies is what twill decides:
 * INTRA: a group's exponentials run while its own PV is on the tensor core;
 * STAGES: one more buffer per K / V ring than the loads' prefetch depth.
 
+twill solves the loop with `--objective slack` (OBJECTIVE): at the minimum
+I and as many stages as the shortest schedule, the largest slack for the
+wgmmas' latencies. That schedule issues each group's QK^T of iteration j
+before its PV of j - 1, with its softmax under that PV (QK_FIRST, INTRA:
+FA3's intra-warpgroup order); the paper's objective (the shortest L) gives
+the turn order with PV first and a softmax with 3 cycles of slack.
+
 `plan_from_schedule` reads those off twill's JSON (`twill solve --json`) and
 the graph it solved, and refuses (PlanError) a schedule outside the family,
 e.g. both sub-tiles on one compute group, so that the kernel never claims a
@@ -67,11 +74,22 @@ def export_graphs(twill_opt: str, ttgir: Path, out_dir: Path, arch: str = "sm90"
     return sorted(out_dir.glob("*.toml"))
 
 
-def solve(twill: str, graph: Path, consumer_regs: int, groups: int = 2, u: int = 30, timeout: int = 120) -> dict:
+# What twill optimizes after I for the Gluon kernel (`twill solve
+# --objective`): the kernel writes its prologue and epilogue turns once, so
+# the schedule's length L costs nothing per iteration, while the latency
+# slack of the wgmmas (how late they may complete before they delay one
+# another; src/joint/slack.rs) counts in every iteration.
+OBJECTIVE = "slack"
+
+
+def solve(twill: str, graph: Path, consumer_regs: int, groups: int = 2, u: int = 30, timeout: int = 120,
+          objective: str = OBJECTIVE) -> dict:
     """twill's joint SWP + WS schedule of `graph` (JSON), with `groups`
-    compute groups of at most `consumer_regs` registers per thread."""
+    compute groups of at most `consumer_regs` registers per thread, under
+    `objective` (`length`: the paper's shortest L; `slack`: see OBJECTIVE)."""
     r = subprocess.run([twill, "solve", str(graph), "--groups", str(groups), "--reg-limit", str(consumer_regs),
-                        "--u", str(u), "--timeout", str(timeout), "--json"], capture_output=True, text=True)
+                        "--u", str(u), "--timeout", str(timeout), "--objective", objective, "--json"],
+                       capture_output=True, text=True)
     if r.returncode != 0:
         raise PlanError(f"twill solve {graph} failed (exit {r.returncode}): {r.stderr.strip()[-300:]}")
     return json.loads(r.stdout)

@@ -1,8 +1,11 @@
 """Probe on the H100: twill's Hopper FA forward schedule lowered to Gluon
-(bench/kernels/fa_fwd_gluon.py), each choice of the plan on and off (the
-names of the first run, 2026-11-24 04:41 UTC, were those of the kernel's
-flags then: "twill plan (pingpong ...)" is the plan with the turns
-enforced), next to
+(bench/kernels/fa_fwd_gluon.py), each choice of the plan on and off: the
+plans of twill's two objectives (`twill solve --objective slack|length`)
+and each with the turns enforced or 3 stages (the names of runs before
+session 11 were "twill plan" for today's objective length, and "FA3
+intra-warpgroup order" for today's objective slack; the first run,
+2026-11-24 04:41 UTC, named the plan with the turns enforced "twill plan
+(pingpong ...)"), next to
 stock Triton's two best FA forward configurations of the bench grid and
 cuDNN, at N = 1k, 4k, 16k (Z=4, H=32, head dim 128, fp16, non-causal).
 
@@ -42,13 +45,17 @@ triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.i
 print("triton", triton.__version__, "torch", torch.__version__, torch.cuda.get_device_name(),
       time.strftime("%Y-%m-%d %H:%M:%S %Z"), flush=True)
 
+# Every flag explicit (the kernel's DEFAULT_CONFIG changed with the plan:
+# session 11 made twill's plan the schedule of largest latency slack).
+SLACK = dict(PINGPONG=False, QK_FIRST=True, INTRA=True)  # twill --objective slack: FA3's intra-warpgroup order
+LENGTH = dict(PINGPONG=False, QK_FIRST=False, INTRA=False)  # twill --objective length: turns of PV, then QK^T
 GLUON = {
-    "gluon twill plan (turn order left to the hardware)": dict(),
-    "gluon twill plan, turns enforced": dict(PINGPONG=True),
-    "gluon FA3 intra-warpgroup order": dict(QK_FIRST=True, INTRA=True),
-    "gluon FA3 order, turns enforced": dict(PINGPONG=True, QK_FIRST=True, INTRA=True),
-    "gluon twill plan, 3 stages": dict(STAGES=3),
-    "gluon FA3 order, 3 stages": dict(QK_FIRST=True, INTRA=True, STAGES=3),
+    "gluon twill plan, objective slack (intra-warpgroup order)": SLACK,
+    "gluon twill plan, objective length (turn order)": LENGTH,
+    "gluon objective length, turns enforced": dict(LENGTH, PINGPONG=True),
+    "gluon objective slack, turns enforced": dict(SLACK, PINGPONG=True),
+    "gluon objective slack, 3 stages": dict(SLACK, STAGES=3),
+    "gluon objective length, 3 stages": dict(LENGTH, STAGES=3),
 }
 if args.smoke:
     # One launch on a small problem: a wrong barrier protocol hangs here, in

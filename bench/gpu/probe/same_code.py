@@ -13,6 +13,7 @@ the ptxas) of the run: see bench/gpu/record.sh.
     python bench/gpu/probe/same_code.py RESULTS_JSON [--out FILE]
 """
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -39,7 +40,9 @@ def main():
     ap.add_argument("results")
     ap.add_argument("--out")
     a = ap.parse_args()
-    res = json.loads(Path(a.results).read_text())
+    raw = Path(a.results).read_bytes()
+    # Past runs' results.json are stored gzipped (results.json.gz).
+    res = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
     if not res["triton"].startswith(triton.__version__.rsplit(".", 1)[0]):
         sys.exit(f"the run used Triton {res['triton']}, this is {triton.__version__}")
     choice = run.load_choice()

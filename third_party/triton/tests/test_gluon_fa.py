@@ -7,10 +7,12 @@ fa_fwd_gluon.py) and the plan derived from twill's JSON
   WARPGROUP.DEPBAR per HGMMA, when an in-flight accumulator is read or the
   registers do not suffice);
 * twill's joint schedule of the real sub-tiled loop (exported by the pass
-  from captured Triton 3.6 TTGIR) gives the plan the kernel defaults to
-  (the groups' turn order on the tensor core, a capacity order, left to the
-  hardware), and twill proves that Triton 3.6's last-stage rule costs a
-  larger I;
+  from captured Triton 3.6 TTGIR) with the largest latency slack gives the
+  plan the kernel defaults to (QK^T before PV, the softmax under its own PV:
+  FA3's intra-warpgroup order, the groups' order on the tensor core left to
+  the hardware); the paper's objective (the shortest L) gives the turn order
+  with PV first and less slack at the same I; and twill proves that Triton
+  3.6's last-stage rule costs a larger I;
 * schedules outside the family the kernel lowers are refused.
 """
 
@@ -42,8 +44,9 @@ PLAN_KEYS = ("PINGPONG", "QK_FIRST", "INTRA", "STAGES")
 PLANS = {
     "twill": {},
     "turns enforced": dict(PINGPONG=True),
-    "intra-warpgroup": dict(PINGPONG=False, QK_FIRST=True, INTRA=True),
-    "turns + intra": dict(QK_FIRST=True, INTRA=True),
+    "objective length": dict(PINGPONG=False, QK_FIRST=False, INTRA=False),
+    "objective length, turns enforced": dict(PINGPONG=True, QK_FIRST=False, INTRA=False),
+    "QK first, no softmax under PV": dict(QK_FIRST=True, INTRA=False),
     "3 stages": dict(STAGES=3),
 }
 
@@ -106,18 +109,32 @@ def test_twill_schedule_gives_the_kernel_plan(exported):
     free, pinned = exported
     regs = fa_fwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"]
     sched = P.solve(TWILL, free, regs)
+    assert P.OBJECTIVE == "slack"
     assert sched["proven"] and sched["ii"] == sched["res_mii"]  # tensor-core bound, proven
     graph = P.load_graph(free)
     facts = P.describe(sched, graph)
-    # Each sub-tile on a group of its own, the tensor core taking the groups
-    # in turns of PV (previous iteration) then QK^T, no softmax under its
-    # own PV, one iteration of prefetch.
+    # Each sub-tile on a group of its own, QK^T of iteration j before PV of
+    # j - 1, the softmax under its own PV, one iteration of prefetch; the
+    # groups' wgmmas are not in turns (both QK^T, then both PV).
     assert len(set(facts["groups"].values())) == 2
-    assert facts["turns"] and not facts["qk_first"] and not facts["intra"] and facts["prefetch"] == 1
+    assert not facts["turns"] and facts["qk_first"] and facts["intra"] and facts["prefetch"] == 1
     plan = P.plan_from_schedule(sched, graph)
     assert plan == {k: fa_fwd_gluon.DEFAULT_CONFIG[k] for k in PLAN_KEYS}
-    assert not plan["PINGPONG"]  # the turn order is left to the hardware
-    assert P.plan_from_schedule(sched, graph, enforce_turns=True)["PINGPONG"]
+    assert not plan["PINGPONG"]
+    slack = sched["warp_specialization"]["latency_slack"]
+    assert slack["proven"] and slack["objective"] == "slack"
+    # The paper's objective: the same I with the shortest L (fewer cycles
+    # than the slack schedule's, as many stages), the turn order with PV
+    # first, and the latency slack the slack objective started from.
+    short = P.solve(TWILL, free, regs, objective="length")
+    assert short["ii"] == sched["ii"] and short["stages"] == sched["stages"]
+    assert short["length"] == slack["shortest_length"] < sched["length"]
+    s_facts = P.describe(short, graph)
+    assert s_facts["turns"] and not s_facts["qk_first"] and not s_facts["intra"]
+    s_slack = short["warp_specialization"]["latency_slack"]
+    assert s_slack["objective"] == "length" and not s_slack["proven"]
+    assert s_slack["cycles"] == slack["at_shortest_length"] < slack["cycles"]
+    assert P.plan_from_schedule(short, graph, enforce_turns=True)["PINGPONG"]
     # Under Triton 3.6's rule (every wgmma in the last stage) twill proves a
     # larger minimum I for the same loop.
     held = P.solve(TWILL, pinned, regs)
@@ -139,13 +156,18 @@ def test_schedules_outside_the_family_are_refused(exported, tmp_path):
 
 def test_recorded_plans_are_the_kernel_default():
     """The plans bench/gpu/run.py --record-gluon recorded for the GPU run
-    (one per Triton version) are the kernel's default configuration."""
+    (one per Triton version) are the kernel's default configuration, and
+    their ablation is the paper's objective's plan."""
     recorded = sorted(REPO.glob("bench/gpu/replay*/gluon/plan.json"))
     assert recorded
     for path in recorded:
         plan = json.loads(path.read_text())
         assert plan["plan"] == {k: fa_fwd_gluon.DEFAULT_CONFIG[k] for k in PLAN_KEYS}, path
         assert plan["schedule"]["ii"] < plan["triton36_rule"]["ii"], path
+        assert plan["schedule"]["latency_slack"]["proven"], path
+        short = plan["objective_length"]
+        assert short["plan"] == dict(plan["plan"], QK_FIRST=False, INTRA=False), path
+        assert short["schedule"]["ii"] == plan["schedule"]["ii"], path
 
 
 def test_modular_overlap():
