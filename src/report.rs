@@ -381,10 +381,20 @@ impl Report {
             } else {
                 "not proven"
             },
-            if self.length_proven {
-                "proven minimal at this I"
-            } else {
-                "not proven"
+            match (self.length_proven, &self.warp_specialization) {
+                (
+                    true,
+                    Some(WarpReport {
+                        latency_slack:
+                            Some(LatencySlack {
+                                objective: Objective::Slack,
+                                ..
+                            }),
+                        ..
+                    }),
+                ) => "proven the shortest with the most latency slack at this I",
+                (true, _) => "proven minimal at this I",
+                _ => "not proven",
             },
             self.seconds
         );

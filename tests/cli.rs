@@ -256,4 +256,27 @@ fn slack_objective_reports_its_latency_slack() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("length or slack"), "{err}");
+    // Only the default encoding implements the refinement.
+    let (code, _, err) = twill(&[
+        "solve",
+        "examples/graphs/fa_simplified.toml",
+        "--objective",
+        "slack",
+        "--encoding",
+        "paper",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("needs --encoding default"), "{err}");
+    // L under the slack objective is the shortest with the most slack.
+    let (code, out, err) = twill(&[
+        "solve",
+        "examples/graphs/fa_fwd_hopper.toml",
+        "--objective",
+        "slack",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("L proven the shortest with the most latency slack at this I"),
+        "{out}"
+    );
 }

@@ -203,6 +203,10 @@ fn solve(
                 eprintln!("error: --groups must be at least 1");
                 return ExitCode::from(2);
             }
+            if ws.objective == Objective::Slack && ws.encoding != Encoding::Default {
+                eprintln!("error: --objective slack needs --encoding default (the only encoding with the refinement)");
+                return ExitCode::from(2);
+            }
             let warps = WarpConfig {
                 groups: ws.groups,
                 reg_limit: ws.reg_limit.unwrap_or(machine.warps.max_regs_per_thread),

@@ -209,7 +209,10 @@ pub struct JointResult {
     pub certificate: Vec<JointRefuted>,
     /// I is minimal: every smaller I is refuted in the certificate.
     pub ii_proven: bool,
-    /// L is minimal at this I within Algorithm 1's range.
+    /// L is minimal at this I within Algorithm 1's range; under
+    /// [`Objective::Slack`], L is the shortest with the most latency slack
+    /// (and Algorithm 1's shortest L, `latency_slack.shortest_length`, is
+    /// proven).
     pub length_proven: bool,
     pub streaming: Vec<Streaming>,
     pub seconds: f64,
@@ -255,7 +258,8 @@ pub enum Objective {
     /// then the shortest L with it. For a kernel whose prologue and
     /// epilogue are written once (a Gluon kernel), L costs nothing per
     /// iteration; the slack absorbs asynchronous units' late completions in
-    /// every iteration.
+    /// every iteration. Implemented by [`Encoding::Default`]; the other
+    /// encodings return `Length`'s schedule with the slack not proven.
     Slack,
 }
 
@@ -456,7 +460,13 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
                     modulo_length: f.modulo_length,
                     certificate: merge_ranges(certificate),
                     ii_proven,
-                    length_proven: f.length_proven,
+                    // Under Objective::Slack, L is the shortest with the
+                    // most slack: proven when Algorithm 1's shortest L is,
+                    // the slack is, and every shorter L with it is refuted.
+                    length_proven: f.length_proven
+                        && f.slack_search.as_ref().is_none_or(|x| {
+                            x.length_proven && latency_slack.is_some_and(|l| l.proven)
+                        }),
                     streaming,
                     seconds: started.elapsed().as_secs_f64(),
                     queries,
@@ -516,6 +526,8 @@ struct Found {
 struct SlackSearch {
     /// No schedule with as many stages, groups and crossings has more.
     proven: bool,
+    /// Every shorter length with that slack is refuted.
+    length_proven: bool,
     /// Algorithm 1's shortest length at this I, and the latency slack of
     /// the schedule found there (the search's own measure).
     shortest_length: u32,
@@ -983,7 +995,6 @@ fn shortest(
     let at_shortest = lo;
     let cross = crossings(&best);
     let mut refine = |length: u32, at_least: i64| -> Option<EncodingOutcome> {
-        *queries += 1;
         encoding.set_rlimit(GROUP_RLIMIT);
         let answer = encoding.solve_slack(
             length,
@@ -994,6 +1005,9 @@ fn shortest(
             budget_ms(),
         );
         encoding.set_rlimit(0);
+        if answer.is_some() {
+            *queries += 1;
+        }
         answer
     };
     let mut proven = true;
@@ -1030,6 +1044,7 @@ fn shortest(
             _ => break,
         }
     }
+    let length_proven = short >= long;
     debug!(
         ii,
         slack = lo,
@@ -1043,6 +1058,7 @@ fn shortest(
         best,
         Some(SlackSearch {
             proven,
+            length_proven,
             shortest_length,
             at_shortest,
         }),

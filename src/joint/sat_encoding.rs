@@ -65,6 +65,11 @@ pub struct SatEncoding<'p> {
     /// Guard literals g_S => (latency slack >= S over the pairs), made on
     /// demand (see [`super::slack`]).
     slack_guards: HashMap<i64, Bool>,
+    /// The pairs those guards were made for, and how many sets of pairs
+    /// came before (guards of a new set get fresh names: z3 identifies
+    /// constants by name, so an old name would bring its old clauses).
+    slack_pairs: Vec<super::slack::SlackPair>,
+    slack_generation: u32,
 }
 
 impl<'p> SatEncoding<'p> {
@@ -85,6 +90,8 @@ impl<'p> SatEncoding<'p> {
             cross: Vec::new(),
             cross_guards: HashMap::new(),
             slack_guards: HashMap::new(),
+            slack_pairs: Vec::new(),
+            slack_generation: 0,
         }
     }
 
@@ -114,6 +121,8 @@ impl<'p> SatEncoding<'p> {
         self.ii = ii;
         self.built = true;
         self.trivially_unsat = false;
+        self.cross_guards.clear();
+        self.slack_guards.clear();
         // z3's SAT core with native cardinality/pseudo-Boolean reasoning,
         // reached through the bare `sat` tactic: the input is already
         // Boolean, and the preprocessing that the QF_FD logic adds
@@ -252,8 +261,6 @@ impl<'p> SatEncoding<'p> {
         } else {
             Vec::new()
         };
-        self.cross_guards.clear();
-        self.slack_guards.clear();
 
         // Dependences (+ cross-warp spill, + prohibited cross-warp edges).
         for e in &p.edges {
@@ -630,12 +637,18 @@ impl SatEncoding<'_> {
             }
         }
         if let Some((pairs, k)) = slack {
+            if self.slack_pairs.as_slice() != pairs {
+                // Guards of other pairs would constrain the wrong ops.
+                self.slack_guards.clear();
+                self.slack_pairs = pairs.to_vec();
+                self.slack_generation += 1;
+            }
             if !pairs.is_empty() {
                 let guard = match self.slack_guards.get(&k) {
                     Some(g) => g.clone(),
                     None => {
                         // g_S and M(u) >= t imply M(w) >= t + lag + S.
-                        let g = Bool::new_const(format!("slack_ge_{k}"));
+                        let g = Bool::new_const(format!("slack_ge_{}_{k}", self.slack_generation));
                         for q in pairs {
                             for t in 0..=self.last[q.from] {
                                 let need = self.ge(q.to, t + q.lag + k);

@@ -2,9 +2,9 @@
 //! asynchronous ops.
 //!
 //! The model gives every op a fixed latency. An *asynchronous* op (every
-//! unit it occupies runs without its warp: a wgmma, a tcgen05.mma) really
-//! completes when its unit gets to it, later than modeled when other work
-//! queues before it on the unit. What a late result costs depends on the
+//! unit it occupies runs without its warp: a wgmma, a tcgen05.mma, a TMA
+//! copy) really completes when its unit gets to it, later than modeled when
+//! other work queues before it on the unit. What a late result costs depends on the
 //! schedule: for two asynchronous ops u and w joined by a path of
 //! dependences whose inner ops are synchronous (a softmax between QK^T and
 //! PV), the schedule leaves
@@ -17,7 +17,8 @@
 //! between are its group's own, issued when their operands arrive). The
 //! *latency slack* of a schedule is the least slack(u, w) over all such
 //! pairs u != w; streaming ops are not endpoints (their latency is hidden by
-//! prefetching, section 5.3). The search returns, among the schedules of
+//! prefetching, section 5.3), TMA copies that are not streaming are (a TMA
+//! reduction of the backward, a load the graph does not stream). The search returns, among the schedules of
 //! optimal (I, L) with the fewest groups and crossings, one of largest
 //! latency slack: on the Hopper FA forward, that puts QK^T of an iteration
 //! before the group's PV of the previous one (FA3's intra-warpgroup order),
