@@ -340,6 +340,7 @@ proptest! {
                     _ => (x, len),
                 });
             }
+            false
         });
         prop_assert_eq!(best, Some((found.cycles, b.length)));
     }

@@ -482,27 +482,22 @@ distance = 1
 fn latency_slack_is_the_least_path_slack_between_asynchronous_ops() {
     use twill::checker::latency_slack;
     let p = problem_on(SOFTMAX_BETWEEN_GEMMS, true);
+    // (I, issue cycles of Q, S, P, latency slack).
+    let cases: [(u32, [u32; 3], i64); 5] = [
+        // Q -> P: the heavier path through S (2 + 3) leaves 6 - 0 - 5 = 1;
+        // P -> Q of the next iteration: 0 + 8 - 6 - 2 = 0. The least: 0.
+        (8, [0, 2, 6], 0),
+        (9, [0, 2, 6], 1),
+        // Later S and P: more on Q -> P (2), less on P -> Q (9 - 7 - 2 = 0).
+        (9, [0, 3, 7], 0),
+        (10, [0, 3, 7], 1),
+        (11, [0, 3, 7], 2),
+    ];
+    for (ii, start, slack) in cases {
+        let s = Schedule::tight(&p, ii, start.to_vec());
+        assert_eq!(latency_slack(&p, &s), Some(slack), "I = {ii}, {start:?}");
+    }
     let s = Schedule::tight(&p, 8, vec![0, 2, 6]);
-    // Q -> P: the heavier path through S (2 + 3) leaves 6 - 0 - 5 = 1;
-    // P -> Q of the next iteration: 0 + 8 - 6 - 2 = 0. The least: 0.
-    assert_eq!(latency_slack(&p, &s), Some(0));
-    assert_eq!(
-        latency_slack(&p, &Schedule::tight(&p, 9, vec![0, 2, 6])),
-        Some(1)
-    );
-    // Later S and P: more on Q -> P (2), less on P -> Q (9 - 7 - 2 = 0).
-    assert_eq!(
-        latency_slack(&p, &Schedule::tight(&p, 9, vec![0, 3, 7])),
-        Some(0)
-    );
-    assert_eq!(
-        latency_slack(&p, &Schedule::tight(&p, 10, vec![0, 3, 7])),
-        Some(1)
-    );
-    assert_eq!(
-        latency_slack(&p, &Schedule::tight(&p, 11, vec![0, 3, 7])),
-        Some(2)
-    );
     // Synchronous tensor cores: no asynchronous op, no measure.
     let sync = problem_on(SOFTMAX_BETWEEN_GEMMS, false);
     assert_eq!(latency_slack(&sync, &s), None);

@@ -294,9 +294,26 @@ pub fn joint_brute_force(
 }
 
 fn exists_joint(p: &Problem, ii: u32, l: u32, groups: u32, reg_limit: u32) -> bool {
+    let mut found = false;
+    each_joint(p, ii, l, groups, reg_limit, &mut |_, _, _| {
+        found = true;
+        true
+    });
+    found
+}
+
+/// A visitor of joint schedules (start times, groups, length); returning
+/// true stops the enumeration.
+pub type Visit<'a> = &'a mut dyn FnMut(&[u32], &[u32], u32) -> bool;
+
+/// Every valid joint schedule of `p` at `ii` of length at most `l` with
+/// `groups` compute groups, passed to `visit` until it returns true.
+/// Partial assignments that already break a dependence are pruned.
+pub fn each_joint(p: &Problem, ii: u32, l: u32, groups: u32, reg_limit: u32, visit: Visit) {
     let n = p.ops.len();
     let mut start = vec![0u32; n];
     let mut group = vec![0u32; n];
+    // Returns true when the visitor stopped the enumeration.
     fn rec(
         p: &Problem,
         ii: u32,
@@ -306,6 +323,7 @@ fn exists_joint(p: &Problem, ii: u32, l: u32, groups: u32, reg_limit: u32) -> bo
         v: usize,
         start: &mut Vec<u32>,
         group: &mut Vec<u32>,
+        visit: Visit,
     ) -> bool {
         if v == p.ops.len() {
             let len = p
@@ -315,7 +333,9 @@ fn exists_joint(p: &Problem, ii: u32, l: u32, groups: u32, reg_limit: u32) -> bo
                 .map(|(o, &s)| s + o.cycles)
                 .max()
                 .unwrap_or(0);
-            return len <= l && valid_joint(p, ii, start, l, group, groups, reg_limit);
+            return len <= l
+                && valid_joint(p, ii, start, l, group, groups, reg_limit)
+                && visit(start, group, len);
         }
         let choices: Vec<u32> = if p.ops[v].variable_latency {
             vec![0]
@@ -339,61 +359,12 @@ fn exists_joint(p: &Problem, ii: u32, l: u32, groups: u32, reg_limit: u32) -> bo
             }
             for &g in &choices {
                 group[v] = g;
-                if rec(p, ii, l, groups, reg_limit, v + 1, start, group) {
+                if rec(p, ii, l, groups, reg_limit, v + 1, start, group, visit) {
                     return true;
                 }
             }
         }
         false
-    }
-    rec(p, ii, l, groups, reg_limit, 0, &mut start, &mut group)
-}
-
-/// A visitor of joint schedules: start times, groups, length.
-pub type Visit<'a> = &'a mut dyn FnMut(&[u32], &[u32], u32);
-
-/// Every valid joint schedule of `p` at `ii` of length at most `l` with
-/// `groups` compute groups, passed to `visit` (start times, groups, length).
-pub fn each_joint(p: &Problem, ii: u32, l: u32, groups: u32, reg_limit: u32, visit: Visit) {
-    let n = p.ops.len();
-    let mut start = vec![0u32; n];
-    let mut group = vec![0u32; n];
-    fn rec(
-        p: &Problem,
-        ii: u32,
-        l: u32,
-        groups: u32,
-        reg_limit: u32,
-        v: usize,
-        start: &mut Vec<u32>,
-        group: &mut Vec<u32>,
-        visit: Visit,
-    ) {
-        if v == p.ops.len() {
-            let len = p
-                .ops
-                .iter()
-                .zip(start.iter())
-                .map(|(o, &s)| s + o.cycles)
-                .max()
-                .unwrap_or(0);
-            if len <= l && valid_joint(p, ii, start, l, group, groups, reg_limit) {
-                visit(start, group, len);
-            }
-            return;
-        }
-        let choices: Vec<u32> = if p.ops[v].variable_latency {
-            vec![0]
-        } else {
-            (1..=groups).collect()
-        };
-        for t in 0..=l.saturating_sub(p.ops[v].cycles) {
-            start[v] = t;
-            for &g in &choices {
-                group[v] = g;
-                rec(p, ii, l, groups, reg_limit, v + 1, start, group, visit);
-            }
-        }
     }
     rec(
         p, ii, l, groups, reg_limit, 0, &mut start, &mut group, visit,
