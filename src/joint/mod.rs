@@ -425,13 +425,12 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
                 // The search's own measure must agree with the checker's
                 // for a proof of the largest slack to stand.
                 let measured = checker::latency_slack(p, &js.schedule);
-                let searched = slack::of(&slack::pairs(p, ii), &js.schedule.start);
                 let latency_slack = measured.map(|cycles| LatencySlack {
                     cycles,
                     proven: f
                         .slack_search
                         .as_ref()
-                        .is_some_and(|x| x.proven && searched == Some(cycles)),
+                        .is_some_and(|x| x.proven && x.slack == cycles),
                     objective: opts.objective,
                     shortest_length: f
                         .slack_search
@@ -528,6 +527,9 @@ struct SlackSearch {
     proven: bool,
     /// Every shorter length with that slack is refuted.
     length_proven: bool,
+    /// The latency slack of the schedule returned, by the search's own
+    /// measure (the checker's must agree for `proven` to stand).
+    slack: i64,
     /// Algorithm 1's shortest length at this I, and the latency slack of
     /// the schedule found there (the search's own measure).
     shortest_length: u32,
@@ -1045,6 +1047,7 @@ fn shortest(
         }
     }
     let length_proven = short >= long;
+    let measured = slack::of(&slack_pairs, &best.schedule.start).unwrap_or(lo);
     debug!(
         ii,
         slack = lo,
@@ -1059,6 +1062,7 @@ fn shortest(
         Some(SlackSearch {
             proven,
             length_proven,
+            slack: measured,
             shortest_length,
             at_shortest,
         }),
