@@ -139,6 +139,12 @@ struct TwillSchedulePass
                      "share of registers and shared memory, and prefetch as "
                      "deep as an iteration takes with the SM shared"),
       llvm::cl::init(1)};
+  Option<std::string> objective{
+      *this, "objective",
+      llvm::cl::desc("After the minimum I: length (the paper's shortest L) "
+                     "or slack (the most latency slack between asynchronous "
+                     "ops at as many stages, then the shortest L)"),
+      llvm::cl::init("length")};
   Option<bool> partitions{
       *this, "partitions",
       llvm::cl::desc("Write the solved warp partitions (false: solve for "
@@ -165,6 +171,7 @@ struct TwillSchedulePass
     render(o, "pointer-loads", pointerLoads);
     render(o, "pointer-prefetch", std::to_string(pointerPrefetch));
     render(o, "ctas", std::to_string(ctas));
+    render(o, "objective", objective);
     runBody(*this, gCallbacks ? gCallbacks->schedule : nullptr,
             getOperation(), o,
             [](Pass &p) { static_cast<TwillSchedulePass &>(p).fail(); });

@@ -71,6 +71,10 @@ pub struct ScheduleOptions {
     /// ([`Machine::sharing_sm`]), and its loads are prefetched as deep as
     /// an iteration takes when that many CTAs share the SM's units.
     pub ctas: u32,
+    /// What the joint search optimizes after I (`objective`, default
+    /// `length`: the paper's shortest L; `slack`: the most latency slack
+    /// among schedules with as many stages, see [`joint::Objective`]).
+    pub objective: joint::Objective,
 }
 
 /// Options of `--twill-export-graph`.
@@ -121,6 +125,7 @@ impl ScheduleOptions {
             auto_loads: false, // decided after the keys are read
             rotate_kernel: true,
             ctas: 1,
+            objective: joint::Objective::Length,
         };
         let placed = |k: &str, v: &str| match v {
             "first" => Ok(false),
@@ -175,6 +180,7 @@ impl ScheduleOptions {
                         .ok_or_else(|| format!("ctas: expected 1..=32 CTAs per SM, got `{v}`"))?
                 }
                 "order" => o.order = v.parse()?,
+                "objective" => o.objective = v.parse()?,
                 "rotate" => {
                     o.rotate_kernel = match v {
                         "kernel" => true,
@@ -214,6 +220,12 @@ impl ScheduleOptions {
                 }
                 other => return Err(format!("unknown option `{other}`")),
             }
+        }
+        if o.objective == joint::Objective::Slack && o.encoding != Encoding::Default {
+            return Err(
+                "objective=slack needs encoding=default (the only encoding with the refinement)"
+                    .to_string(),
+            );
         }
         o.target = TritonTarget { arch, version };
         // `auto` decides per loop only where nothing else places the loads.
@@ -365,7 +377,7 @@ fn schedule_loop(
                 timeout: seconds.max(0.01),
                 seed: 0,
                 threads: 0,
-                objective: Default::default(),
+                objective: o.objective,
             },
         )
         .map_err(|e| format!("no schedule: {e}"))
@@ -589,6 +601,30 @@ fn schedule_loop(
         msg.push_str(&format!("; {}", pf.join(", ")));
     }
     msg.push(')');
+    // Under `objective=slack`, L is the shortest with the most latency
+    // slack at as many stages as the shortest schedule: say so, with the
+    // slack of both.
+    if o.objective == joint::Objective::Slack {
+        match result.latency_slack.as_ref() {
+            Some(ls) => {
+                let cycles = |c: i64| c as f64 * problem.cycle_scale;
+                msg.push_str(&format!(
+                    " [objective slack: latency slack ~{:.0} cycles ({}), the shortest L={} has ~{:.0}]",
+                    cycles(ls.cycles),
+                    if ls.proven {
+                        "the most at this I and stage count"
+                    } else {
+                        "not proven the most"
+                    },
+                    ls.shortest_length,
+                    cycles(ls.at_shortest_length.unwrap_or(ls.cycles))
+                ));
+            }
+            None => msg.push_str(
+                " [objective slack: no two asynchronous ops joined by dependences; L is the shortest]",
+            ),
+        }
+    }
     // How far ahead of its use each streaming load is issued, against its
     // modeled time (latency and transfer): iterations ahead times I, one
     // iteration less when the load comes last in the body (issued at its
@@ -1134,6 +1170,14 @@ mod tests {
     }
 
     #[test]
+    fn objective_is_length_unless_given() {
+        let parse = |t: &str| ScheduleOptions::parse(t).unwrap().objective;
+        assert_eq!(parse(""), joint::Objective::Length);
+        assert_eq!(parse("objective=length"), joint::Objective::Length);
+        assert_eq!(parse("objective=slack"), joint::Objective::Slack);
+    }
+
+    #[test]
     fn schedule_options_reject_bad_values() {
         for (text, needle) in [
             ("arch=sm75", "arch"),
@@ -1147,6 +1191,9 @@ mod tests {
             ("ctas=0", "ctas"),
             ("ctas=33", "ctas"),
             ("pointer-prefetch=9", "pointer-prefetch"),
+            ("objective=fast", "objective"),
+            ("objective=slack\nencoding=int", "encoding=default"),
+            ("encoding=paper\nobjective=slack", "encoding=default"),
         ] {
             let e = ScheduleOptions::parse(text).unwrap_err();
             assert!(e.contains(needle), "{text}: {e}");

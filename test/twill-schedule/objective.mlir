@@ -1,0 +1,41 @@
+// `objective`: what the joint search optimizes after the minimum I.
+// `length` (the default) is the paper's shortest L; `slack` keeps the stage
+// count of the shortest schedule and, among schedules with that many stages,
+// takes the one whose asynchronous ops (MMAs, non-streamed TMA copies) may
+// complete latest before they delay one another, then the shortest L with
+// that slack (src/joint/slack.rs). Only the default encoding implements it.
+
+// Blackwell FA forward (the input of fa_fwd_sm100.mlir): the shortest
+// schedule, L = 32, leaves the MMAs ~1449 cycles of slack; at the same I and
+// 3 stages, L = 40 leaves ~2503. Under `length` the remark says nothing of
+// the objective.
+// RUN: %twill-opt %inputs/triton36/fa_fwd_sm100.before.mlir --twill-schedule="arch=sm100" 2>&1 | FileCheck %s --check-prefix=LENGTH
+// LENGTH-LABEL: remark: twill: scheduled attn_fwd_kernel_loop1: I=20 (~2635 cycles) L=32 stages=3 partitions=3
+// LENGTH-NOT: objective slack
+// LENGTH-LABEL: scf.for
+// LENGTH: } {tt.scheduled_max_stage = 2 : i32
+// RUN: %twill-opt %inputs/triton36/fa_fwd_sm100.before.mlir --twill-schedule="arch=sm100 objective=slack" 2>&1 | FileCheck %s --check-prefix=SLACK
+// SLACK-LABEL: remark: twill: scheduled attn_fwd_kernel_loop1: I=20 (~2635 cycles) L=40 stages=3 partitions=3
+// SLACK-SAME: (proven optimal under Triton's partition rules;
+// SLACK-SAME: [objective slack: latency slack ~2503 cycles (the most at this I and stage count), the shortest L=32 has ~1449]
+// SLACK-LABEL: scf.for
+// SLACK: } {tt.scheduled_max_stage = 2 : i32
+
+// Hopper FA backward (hd64): the dK/dV loop keeps I, L and its stages, but
+// the slack between its wgmmas doubles; on sm90 every wgmma stays in the
+// last stage (Triton's rule), which leaves the objective little to move.
+// RUN: %twill-opt %inputs/triton36/fa_bwd_hd64_sm90.before.mlir --twill-schedule="arch=sm90 scope=all objective=slack" 2>&1 | FileCheck %s --check-prefix=BWD
+// BWD-LABEL: remark: twill: scheduled attn_bwd_kernel_loop1: I=19 (~936 cycles) L=19 stages=3
+// BWD-SAME: [objective slack: latency slack ~197 cycles (the most at this I and stage count), the shortest L=19 has ~99]
+
+// The GEMM main loop has one asynchronous op (its wgmma; the streamed loads
+// are not endpoints): nothing to trade, L is the shortest.
+// RUN: %twill-opt %inputs/triton36/gemm_sm90.before.mlir --twill-schedule="arch=sm90 scope=all objective=slack" 2>&1 | FileCheck %s --check-prefix=GEMM
+// GEMM-LABEL: remark: twill: scheduled matmul_tma_kernel_loop1: I=2 (~527 cycles) L=3 stages=3
+// GEMM-SAME: [objective slack: no two asynchronous ops joined by dependences; L is the shortest]
+
+// A bad value, and an encoding without the refinement, fail the pass.
+// RUN: not %twill-opt %inputs/triton36/gemm_sm90.before.mlir --twill-schedule="arch=sm90 scope=all objective=fast" 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: twill-schedule: unknown objective `fast` (expected length or slack)
+// RUN: not %twill-opt %inputs/triton36/gemm_sm90.before.mlir --twill-schedule="arch=sm90 scope=all objective=slack encoding=int" 2>&1 | FileCheck %s --check-prefix=ENC
+// ENC: error: twill-schedule: objective=slack needs encoding=default (the only encoding with the refinement)
