@@ -429,21 +429,40 @@ GLUON = REPLAY / "gluon"
 GLUON_ROW = "twill gluon (joint schedule)"
 
 
+# The Gluon plans recorded (directory under GLUON, changes to the sub-tiled
+# FA configuration): the bench's head dim 128, and head dim 64 at BLOCK_N 64
+# (the Triton kernel whose loop twill reads allows BLOCK_N <= HEAD_DIM only),
+# measured by bench/gpu/probe/fa_gluon_probe.py --head-dim 64.
+GLUON_PLANS = {"": {}, "hd64": dict(HEAD_DIM=64, BLOCK_N=64)}
+
+
 def record_gluon():
     """Exports the sub-tiled FA forward loop from its TTGIR at the
-    scheduling point (sm90, the bench's sub-tile configuration), solves it
-    with twill as the Gluon kernel runs it (two compute groups of one
-    warpgroup, CONSUMER_REGS registers each, no last-stage pins) and writes
-    the plan to GLUON/plan.json (fa_fwd_gluon_plan)."""
-    import re
+    scheduling point (sm90, the bench's sub-tile configuration and each of
+    GLUON_PLANS), solves it with twill as the Gluon kernel runs it (two
+    compute groups of one warpgroup, CONSUMER_REGS registers each, no
+    last-stage pins) and writes the plan to GLUON/<plan>/plan.json
+    (fa_fwd_gluon_plan)."""
     import shutil
 
-    P = fa_fwd_gluon_plan
     twill_opt = twill_triton.hook._find_twill_opt()
     twill = str(Path(twill_opt).with_name("twill")) if twill_opt else None
     if not twill_opt or not os.path.exists(twill):
         raise SystemExit("record_gluon needs twill-opt and twill (cargo build --release)")
+    if GLUON.exists():
+        shutil.rmtree(GLUON)
+    for sub, changes in GLUON_PLANS.items():
+        record_gluon_plan(twill_opt, twill, GLUON / sub if sub else GLUON, changes)
+
+
+def record_gluon_plan(twill_opt, twill, out, changes):
+    """One plan of record_gluon: the sub-tiled configuration with `changes`,
+    written to `out`."""
+    import re
+
+    P = fa_fwd_gluon_plan
     cx, opts = fa_fwd.split_config(fa_fwd.CONFIGS["subtile"][90])
+    cx = dict(cx, **changes)
     tmp = Path(tempfile.mkdtemp(prefix="twill-gluon-"))
     os.environ["TRITON_CACHE_DIR"] = str(tmp / "cache")
     _, d = twill_compile("fa_subtile", cx, opts, dump_dir=str(tmp / "dump"))
@@ -454,32 +473,38 @@ def record_gluon():
     text = graphs[0].read_text()
     warps = int(re.search(r'"ttg.num-warps" = (\d+)', ttgir.read_text()).group(1))
     regs = fa_fwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"]
-    if GLUON.exists():
-        shutil.rmtree(GLUON)
-    GLUON.mkdir(parents=True)
-    (GLUON / "graph.toml").write_text(P.gluon_graph(text, warps))
-    (GLUON / "graph_triton36_rule.toml").write_text(P.gluon_graph(text, warps, unpin=False))
-    sched = P.solve(twill, GLUON / "graph.toml", regs)
-    shortest = P.solve(twill, GLUON / "graph.toml", regs, objective="length")
-    pinned = P.solve(twill, GLUON / "graph_triton36_rule.toml", regs)
-    (GLUON / "schedule.json").write_text(json.dumps(sched, indent=1))
-    (GLUON / "schedule_length.json").write_text(json.dumps(shortest, indent=1))
-    (GLUON / "schedule_triton36_rule.json").write_text(json.dumps(pinned, indent=1))
-    graph = P.load_graph(GLUON / "graph.toml")
-    plan = P.plan_from_schedule(sched, graph)
+    out.mkdir(parents=True)
+    (out / "graph.toml").write_text(P.gluon_graph(text, warps))
+    (out / "graph_triton36_rule.toml").write_text(P.gluon_graph(text, warps, unpin=False))
+    sched = P.solve(twill, out / "graph.toml", regs)
+    shortest = P.solve(twill, out / "graph.toml", regs, objective="length")
+    pinned = P.solve(twill, out / "graph_triton36_rule.toml", regs)
+    (out / "schedule.json").write_text(json.dumps(sched, indent=1))
+    (out / "schedule_length.json").write_text(json.dumps(shortest, indent=1))
+    (out / "schedule_triton36_rule.json").write_text(json.dumps(pinned, indent=1))
+    graph = P.load_graph(out / "graph.toml")
+    # The kernel's shape constexprs go with the plan's flags.
+    shape = {k: cx[k] for k in ("HEAD_DIM", "BLOCK_N")}
+    plan = dict(shape, **P.plan_from_schedule(sched, graph))
 
     def brief(j):
-        out = {k: j[k] for k in ("ii", "length", "stages", "proven", "ii_proven", "res_mii", "seconds")}
-        out["latency_slack"] = j["warp_specialization"].get("latency_slack")
-        return out
+        b = {k: j[k] for k in ("ii", "length", "stages", "proven", "ii_proven", "res_mii", "seconds")}
+        b["latency_slack"] = j["warp_specialization"].get("latency_slack")
+        return b
 
+    # The paper's objective (the shortest L) at the same I: the ablation of
+    # the GPU run, or why the kernel cannot lower that schedule (3.9's
+    # head-dim-64 loop: the groups' turns start with different wgmmas).
+    try:
+        short = dict(plan=dict(shape, **P.plan_from_schedule(shortest, graph)),
+                     schedule_facts=P.describe(shortest, graph))
+    except P.PlanError as e:
+        short = dict(plan=None, refused=str(e))
+    short["schedule"] = brief(shortest)
     record = dict(plan=plan, schedule_facts=P.describe(sched, graph), triton=triton.__version__,
                   kernel_config=cx, options=opts, graph_warps=warps,
                   consumer_regs=regs, schedule=brief(sched), triton36_rule=brief(pinned),
-                  # The paper's objective (the shortest L) at the same I:
-                  # the ablation of the GPU run.
-                  objective_length=dict(plan=P.plan_from_schedule(shortest, graph),
-                                        schedule_facts=P.describe(shortest, graph), schedule=brief(shortest)),
+                  objective_length=short,
                   commands=["twill-opt input.mlir --twill-export-graph='dir=. arch=sm90'",
                             f"twill solve graph.toml --groups 2 --reg-limit {regs} --u 30 --timeout 120 "
                             f"--objective {P.OBJECTIVE} --json",
@@ -487,7 +512,7 @@ def record_gluon():
                             f"--objective length --json",
                             f"twill solve graph_triton36_rule.toml --groups 2 --reg-limit {regs} --u 30 "
                             f"--timeout 120 --objective {P.OBJECTIVE} --json"])
-    (GLUON / "plan.json").write_text(json.dumps(record, indent=1) + "\n")
+    (out / "plan.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"gluon plan {plan}: I = {sched['ii']} (ResMII {sched['res_mii']}, proven {sched['proven']}), "
           f"under Triton 3.6's rule I = {pinned['ii']} (proven {pinned['proven']})")
 
@@ -753,7 +778,7 @@ def bench_all(out):
     if gluon:
         plan = gluon["plan"]
         ablations = [("ablation: gluon, turns enforced", dict(plan, PINGPONG=True))]
-        if "objective_length" in gluon:
+        if (gluon.get("objective_length") or {}).get("plan"):
             ablations.append(("ablation: gluon, objective length (shortest L)", gluon["objective_length"]["plan"]))
         for label, cfg in [(GLUON_ROW, plan)] + ablations:
             try:

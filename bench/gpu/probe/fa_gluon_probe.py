@@ -7,7 +7,10 @@ intra-warpgroup order" for today's objective slack; the first run,
 2026-11-24 04:41 UTC, named the plan with the turns enforced "twill plan
 (pingpong ...)"), next to
 stock Triton's two best FA forward configurations of the bench grid and
-cuDNN, at N = 1k, 4k, 16k (Z=4, H=32, head dim 128, fp16, non-causal).
+cuDNN, at N = 1k, 4k, 16k (Z=4, H=32, head dim 128, fp16, non-causal); with
+`--head-dim 64`, twill's plan of the head-dim-64 loop and its variants (HD64)
+next to Triton's best head-dim-64 configurations and twill's Triton-path
+choice.
 
     python3 bench/gpu/probe/fa_gluon_probe.py [--sizes 1024,16384]
 
@@ -38,9 +41,12 @@ ap.add_argument("--rounds", type=int, default=0,
                 help="then time every correct variant again in this many interleaved rounds per size "
                      "(do_bench median over --rep ms each, the variants' order rotated per round)")
 ap.add_argument("--rep", type=int, default=500, help="do_bench repetition time (ms) per variant and round")
+ap.add_argument("--head-dim", type=int, default=128, choices=(64, 128),
+                help="64: twill's Gluon plan of the head-dim-64 loop (HD64 below) against Triton's best "
+                     "head-dim-64 configurations and twill's Triton-path choice")
 args = ap.parse_args()
 SIZES = [int(s) for s in args.sizes.split(",")]
-Z, H, D = 4, 32, 128
+Z, H, D = 4, 32, args.head_dim
 triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
 print("triton", triton.__version__, "torch", torch.__version__, torch.cuda.get_device_name(),
       time.strftime("%Y-%m-%d %H:%M:%S %Z"), flush=True)
@@ -57,6 +63,30 @@ GLUON = {
     "gluon objective slack, 3 stages": dict(SLACK, STAGES=3),
     "gluon objective length, 3 stages": dict(LENGTH, STAGES=3),
 }
+# Head dim 64 (--head-dim 64): twill's plan of the sub-tiled loop at
+# BLOCK_N 64 (bench/gpu/replay*/gluon/hd64/plan.json, both Tritons: PV
+# before QK^T in a group's turn, the softmax not under its own PV, one
+# iteration of prefetch; LENGTH's flags), next to the other orders and
+# BLOCK_N 128 (the Gluon kernel allows BLOCK_N > HEAD_DIM; the Triton kernel
+# whose loop twill reads does not).
+HD64 = dict(HEAD_DIM=64, BLOCK_N=64)
+if D == 64:
+    import json
+    import os
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import run as bench_run  # noqa: E402
+
+    # The recorded plan (run.py --record-gluon, this Triton's replay tree).
+    PLAN64 = json.loads((bench_run.GLUON / "hd64" / "plan.json").read_text())["plan"]
+    GLUON = {
+        "gluon hd64 twill plan (BN64, turn order)": PLAN64,
+        "gluon hd64 BN64 intra-warpgroup order": dict(HD64, **SLACK),
+        "gluon hd64 BN64 turn order, 3 stages": dict(HD64, STAGES=3, **LENGTH),
+        "gluon hd64 BN128 turn order": dict(HD64, BLOCK_N=128, **LENGTH),
+        "gluon hd64 BN128 intra-warpgroup order": dict(HD64, BLOCK_N=128, **SLACK),
+    }
 if args.smoke:
     # One launch on a small problem: a wrong barrier protocol hangs here, in
     # a child process the parent kills, instead of hanging the whole probe.
@@ -75,7 +105,8 @@ kernels = {}
 for name, cfg in GLUON.items():
     t0 = time.time()
     try:
-        r = subprocess.run([sys.executable, __file__, "--smoke", name], timeout=90, capture_output=True, text=True)
+        r = subprocess.run([sys.executable, __file__, "--smoke", name, "--head-dim", str(D)], timeout=90,
+                           capture_output=True, text=True)
         print((r.stdout + r.stderr).strip()[-400:], flush=True)
         if r.returncode != 0:
             print(f"smoke test failed: {name}: exit {r.returncode}", flush=True)
@@ -92,12 +123,30 @@ for name, cfg in GLUON.items():
 STOCK = {"triton BN64 w4 s2": (dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, WARP_SPECIALIZE=False), 4, 2),
          "triton BN128 w4 s2 ws devdesc (Hopper WS)": (dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=128,
                                                             WARP_SPECIALIZE=True, DEVICE_DESC=True), 4, 2)}
+if D == 64:
+    # The hd64 grid's best (runs 26-30: BN64 w8 s3 with or without
+    # warp_specialize, w4 s3) and w4 s2, the configuration twill chooses.
+    STOCK = {f"triton BN64 w{nw} s{ns}{' ws' if ws else ''}":
+             (dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, WARP_SPECIALIZE=ws), nw, ns)
+             for nw, ns, ws in ((4, 2, False), (4, 3, False), (8, 3, False), (8, 3, True))}
 for name, (cx, nw, ns) in STOCK.items():
     try:
         kernels[name] = ("triton", cx, triton.compile(fa_fwd.make_ast_source(**cx),
                                                       options=dict(num_warps=nw, num_stages=ns)))
     except Exception as e:
         print(f"compile failed: {name}: {str(e)[-300:]}", flush=True)
+if D == 64:
+    # twill's Triton-path choice for the hd64 forward (BN64 w4 s2 at every
+    # size), from its recorded schedule (bench/gpu/run.py's replay).
+    ch = bench_run.load_choice().get("fa_hd64", {}).get("1024")
+    if ch:
+        os.environ["TWILL_REPLAY_DIR"] = str(bench_run.CHOICE / "fa_hd64" / bench_run.slug(ch["label"]))
+        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="probe-hd64-choice-")
+        k_, d_ = bench_run.twill_compile("fa_hd64", ch["cx"], ch["opts"], ch["extra"])
+        print("twill choice", ch["label"], "applied" if d_.scheduled else f"NOT applied: {d_.reason[:200]}",
+              flush=True)
+        if d_.scheduled:
+            kernels[f"twill choice {ch['label']}"] = ("triton", ch["cx"], k_)
 
 table = {}
 rounds = {}  # (name, N) -> TFLOPS per round

@@ -162,11 +162,29 @@ def test_recorded_plans_are_the_kernel_default():
     assert recorded
     for path in recorded:
         plan = json.loads(path.read_text())
-        assert plan["plan"] == {k: fa_fwd_gluon.DEFAULT_CONFIG[k] for k in PLAN_KEYS}, path
+        assert plan["plan"] == {k: fa_fwd_gluon.DEFAULT_CONFIG[k] for k in PLAN_KEYS + ("HEAD_DIM", "BLOCK_N")}, path
         assert plan["schedule"]["ii"] < plan["triton36_rule"]["ii"], path
         assert plan["schedule"]["latency_slack"]["proven"], path
         short = plan["objective_length"]
         assert short["plan"] == dict(plan["plan"], QK_FIRST=False, INTRA=False), path
+        assert short["schedule"]["ii"] == plan["schedule"]["ii"], path
+
+
+def test_recorded_head_dim_64_plans():
+    """The head-dim-64 plans (bench/gpu/probe/fa_gluon_probe.py --head-dim
+    64): the loop's own shape, below Triton 3.6's rule in I, PV before QK^T
+    with the softmax apart from its PV under both Tritons; the shortest-L
+    schedule is either lowered the same way or refused with the reason."""
+    recorded = sorted(REPO.glob("bench/gpu/replay*/gluon/hd64/plan.json"))
+    assert len(recorded) == 2
+    for path in recorded:
+        plan = json.loads(path.read_text())
+        assert plan["plan"] == dict(HEAD_DIM=64, BLOCK_N=64, PINGPONG=False, QK_FIRST=False, INTRA=False,
+                                    STAGES=2), path
+        assert plan["kernel_config"]["HEAD_DIM"] == 64 and plan["kernel_config"]["BLOCK_N"] == 64, path
+        assert plan["schedule"]["ii"] < plan["triton36_rule"]["ii"], path
+        short = plan["objective_length"]
+        assert short["plan"] == plan["plan"] or (short["plan"] is None and "turns" in short["refused"]), path
         assert short["schedule"]["ii"] == plan["schedule"]["ii"], path
 
 
