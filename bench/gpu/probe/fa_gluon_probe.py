@@ -26,9 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-import torch
 import triton
-from triton.testing import do_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench" / "kernels"))
 import fa_fwd  # noqa: E402
@@ -44,7 +42,36 @@ ap.add_argument("--rep", type=int, default=500, help="do_bench repetition time (
 ap.add_argument("--head-dim", type=int, default=128, choices=(64, 128),
                 help="64: twill's Gluon plan of the head-dim-64 loop (HD64 below) against Triton's best "
                      "head-dim-64 configurations and twill's Triton-path choice")
+ap.add_argument("--candidates", default="",
+                help="with --head-dim 64: also these candidates of twill's configuration choice (labels of "
+                     "run.choice_candidates, comma-separated), from their recorded schedules")
+ap.add_argument("--no-gluon", action="store_true", help="leave out the Gluon variants")
+ap.add_argument("--record", action="store_true",
+                help="(on a machine with twill-opt, no GPU needed) record the schedules of --candidates into "
+                     "CANDIDATES_REPLAY for this Triton, then exit")
 args = ap.parse_args()
+# The candidates' schedules, per Triton version: the bench's recorded choice
+# keeps only the chosen candidates' modules (run.prune_unchosen).
+CANDIDATES_REPLAY = Path(__file__).resolve().parent / "replay-hd64-candidates" / triton.__version__
+if args.record:
+    import shutil
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import run as bench_run  # noqa: E402
+
+    cands = {c["label"]: c for c in bench_run.choice_candidates("fa_hd64")}
+    for label in filter(None, args.candidates.split(",")):
+        c = cands[label]
+        out = CANDIDATES_REPLAY / bench_run.slug(label)
+        shutil.rmtree(out, ignore_errors=True)
+        _, d_ = bench_run.twill_record("fa_hd64", c["cx"], c["opts"], c["extra"], str(out))
+        print(label, "recorded" if d_.scheduled else f"NOT scheduled: {d_.reason}", flush=True)
+    bench_run.prune_recorded(CANDIDATES_REPLAY)
+    sys.exit(0)
+
+import torch  # noqa: E402
+from triton.testing import do_bench  # noqa: E402
+
 SIZES = [int(s) for s in args.sizes.split(",")]
 Z, H, D = 4, 32, args.head_dim
 triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
@@ -102,6 +129,8 @@ if args.smoke:
     sys.exit(0)
 
 kernels = {}
+if args.no_gluon:
+    GLUON = {}
 for name, cfg in GLUON.items():
     t0 = time.time()
     try:
@@ -147,6 +176,17 @@ if D == 64:
               flush=True)
         if d_.scheduled:
             kernels[f"twill choice {ch['label']}"] = ("triton", ch["cx"], k_)
+    # Other candidates the model ties with its choice (--candidates).
+    cands = {c["label"]: c for c in bench_run.choice_candidates("fa_hd64")}
+    for label in filter(None, args.candidates.split(",")):
+        c = cands[label]
+        os.environ["TWILL_REPLAY_DIR"] = str(CANDIDATES_REPLAY / bench_run.slug(label))
+        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="probe-hd64-candidate-")
+        k_, d_ = bench_run.twill_compile("fa_hd64", c["cx"], c["opts"], c["extra"])
+        print("twill candidate", label, "applied" if d_.scheduled else f"NOT applied: {d_.reason[:200]}",
+              flush=True)
+        if d_.scheduled:
+            kernels[f"twill candidate {label}"] = ("triton", c["cx"], k_)
 
 table = {}
 rounds = {}  # (name, N) -> TFLOPS per round
