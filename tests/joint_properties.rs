@@ -297,6 +297,66 @@ fn slack_graph_strategy() -> impl Strategy<Value = Graph> {
         })
 }
 
+/// The graph of [`two_group_graph_strategy`]: (cycles, registers) of the
+/// four ops (the middle ops' cycles from `middle`), and extra edges
+/// (from, to, delay, distance).
+type ExtraEdge = (usize, usize, Option<u64>, u32);
+fn two_group_graph(raw: Vec<(u64, u32)>, middle: (u64, u64), extra: Vec<ExtraEdge>) -> Graph {
+    let ops = raw
+        .iter()
+        .enumerate()
+        .map(|(i, &(cycles, regs))| {
+            let (unit, cycles) = match i {
+                1 => ("SFU", middle.0),
+                2 => ("SFU", middle.1),
+                _ => ("TC", cycles),
+            };
+            Op {
+                name: format!("op{i}"),
+                timing: Timing::Table(vec![Segment {
+                    len: cycles,
+                    uses: BTreeMap::from([(unit.to_string(), 1)]),
+                }]),
+                regs,
+                memory: BTreeMap::new(),
+                variable_latency: false,
+                streaming: false,
+                warp_group: false,
+                last_stage: false,
+                spill_cost: 0,
+                origin: format!("generated:{i}"),
+            }
+        })
+        .collect();
+    let edge = |from: usize, to: usize, delay: Option<u64>, distance: u32| Edge {
+        from,
+        to,
+        delay,
+        distance: if from >= to {
+            distance.max(1)
+        } else {
+            distance
+        },
+        blocking: false,
+        order: false,
+        origin: "generated".into(),
+    };
+    let mut edges = vec![
+        edge(0, 1, None, 0),
+        edge(0, 2, None, 0),
+        edge(1, 3, None, 0),
+        edge(2, 3, None, 0),
+    ];
+    edges.extend(extra.into_iter().map(|(f, t, d, k)| edge(f, t, d, k)));
+    Graph {
+        name: "slack2".into(),
+        description: String::new(),
+        ops,
+        edges,
+        same_group: Vec::new(),
+    }
+}
+
 /// Four ops: an asynchronous op (TC) feeding two synchronous ones (SFU)
 /// that both feed a second asynchronous op, plus up to two more random
 /// edges. On a machine with two SFUs, and since a compute group issues one
@@ -314,61 +374,7 @@ fn two_group_graph_strategy() -> impl Strategy<Value = Graph> {
             0..=2,
         ),
     )
-        .prop_map(|(raw, middle, extra)| {
-            let ops = raw
-                .iter()
-                .enumerate()
-                .map(|(i, &(cycles, regs))| {
-                    let (unit, cycles) = match i {
-                        1 => ("SFU", middle.0),
-                        2 => ("SFU", middle.1),
-                        _ => ("TC", cycles),
-                    };
-                    Op {
-                        name: format!("op{i}"),
-                        timing: Timing::Table(vec![Segment {
-                            len: cycles,
-                            uses: BTreeMap::from([(unit.to_string(), 1)]),
-                        }]),
-                        regs,
-                        memory: BTreeMap::new(),
-                        variable_latency: false,
-                        streaming: false,
-                        warp_group: false,
-                        last_stage: false,
-                        spill_cost: 0,
-                        origin: format!("generated:{i}"),
-                    }
-                })
-                .collect();
-            let edge = |from: usize, to: usize, delay: Option<u64>, distance: u32| Edge {
-                from,
-                to,
-                delay,
-                distance: if from >= to {
-                    distance.max(1)
-                } else {
-                    distance
-                },
-                blocking: false,
-                order: false,
-                origin: "generated".into(),
-            };
-            let mut edges = vec![
-                edge(0, 1, None, 0),
-                edge(0, 2, None, 0),
-                edge(1, 3, None, 0),
-                edge(2, 3, None, 0),
-            ];
-            edges.extend(extra.into_iter().map(|(f, t, d, k)| edge(f, t, d, k)));
-            Graph {
-                name: "slack2".into(),
-                description: String::new(),
-                ops,
-                edges,
-                same_group: Vec::new(),
-            }
-        })
+        .prop_map(|(raw, middle, extra)| two_group_graph(raw, middle, extra))
 }
 
 /// The slack objective against exhaustive enumeration with `groups`
@@ -452,6 +458,43 @@ fn slack_matches_brute_force(g: &Graph, groups: u32, sfus: u32) -> Result<(), Te
     });
     prop_assert_eq!(best, Some((found.cycles, b.length)));
     Ok(())
+}
+
+/// A graph on which the paper's objective must use two groups (the two
+/// middle values of 150 registers are live together until op3 reads them),
+/// so that the two-group property below cannot quietly become the
+/// one-group one.
+#[test]
+fn slack_objective_keeps_two_groups_that_registers_force() {
+    let g = two_group_graph(vec![(1, 0), (1, 150), (1, 150), (1, 0)], (2, 3), Vec::new());
+    let m =
+        Machine::parse("test.toml", &common::machine_toml_async(1, 2, true)).expect("test machine");
+    let p = Problem::build(&g, &m, BuildOptions::default())
+        .expect("valid")
+        .0;
+    let warps = WarpConfig {
+        groups: 2,
+        reg_limit: 255,
+        cross_warp: true,
+    };
+    let short = joint::solve(
+        &p,
+        JointOptions {
+            encoding: Encoding::Default,
+            warps,
+            timeout: 60.0,
+            seed: 0,
+            threads: 1,
+            objective: Objective::Length,
+        },
+    )
+    .expect("a schedule");
+    assert_eq!(short.schedule.group.iter().copied().max(), Some(2));
+    assert!(
+        short.latency_slack.is_some(),
+        "two asynchronous ops joined through the middle ones"
+    );
+    slack_matches_brute_force(&g, 2, 2).expect("the slack search is maximal within two groups");
 }
 
 proptest! {

@@ -441,8 +441,8 @@ def record_gluon():
     scheduling point (sm90, the bench's sub-tile configuration and each of
     GLUON_PLANS), solves it with twill as the Gluon kernel runs it (two
     compute groups of one warpgroup, CONSUMER_REGS registers each, no
-    last-stage pins) and writes the plan to GLUON/<plan>/plan.json
-    (fa_fwd_gluon_plan)."""
+    last-stage pins) and writes the plans to GLUON/plan.json (head dim
+    128) and GLUON/hd64/plan.json (fa_fwd_gluon_plan)."""
     import shutil
 
     twill_opt = twill_triton.hook._find_twill_opt()

@@ -612,7 +612,7 @@ fn schedule_loop(
                     " [objective slack: latency slack ~{:.0} cycles ({}), the shortest L={} has ~{:.0}]",
                     cycles(ls.cycles),
                     if ls.proven {
-                        "the most at this I and stage count"
+                        "the most at this I and stage count within its groups and crossings"
                     } else {
                         "not proven the most"
                     },

@@ -50,6 +50,10 @@ ap.add_argument("--record", action="store_true",
                 help="(on a machine with twill-opt, no GPU needed) record the schedules of --candidates into "
                      "CANDIDATES_REPLAY for this Triton, then exit")
 args = ap.parse_args()
+if args.candidates and args.head_dim != 64 and not args.record:
+    ap.error("--candidates needs --head-dim 64 (they are the hd64 forward's)")
+if args.record and not args.candidates:
+    ap.error("--record needs --candidates")
 # The candidates' schedules, per Triton version: the bench's recorded choice
 # keeps only the chosen candidates' modules (run.prune_unchosen).
 CANDIDATES_REPLAY = Path(__file__).resolve().parent / "replay-hd64-candidates" / triton.__version__
@@ -60,6 +64,9 @@ if args.record:
     import run as bench_run  # noqa: E402
 
     cands = {c["label"]: c for c in bench_run.choice_candidates("fa_hd64")}
+    unknown = [x for x in filter(None, args.candidates.split(",")) if x not in cands]
+    if unknown:
+        ap.error(f"--candidates: not candidates of fa_hd64: {unknown} (known: {sorted(cands)})")
     for label in filter(None, args.candidates.split(",")):
         c = cands[label]
         out = CANDIDATES_REPLAY / bench_run.slug(label)
@@ -107,8 +114,10 @@ if D == 64:
 
     # The recorded plan (run.py --record-gluon, this Triton's replay tree).
     PLAN64 = json.loads((bench_run.GLUON / "hd64" / "plan.json").read_text())["plan"]
+    ORDER64 = ("intra-warpgroup order" if PLAN64["INTRA"] else "QK^T first" if PLAN64["QK_FIRST"]
+               else "turn order") + (f", {PLAN64['STAGES']} stages" if PLAN64["STAGES"] != 2 else "")
     GLUON = {
-        "gluon hd64 twill plan (BN64, turn order)": PLAN64,
+        f"gluon hd64 twill plan (BN{PLAN64['BLOCK_N']}, {ORDER64})": PLAN64,
         "gluon hd64 BN64 intra-warpgroup order": dict(HD64, **SLACK),
         "gluon hd64 BN64 turn order, 3 stages": dict(HD64, STAGES=3, **LENGTH),
         "gluon hd64 BN128 turn order": dict(HD64, BLOCK_N=128, **LENGTH),
@@ -179,6 +188,8 @@ if D == 64:
     # Other candidates the model ties with its choice (--candidates).
     cands = {c["label"]: c for c in bench_run.choice_candidates("fa_hd64")}
     for label in filter(None, args.candidates.split(",")):
+        if label not in cands:
+            sys.exit(f"--candidates: {label!r} is not a candidate of fa_hd64 (known: {sorted(cands)})")
         c = cands[label]
         os.environ["TWILL_REPLAY_DIR"] = str(CANDIDATES_REPLAY / bench_run.slug(label))
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="probe-hd64-candidate-")

@@ -176,7 +176,7 @@ def test_recorded_head_dim_64_plans():
     with the softmax apart from its PV under both Tritons; the shortest-L
     schedule is either lowered the same way or refused with the reason."""
     recorded = sorted(REPO.glob("bench/gpu/replay*/gluon/hd64/plan.json"))
-    assert len(recorded) == 2
+    assert recorded and len(recorded) == len(list(REPO.glob("bench/gpu/replay*/gluon/plan.json")))
     for path in recorded:
         plan = json.loads(path.read_text())
         assert plan["plan"] == dict(HEAD_DIM=64, BLOCK_N=64, PINGPONG=False, QK_FIRST=False, INTRA=False,
