@@ -522,6 +522,28 @@ def test_fallback_on_control_flow(twill, caplog):
     assert len(warnings) == 1 and "uses Triton's own schedule" in warnings[0].getMessage()
 
 
+def test_twill_options_env_reaches_the_pass(tmp_path, monkeypatch):
+    """TWILL_OPTIONS passes pass options without a code change (the
+    TRITON_TWILL=1 route): the remark shows the objective it asked for, and
+    a bad option falls back to Triton's schedule with the pass's reason."""
+    monkeypatch.setenv("TWILL_OPTIONS", "objective=slack")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "slack"))
+    try:
+        twill_triton.enable(twill_opt=TWILL_OPT, scope="all")
+        _compile(_gemm, 90)
+        d = twill_triton.decisions()[-1]
+        assert d.scheduled, d.reason
+        assert "[objective slack: no two asynchronous ops joined by dependences" in d.remarks[0], d.remarks
+        monkeypatch.setenv("TWILL_OPTIONS", "objective=fastest")
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "bad"))
+        twill_triton.enable(twill_opt=TWILL_OPT, scope="all")
+        _compile(_gemm, 90)
+        d = twill_triton.decisions()[-1]
+        assert not d.scheduled and "unknown objective `fastest`" in d.reason, d.reason
+    finally:
+        twill_triton.disable()
+
+
 def test_strict_mode_raises(twill):
     twill(strict=True)
     with pytest.raises(Exception, match="control flow inside the loop body"):
@@ -589,6 +611,14 @@ def test_cache_key_protocol(monkeypatch):
     finally:
         twill_triton.disable()
     assert k10_stages != k10
+    # So do pass options given in the environment (TWILL_OPTIONS).
+    monkeypatch.setenv("TWILL_OPTIONS", "objective=slack")
+    try:
+        twill_triton.enable(twill_opt=TWILL_OPT, timeout=10)
+        k10_slack, _ = knobs.runtime.add_stages_inspection_hook()
+    finally:
+        twill_triton.disable()
+    assert k10_slack not in (k10, k10_stages)
 
 
 def test_replay_without_twill_opt(tmp_path, monkeypatch):

@@ -26,6 +26,9 @@ Environment:
     TWILL_PARTITIONS=0  on sm100, write stages only and let Triton partition
                         around them (default: twill's own partitions where
                         Triton can build them)
+    TWILL_OPTIONS=S     more pass options, space separated, as twill-opt's
+                        --twill-schedule takes them (e.g. "objective=slack
+                        loads=last"); enable(extra_options=...) overrides it
 
 Configuration choice by twill's model (no GPU, no autotuning):
 `twill_triton.configure.choose` compiles candidate configurations with twill

@@ -112,7 +112,9 @@ def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None
         scope=scope or os.environ.get("TWILL_SCOPE", "ws"),
         strict=_env_bool("TWILL_STRICT") if strict is None else bool(strict),
         dump_dir=dump_dir if dump_dir is not None else os.environ.get("TWILL_DUMP_DIR") or None,
-        extra=extra,
+        # Extra pass options (`twill-opt --twill-schedule` syntax, e.g.
+        # "objective=slack loads=last"): the argument, else TWILL_OPTIONS.
+        extra=extra or os.environ.get("TWILL_OPTIONS", "").strip(),
         partitions=os.environ.get("TWILL_PARTITIONS", "1").strip().lower() not in ("0", "false", "no", "off"),
     )
 
