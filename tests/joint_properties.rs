@@ -123,21 +123,10 @@ fn graph_strategy() -> impl Strategy<Value = Graph> {
                 .collect();
             let edges = edges
                 .into_iter()
-                .map(|(from, to, delay, distance, blocking, order)| {
-                    let distance = if from >= to {
-                        distance.max(1)
-                    } else {
-                        distance
-                    };
-                    Edge {
-                        from,
-                        to,
-                        delay,
-                        distance,
-                        blocking,
-                        order,
-                        origin: "generated".into(),
-                    }
+                .map(|(from, to, delay, distance, blocking, order)| Edge {
+                    blocking,
+                    order,
+                    ..generated_edge(from, to, delay, distance)
                 })
                 .collect();
             // Colocation sets over distinct fixed-latency ops (sets that
@@ -244,43 +233,15 @@ fn slack_graph_strategy() -> impl Strategy<Value = Graph> {
                 .iter()
                 .enumerate()
                 .map(|(i, &(cycles, regs))| {
-                    let mut uses = BTreeMap::new();
-                    match (i, middle) {
-                        (1, 1) => {
-                            uses.insert("SFU".to_string(), 1);
-                        }
-                        (1, 2) => {}
-                        _ => {
-                            uses.insert("TC".to_string(), 1);
-                        }
-                    }
-                    Op {
-                        name: format!("op{i}"),
-                        timing: Timing::Table(vec![Segment { len: cycles, uses }]),
-                        regs,
-                        memory: BTreeMap::new(),
-                        variable_latency: false,
-                        streaming: false,
-                        warp_group: false,
-                        last_stage: false,
-                        spill_cost: 0,
-                        origin: format!("generated:{i}"),
-                    }
+                    let unit = match (i, middle) {
+                        (1, 1) => Some("SFU"),
+                        (1, 2) => None,
+                        _ => Some("TC"),
+                    };
+                    generated_op(i, cycles, regs, unit)
                 })
                 .collect();
-            let edge = |from: usize, to: usize, delay: Option<u64>, distance: u32| Edge {
-                from,
-                to,
-                delay,
-                distance: if from >= to {
-                    distance.max(1)
-                } else {
-                    distance
-                },
-                blocking: false,
-                order: false,
-                origin: "generated".into(),
-            };
+            let edge = generated_edge;
             let mut edges = if through {
                 vec![edge(0, 1, None, 0), edge(1, 2, None, 0)]
             } else {
@@ -297,38 +258,33 @@ fn slack_graph_strategy() -> impl Strategy<Value = Graph> {
         })
 }
 
-/// The graph of [`two_group_graph_strategy`]: (cycles, registers) of the
-/// four ops (the middle ops' cycles from `middle`), and extra edges
-/// (from, to, delay, distance).
+/// An extra edge of a generated graph: (from, to, delay, distance).
 type ExtraEdge = (usize, usize, Option<u64>, u32);
-fn two_group_graph(raw: Vec<(u64, u32)>, middle: (u64, u64), extra: Vec<ExtraEdge>) -> Graph {
-    let ops = raw
-        .iter()
-        .enumerate()
-        .map(|(i, &(cycles, regs))| {
-            let (unit, cycles) = match i {
-                1 => ("SFU", middle.0),
-                2 => ("SFU", middle.1),
-                _ => ("TC", cycles),
-            };
-            Op {
-                name: format!("op{i}"),
-                timing: Timing::Table(vec![Segment {
-                    len: cycles,
-                    uses: BTreeMap::from([(unit.to_string(), 1)]),
-                }]),
-                regs,
-                memory: BTreeMap::new(),
-                variable_latency: false,
-                streaming: false,
-                warp_group: false,
-                last_stage: false,
-                spill_cost: 0,
-                origin: format!("generated:{i}"),
-            }
-        })
-        .collect();
-    let edge = |from: usize, to: usize, delay: Option<u64>, distance: u32| Edge {
+
+/// A generated op `op{i}`: `cycles` on `unit` (none: on no unit), `regs`
+/// registers, fixed latency, nothing else.
+fn generated_op(i: usize, cycles: u64, regs: u32, unit: Option<&str>) -> Op {
+    Op {
+        name: format!("op{i}"),
+        timing: Timing::Table(vec![Segment {
+            len: cycles,
+            uses: unit.map(|u| (u.to_string(), 1)).into_iter().collect(),
+        }]),
+        regs,
+        memory: BTreeMap::new(),
+        variable_latency: false,
+        streaming: false,
+        warp_group: false,
+        last_stage: false,
+        spill_cost: 0,
+        origin: format!("generated:{i}"),
+    }
+}
+
+/// A generated data edge; one that goes back (from >= to) is carried at
+/// least one iteration.
+fn generated_edge(from: usize, to: usize, delay: Option<u64>, distance: u32) -> Edge {
+    Edge {
         from,
         to,
         delay,
@@ -340,7 +296,25 @@ fn two_group_graph(raw: Vec<(u64, u32)>, middle: (u64, u64), extra: Vec<ExtraEdg
         blocking: false,
         order: false,
         origin: "generated".into(),
-    };
+    }
+}
+
+/// The graph of [`two_group_graph_strategy`]: (cycles, registers) of the
+/// four ops (the middle ops' cycles from `middle`), and extra edges.
+fn two_group_graph(raw: Vec<(u64, u32)>, middle: (u64, u64), extra: Vec<ExtraEdge>) -> Graph {
+    let ops = raw
+        .iter()
+        .enumerate()
+        .map(|(i, &(cycles, regs))| {
+            let (unit, cycles) = match i {
+                1 => ("SFU", middle.0),
+                2 => ("SFU", middle.1),
+                _ => ("TC", cycles),
+            };
+            generated_op(i, cycles, regs, Some(unit))
+        })
+        .collect();
+    let edge = generated_edge;
     let mut edges = vec![
         edge(0, 1, None, 0),
         edge(0, 2, None, 0),
@@ -377,6 +351,44 @@ fn two_group_graph_strategy() -> impl Strategy<Value = Graph> {
         .prop_map(|(raw, middle, extra)| two_group_graph(raw, middle, extra))
 }
 
+/// A slack test graph on a machine with an asynchronous tensor core and
+/// `sfus` SFUs.
+fn slack_problem(g: &Graph, sfus: u32) -> Problem {
+    let m = Machine::parse("test.toml", &common::machine_toml_async(1, sfus, true))
+        .expect("test machine");
+    Problem::build(g, &m, BuildOptions::default())
+        .expect("valid")
+        .0
+}
+
+/// `groups` compute groups of 255 registers, values may cross.
+fn slack_warps(groups: u32) -> WarpConfig {
+    WarpConfig {
+        groups,
+        reg_limit: 255,
+        cross_warp: true,
+    }
+}
+
+/// The default encoding's joint search on one thread under `objective`.
+fn solve_slack_problem(
+    p: &Problem,
+    groups: u32,
+    objective: Objective,
+) -> Result<joint::JointResult, joint::JointError> {
+    joint::solve(
+        p,
+        JointOptions {
+            encoding: Encoding::Default,
+            warps: slack_warps(groups),
+            timeout: 60.0,
+            seed: 0,
+            threads: 1,
+            objective,
+        },
+    )
+}
+
 /// The slack objective against exhaustive enumeration with `groups`
 /// compute groups: it keeps I and the number of stages of the paper's
 /// objective, and its proven latency slack is the largest of any valid
@@ -385,29 +397,9 @@ fn two_group_graph_strategy() -> impl Strategy<Value = Graph> {
 /// the shortest length that has it; the checker's measure agrees with a
 /// third computation over simple paths.
 fn slack_matches_brute_force(g: &Graph, groups: u32, sfus: u32) -> Result<(), TestCaseError> {
-    let m = Machine::parse("test.toml", &common::machine_toml_async(1, sfus, true))
-        .expect("test machine");
-    let p = Problem::build(g, &m, BuildOptions::default())
-        .expect("valid")
-        .0;
-    let warps = WarpConfig {
-        groups,
-        reg_limit: 255,
-        cross_warp: true,
-    };
-    let run = |objective| {
-        joint::solve(
-            &p,
-            JointOptions {
-                encoding: Encoding::Default,
-                warps,
-                timeout: 60.0,
-                seed: 0,
-                threads: 1,
-                objective,
-            },
-        )
-    };
+    let p = slack_problem(g, sfus);
+    let warps = slack_warps(groups);
+    let run = |objective| solve_slack_problem(&p, groups, objective);
     let (Ok(short), Ok(slack)) = (run(Objective::Length), run(Objective::Slack)) else {
         return Ok(());
     };
@@ -467,28 +459,8 @@ fn slack_matches_brute_force(g: &Graph, groups: u32, sfus: u32) -> Result<(), Te
 #[test]
 fn slack_objective_keeps_two_groups_that_registers_force() {
     let g = two_group_graph(vec![(1, 0), (1, 150), (1, 150), (1, 0)], (2, 3), Vec::new());
-    let m =
-        Machine::parse("test.toml", &common::machine_toml_async(1, 2, true)).expect("test machine");
-    let p = Problem::build(&g, &m, BuildOptions::default())
-        .expect("valid")
-        .0;
-    let warps = WarpConfig {
-        groups: 2,
-        reg_limit: 255,
-        cross_warp: true,
-    };
-    let short = joint::solve(
-        &p,
-        JointOptions {
-            encoding: Encoding::Default,
-            warps,
-            timeout: 60.0,
-            seed: 0,
-            threads: 1,
-            objective: Objective::Length,
-        },
-    )
-    .expect("a schedule");
+    let p = slack_problem(&g, 2);
+    let short = solve_slack_problem(&p, 2, Objective::Length).expect("a schedule");
     assert_eq!(short.schedule.group.iter().copied().max(), Some(2));
     assert!(
         short.latency_slack.is_some(),
