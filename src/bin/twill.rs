@@ -203,7 +203,7 @@ fn solve(
                 eprintln!("error: --groups must be at least 1");
                 return ExitCode::from(2);
             }
-            if ws.objective == Objective::Slack && ws.encoding != Encoding::Default {
+            if !ws.objective.implemented_by(ws.encoding) {
                 eprintln!("error: --objective slack needs --encoding default (the only encoding with the refinement)");
                 return ExitCode::from(2);
             }

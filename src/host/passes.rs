@@ -221,7 +221,7 @@ impl ScheduleOptions {
                 other => return Err(format!("unknown option `{other}`")),
             }
         }
-        if o.objective == joint::Objective::Slack && o.encoding != Encoding::Default {
+        if !o.objective.implemented_by(o.encoding) {
             return Err(
                 "objective=slack needs encoding=default (the only encoding with the refinement)"
                     .to_string(),

@@ -263,6 +263,14 @@ pub enum Objective {
     Slack,
 }
 
+impl Objective {
+    /// Whether `encoding` implements this objective (front ends refuse the
+    /// other combinations rather than return `Length`'s schedule).
+    pub fn implemented_by(self, encoding: Encoding) -> bool {
+        self == Objective::Length || encoding == Encoding::Default
+    }
+}
+
 impl std::str::FromStr for Objective {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
