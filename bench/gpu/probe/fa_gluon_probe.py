@@ -54,21 +54,23 @@ if args.candidates and args.head_dim != 64 and not args.record:
     ap.error("--candidates needs --head-dim 64 (they are the hd64 forward's)")
 if args.record and not args.candidates:
     ap.error("--record needs --candidates")
-# The candidates' schedules, per Triton version: the bench's recorded choice
-# keeps only the chosen candidates' modules (run.prune_unchosen).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import run as bench_run  # noqa: E402
+
+# The candidates (--candidates), and their schedules per Triton version: the
+# bench's recorded choice keeps only the chosen candidates' modules
+# (run.prune_unchosen).
+_known = {c["label"]: c for c in bench_run.choice_candidates("fa_hd64")}
+_unknown = [x for x in filter(None, args.candidates.split(",")) if x not in _known]
+if _unknown:
+    ap.error(f"--candidates: not candidates of fa_hd64: {_unknown} (known: {sorted(_known)})")
+CANDIDATES = [_known[x] for x in filter(None, args.candidates.split(","))]
 CANDIDATES_REPLAY = Path(__file__).resolve().parent / "replay-hd64-candidates" / triton.__version__
 if args.record:
     import shutil
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import run as bench_run  # noqa: E402
-
-    cands = {c["label"]: c for c in bench_run.choice_candidates("fa_hd64")}
-    unknown = [x for x in filter(None, args.candidates.split(",")) if x not in cands]
-    if unknown:
-        ap.error(f"--candidates: not candidates of fa_hd64: {unknown} (known: {sorted(cands)})")
-    for label in filter(None, args.candidates.split(",")):
-        c = cands[label]
+    for c in CANDIDATES:
+        label = c["label"]
         out = CANDIDATES_REPLAY / bench_run.slug(label)
         shutil.rmtree(out, ignore_errors=True)
         _, d_ = bench_run.twill_record("fa_hd64", c["cx"], c["opts"], c["extra"], str(out))
@@ -106,11 +108,6 @@ GLUON = {
 HD64 = dict(HEAD_DIM=64, BLOCK_N=64)
 if D == 64:
     import json
-    import os
-    import tempfile
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import run as bench_run  # noqa: E402
 
     # The recorded plan (run.py --record-gluon, this Triton's replay tree).
     PLAN64 = json.loads((bench_run.GLUON / "hd64" / "plan.json").read_text())["plan"]
@@ -174,30 +171,26 @@ for name, (cx, nw, ns) in STOCK.items():
     except Exception as e:
         print(f"compile failed: {name}: {str(e)[-300:]}", flush=True)
 if D == 64:
+    import os
+    import tempfile
+
+    def replayed(name, c, replay_dir):
+        """Candidate `c` of the hd64 forward compiled with the schedule
+        recorded in `replay_dir` (bench/gpu/run.py's replay), as `name`."""
+        os.environ["TWILL_REPLAY_DIR"] = str(replay_dir)
+        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="probe-hd64-")
+        k_, d_ = bench_run.twill_compile("fa_hd64", c["cx"], c["opts"], c["extra"])
+        print(name, "applied" if d_.scheduled else f"NOT applied: {d_.reason[:200]}", flush=True)
+        if d_.scheduled:
+            kernels[name] = ("triton", c["cx"], k_)
+
     # twill's Triton-path choice for the hd64 forward (BN64 w4 s2 at every
-    # size), from its recorded schedule (bench/gpu/run.py's replay).
+    # size), then the candidates the model ties with it (--candidates).
     ch = bench_run.load_choice().get("fa_hd64", {}).get("1024")
     if ch:
-        os.environ["TWILL_REPLAY_DIR"] = str(bench_run.CHOICE / "fa_hd64" / bench_run.slug(ch["label"]))
-        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="probe-hd64-choice-")
-        k_, d_ = bench_run.twill_compile("fa_hd64", ch["cx"], ch["opts"], ch["extra"])
-        print("twill choice", ch["label"], "applied" if d_.scheduled else f"NOT applied: {d_.reason[:200]}",
-              flush=True)
-        if d_.scheduled:
-            kernels[f"twill choice {ch['label']}"] = ("triton", ch["cx"], k_)
-    # Other candidates the model ties with its choice (--candidates).
-    cands = {c["label"]: c for c in bench_run.choice_candidates("fa_hd64")}
-    for label in filter(None, args.candidates.split(",")):
-        if label not in cands:
-            sys.exit(f"--candidates: {label!r} is not a candidate of fa_hd64 (known: {sorted(cands)})")
-        c = cands[label]
-        os.environ["TWILL_REPLAY_DIR"] = str(CANDIDATES_REPLAY / bench_run.slug(label))
-        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="probe-hd64-candidate-")
-        k_, d_ = bench_run.twill_compile("fa_hd64", c["cx"], c["opts"], c["extra"])
-        print("twill candidate", label, "applied" if d_.scheduled else f"NOT applied: {d_.reason[:200]}",
-              flush=True)
-        if d_.scheduled:
-            kernels[f"twill candidate {label}"] = ("triton", c["cx"], k_)
+        replayed(f"twill choice {ch['label']}", ch, bench_run.CHOICE / "fa_hd64" / bench_run.slug(ch["label"]))
+    for c in CANDIDATES:
+        replayed(f"twill candidate {c['label']}", c, CANDIDATES_REPLAY / bench_run.slug(c["label"]))
 
 table = {}
 rounds = {}  # (name, N) -> TFLOPS per round
