@@ -512,13 +512,80 @@ def record_gluon_plan(twill_opt, twill, out, changes):
                             f"--objective length --json",
                             f"twill solve graph_triton36_rule.toml --groups 2 --reg-limit {regs} --u 30 "
                             f"--timeout 120 --objective {P.OBJECTIVE} --json"])
+    record["occupancy"] = gluon_occupancy(twill, out, graph, sched, plan, d.remarks, regs)
     (out / "plan.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"gluon plan {plan}: I = {sched['ii']} (ResMII {sched['res_mii']}, proven {sched['proven']}), "
-          f"under Triton 3.6's rule I = {pinned['ii']} (proven {pinned['proven']})")
+          f"under Triton 3.6's rule I = {pinned['ii']} (proven {pinned['proven']}); CTAs per SM by size "
+          f"{ {n: m['ctas'] for n, m in record['occupancy']['model'].items()} }")
 
 
-def load_gluon_plan():
-    path = GLUON / "plan.json"
+# CTAs per SM the Gluon plans are tried at (fa_fwd_gluon.register_split).
+GLUON_CTAS = (1, 2)
+
+
+def gluon_occupancy(twill, out, graph, sched, plan, remarks, regs):
+    """The Gluon plan's CTAs per SM, chosen by twill's configuration model
+    per bench size (fa_fwd_gluon_plan.occupancy_model). An occupancy is an
+    option where the kernel, at that occupancy's register split
+    (fa_fwd_gluon.register_split), compiles for sm90 without spills and
+    fits that many times on an SM (twill_triton.configure's occupancy
+    table), and twill finds a schedule within its registers that the kernel
+    lowers with the same flags (the plan's schedule at one CTA). The loop's
+    raw cycles per unit and the CTA's code outside the loop come from the
+    pass's remarks on the Triton kernel the loop was read from."""
+    from twill_triton import configure as C
+
+    P = fa_fwd_gluon_plan
+    occ = C.machine_occupancy("h100")
+    loops = C.loops_of(remarks)
+    if len(loops) != 1 or not loops[0].units:
+        raise SystemExit(f"expected one scheduled loop with unit cycles in the remarks, got {len(loops)}")
+    unit_cycles, outside = max(loops[0].units.values()), C.outside_cycles(remarks)
+    options, facts = {}, {}
+    for c in GLUON_CTAS:
+        changes, limit = fa_fwd_gluon.register_split(c)
+        fact = dict(config=changes, group_regs=limit)
+        facts[str(c)] = fact
+        try:
+            k = fa_fwd_gluon.compile_for(TARGET, **dict(plan, **changes))
+        except Exception as e:
+            fact["refused"] = f"does not compile: {type(e).__name__}: {str(e).strip().splitlines()[-1][:200]}"
+            continue
+        kregs, frame = C.cubin_resources(k.asm["cubin"])
+        fits = occ.ctas(int(k.metadata.shared), kregs, fa_fwd_gluon.CTA_WARPS)
+        fact.update(shared=int(k.metadata.shared), regs=kregs, spill_bytes=frame, ctas_fit=fits)
+        if frame or fits < c:
+            fact["refused"] = f"{frame} bytes spilled" if frame else f"{fits} CTAs fit per SM"
+            continue
+        try:
+            s = sched if limit == regs else P.solve(twill, out / "graph.toml", limit)
+            flags = P.plan_from_schedule(s, graph)
+        except P.PlanError as e:
+            fact["refused"] = str(e)[:300]
+            continue
+        if any(plan[key] != v for key, v in flags.items()):
+            fact["refused"] = f"twill's schedule within {limit} registers is another plan: {flags}"
+            continue
+        fact.update(ii=s["ii"], length=s["length"], proven=s["proven"])
+        options[c] = s
+    bm = fa_fwd_gluon.DEFAULT_CONFIG["BLOCK_M"]
+    problems = {str(n): ((n // bm) * FA_SHAPE["Z"] * FA_SHAPE["H"], n // plan["BLOCK_N"]) for n in FA_SIZES}
+    model = P.occupancy_model(options, unit_cycles, outside, problems, occ.sms, C.MODEL_TOLERANCE)
+    for m in model.values():
+        m["cycles"] = {str(c): t for c, t in m["cycles"].items()}
+    return dict(unit_cycles=unit_cycles, outside_cycles=outside, options=facts, model=model)
+
+
+def gluon_config(gluon, size):
+    """The kernel configuration of a recorded Gluon plan at `size`: its
+    flags, and the register split of the CTAs per SM the model chose there
+    (one CTA where the recording has no choice)."""
+    c = ((gluon.get("occupancy") or {}).get("model") or {}).get(str(size), {}).get("ctas", 1)
+    return dict(gluon["plan"], **fa_fwd_gluon.register_split(c)[0])
+
+
+def load_gluon_plan(sub=""):
+    path = (GLUON / sub if sub else GLUON) / "plan.json"
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -768,25 +835,42 @@ def bench_all(out):
     def skip(kind, variant, size):
         return (kind, variant) in only_sizes and size not in only_sizes[(kind, variant)]
 
-    # twill's FA forward schedule through Gluon (recorded plan), and two
-    # ablations of it: the groups' turns on the tensor core enforced with
-    # mbarriers, and the plan of the paper's objective (the shortest L: the
-    # turn order, PV before QK^T) instead of the largest latency slack.
-    gluon_kernels = {}
-    gluon = load_gluon_plan()
-    results["gluon_plan"] = gluon
-    if gluon:
-        plan = gluon["plan"]
+    # twill's FA forward schedules through Gluon (recorded plans: head dim
+    # 128 and 64), each at the CTAs per SM twill's model chose for the size,
+    # and two ablations of the head-dim-128 plan: the groups' turns on the
+    # tensor core enforced with mbarriers, and the plan of the paper's
+    # objective (the shortest L: the turn order, PV before QK^T) instead of
+    # the largest latency slack.
+    gluon_plans = {"fa": load_gluon_plan(), "fa_hd64": load_gluon_plan("hd64")}
+    results["gluon_plan"] = gluon_plans["fa"]
+    results["gluon_plan_hd64"] = gluon_plans["fa_hd64"]
+    ablations = []
+    if gluon_plans["fa"]:
+        plan = gluon_plans["fa"]["plan"]
         ablations = [("ablation: gluon, turns enforced", dict(plan, PINGPONG=True))]
-        if (gluon.get("objective_length") or {}).get("plan"):
-            ablations.append(("ablation: gluon, objective length (shortest L)", gluon["objective_length"]["plan"]))
-        for label, cfg in [(GLUON_ROW, plan)] + ablations:
+        if (gluon_plans["fa"].get("objective_length") or {}).get("plan"):
+            ablations.append(("ablation: gluon, objective length (shortest L)",
+                              gluon_plans["fa"]["objective_length"]["plan"]))
+    for kind, g in gluon_plans.items():
+        if not g:
+            print(f"no recorded Gluon plan for {kind} (run.py --record-gluon)", flush=True)
+    gluon_compiled = {}
+
+    def gluon_kernel(cfg):
+        key = tuple(sorted(cfg.items()))
+        if key not in gluon_compiled:
             try:
-                gluon_kernels[label] = (fa_fwd_gluon.compile_for(None, **cfg), cfg)
+                gluon_compiled[key] = fa_fwd_gluon.compile_for(None, **cfg)
             except Exception as e:
-                print(f"gluon compile failed: {label}: {type(e).__name__}: {str(e)[-300:]}", flush=True)
-    else:
-        print("no recorded Gluon plan (run.py --record-gluon)", flush=True)
+                print(f"gluon compile failed: {cfg}: {type(e).__name__}: {str(e)[-300:]}", flush=True)
+                gluon_compiled[key] = None
+        return gluon_compiled[key]
+
+    def gluon_variants(fa_kind, size):
+        g = gluon_plans.get(fa_kind)
+        if not g:
+            return []
+        return [(GLUON_ROW, gluon_config(g, size))] + (ablations if fa_kind == "fa" else [])
 
     # FlashAttention forward, every kind.
     Z, H = FA_SHAPE["Z"], FA_SHAPE["H"]
@@ -865,15 +949,18 @@ def bench_all(out):
                     kern[grid](sm_scale, lse, Z, H, dq, dk, dv, do, N, *consts)
 
                 measure(variant, lambda fn=fn: fn, o, lse, note or "")
-            if fa_kind == "fa":
-                for variant, (gk, gcfg) in gluon_kernels.items():
-                    o = torch.empty_like(q)
-                    lse = torch.empty(Z * H * N, device="cuda", dtype=torch.float32)
-                    note = "plan " + " ".join(f"{k}={gcfg[k]}" for k in ("PINGPONG", "QK_FIRST", "INTRA", "STAGES"))
-                    measure(variant, lambda gk=gk, gcfg=gcfg, o=o, lse=lse:
-                            fa_fwd_gluon.launcher(gk, q, k, v, o, lse, sm_scale, **gcfg), o, lse, note)
+            for variant, gcfg in gluon_variants(fa_kind, N):
+                gk = gluon_kernel(gcfg)
+                if gk is None:
+                    continue
+                o = torch.empty_like(q)
+                lse = torch.empty(Z * H * N, device="cuda", dtype=torch.float32)
+                note = "plan " + " ".join(f"{k}={gcfg[k]}" for k in ("BLOCK_N", "PINGPONG", "QK_FIRST", "INTRA",
+                                                                     "STAGES", "MAXNREG") if k in gcfg)
+                measure(variant, lambda gk=gk, gcfg=gcfg, o=o, lse=lse:
+                        fa_fwd_gluon.launcher(gk, q, k, v, o, lse, sm_scale, **gcfg), o, lse, note)
             paired(FA_ROWS[fa_kind], N, fns, fa_kind)
-            if fa_kind == "fa":
+            if gluon_plans.get(fa_kind):
                 paired(FA_ROWS[fa_kind], N, fns, fa_kind, ours_prefix=GLUON_ROW, key="paired_gluon")
             # cuDNN through torch SDPA.
             try:
@@ -1039,17 +1126,21 @@ def bench_all(out):
     results["summary"] = summary
     print("\nsummary: twill's Hopper FA schedule through Gluon | best stock (config) | ratio | paired ratio "
           "| cuDNN", flush=True)
-    for size in FA_SIZES:
-        rows = [r for r in results["rows"] if r["kernel"] == "fa_fwd" and r["size"] == size and r["tflops"]
-                and r["correct"]]
-        stock = max((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["tflops"], default=None)
-        ours = next((r for r in rows if r["variant"] == GLUON_ROW), None)
-        ref = next((r for r in rows if r["variant"].startswith("cudnn")), None)
-        if stock and ours:
-            pair = next((p for p in results.get("paired_gluon", []) if p["size"] == size), None)
-            print(f"fa_fwd {size:>6} | {ours['tflops']:6.1f} | {stock['tflops']:6.1f} ({stock['variant'][7:]}) | "
-                  f"{ours['tflops'] / stock['tflops']:.3f}" + (f" | paired {pair['ratio']:.3f}" if pair else "")
-                  + (f" | {ref['tflops']:.1f}" if ref else ""), flush=True)
+    for kernel in ("fa_fwd", "fa_fwd_hd64"):
+        for size in FA_SIZES:
+            rows = [r for r in results["rows"] if r["kernel"] == kernel and r["size"] == size and r["tflops"]
+                    and r["correct"]]
+            stock = max((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["tflops"],
+                        default=None)
+            ours = next((r for r in rows if r["variant"] == GLUON_ROW), None)
+            ref = next((r for r in rows if r["variant"].startswith("cudnn")), None)
+            if stock and ours:
+                pair = next((p for p in results.get("paired_gluon", []) if p["kernel"] == kernel
+                             and p["size"] == size), None)
+                print(f"{kernel:11s} {size:>6} | {ours['tflops']:6.1f} ({ours['note']}) | {stock['tflops']:6.1f} "
+                      f"({stock['variant'][7:]}) | {ours['tflops'] / stock['tflops']:.3f}"
+                      + (f" | paired {pair['ratio']:.3f}" if pair else "")
+                      + (f" | {ref['tflops']:.1f}" if ref else ""), flush=True)
 
     Path(out).mkdir(parents=True, exist_ok=True)
     (Path(out) / "results.json").write_text(json.dumps(results, indent=1))

@@ -258,9 +258,36 @@ def attn_fwd_gluon_kernel(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_C
 # producer needs few, each consumer group as many as fit (65536 per SM at
 # one CTA per SM: 2 x 128 x 240 + 128 x 24).
 DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, STAGES=2, PINGPONG=False, QK_FIRST=True,
-                      INTRA=True, CONSUMER_REGS=240, PRODUCER_REGS=24)
+                      INTRA=True, CONSUMER_REGS=240, PRODUCER_REGS=24, MAXNREG=None)
 CONSTEXPRS = ("HEAD_DIM", "BLOCK_M", "BLOCK_N", "STAGES", "PINGPONG", "QK_FIRST", "INTRA", "CONSUMER_REGS",
               "PRODUCER_REGS")
+
+
+# Warps of one CTA: the default partition (4), the consumer worker (4) and
+# the producer (1 warp, padded by Triton to a warpgroup so that every warp can
+# hand back registers).
+CTA_WARPS = 12
+PRODUCER_WARPGROUP_REGS = 24
+
+
+def register_split(ctas_per_sm, regs_per_sm=64 * 1024):
+    """The register configuration for `ctas_per_sm` CTAs per SM: MAXNREG, the
+    registers per thread at launch (what the occupancy sees: a multiple of 8
+    with ctas_per_sm x CTA_WARPS x 32 x MAXNREG within the register file;
+    None at one CTA, where Triton's own choice is the same), and the
+    per-thread budgets that setmaxnreg then gives the partitions. Triton
+    (AllocateWarpGroups) gives the default partition what the workers leave
+    of the CTA's MAXNREG x CTA_WARPS x 32, rounded down to 8; the consumer
+    worker asks for CONSUMER_REGS, so that the two consumer groups get
+    within 8 of each other. Returns (the config's MAXNREG, CONSUMER_REGS and
+    PRODUCER_REGS; the smaller of the two consumer budgets: the register
+    limit of a compute group in twill's solve)."""
+    maxnreg = regs_per_sm // (ctas_per_sm * CTA_WARPS * 32) // 8 * 8
+    # The CTA's budget over 128-thread warpgroups: 3 x maxnreg per thread.
+    consumer = (3 * maxnreg - PRODUCER_WARPGROUP_REGS) // 2 // 8 * 8
+    default = (3 * maxnreg - PRODUCER_WARPGROUP_REGS - consumer) // 8 * 8
+    return (dict(MAXNREG=None if ctas_per_sm == 1 else maxnreg, CONSUMER_REGS=consumer,
+                 PRODUCER_REGS=PRODUCER_WARPGROUP_REGS), min(consumer, default))
 
 
 def _layout(block):
@@ -287,8 +314,11 @@ def ast_source(**config):
 
 def compile_for(target=None, **config):
     """Compiles the kernel (num_warps 4: the default partition; the workers
-    add their own warps). `target` None: the current GPU."""
-    return triton.compile(ast_source(**config), target=target, options=dict(num_warps=4))
+    add their own warps). `target` None: the current GPU. MAXNREG (see
+    `register_split`) caps the registers per thread at launch."""
+    maxnreg = dict(DEFAULT_CONFIG, **config)["MAXNREG"]
+    options = dict(num_warps=4) if maxnreg is None else dict(num_warps=4, maxnreg=maxnreg)
+    return triton.compile(ast_source(**config), target=target, options=options)
 
 
 def descriptors(q, k, v, o, block_n, head_dim):

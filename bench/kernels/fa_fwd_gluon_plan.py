@@ -224,3 +224,46 @@ def load_graph(path: Path) -> dict:
         raise RuntimeError("reading graphs needs Python >= 3.11 (tomllib)")
     with open(path, "rb") as f:
         return tomllib.load(f)
+
+
+# ---------------------------------------------------------------------------
+# CTAs per SM: the occupancy of the plan, chosen by twill's configuration
+# model (twill_triton.configure) as for a Triton kernel.
+# ---------------------------------------------------------------------------
+
+def cycle_scale(schedule: dict) -> float:
+    """Cycles per normalized unit of `schedule`, as the pass reports I and L
+    in cycles: the largest raw cost over its normalized value."""
+    last = schedule["normalization"]["costs"][-1]
+    return last["original"] / last["normalized"]
+
+
+def cta_cycles(schedule: dict, outside: float, iterations: int) -> float:
+    """One CTA alone on the SM (configure's T): its code outside the loop,
+    then `iterations` iterations at I apart, the last taking L."""
+    scale = cycle_scale(schedule)
+    return outside + max(iterations - 1, 0) * schedule["ii"] * scale + (
+        schedule["length"] * scale if iterations > 0 else 0)
+
+
+def occupancy_model(options: dict, unit_cycles: float, outside: float, problems: dict, sms: int,
+                    tolerance: float) -> dict:
+    """Modeled cycles of the plan at each occupancy in `options` ({CTAs per
+    SM: the schedule solved within that occupancy's registers}) for each
+    problem in `problems` ({name: (CTAs launched, iterations per CTA)}),
+    with configure's grid model: c CTAs share an SM for max(T, c x S),
+    S = iterations x `unit_cycles` (the busiest unit's raw cycles per
+    iteration). Returns {name: {"cycles": {c: cycles}, "ctas": the choice}}:
+    the least modeled time, and within `tolerance` of it the most CTAs per
+    SM (configure's tie rule: stalls the model leaves out are hidden behind
+    another CTA's work)."""
+    from twill_triton import configure
+
+    out = {}
+    for name, (grid, iterations) in problems.items():
+        cycles = {c: configure.grid_cycles(grid, sms, c, cta_cycles(s, outside, iterations),
+                                           iterations * unit_cycles) for c, s in options.items()}
+        best = min(cycles.values())
+        ctas = max(c for c, t in cycles.items() if t <= best * (1 + tolerance))
+        out[name] = dict(cycles=cycles, ctas=ctas)
+    return out

@@ -113,12 +113,17 @@ if D == 64:
     PLAN64 = json.loads((bench_run.GLUON / "hd64" / "plan.json").read_text())["plan"]
     ORDER64 = ("intra-warpgroup order" if PLAN64["INTRA"] else "QK^T first" if PLAN64["QK_FIRST"]
                else "turn order") + (f", {PLAN64['STAGES']} stages" if PLAN64["STAGES"] != 2 else "")
+    # Two CTAs per SM (probe 16): registers capped at launch so that two
+    # 12-warp CTAs fit (fa_fwd_gluon.register_split: 80 per thread at
+    # launch, 104 / 112 for the consumer groups); BN64's buffers (48 KB)
+    # fit twice. BN128 does not: its scores alone take 64 registers.
+    TWO, _ = fa_fwd_gluon.register_split(2)
     GLUON = {
         f"gluon hd64 twill plan (BN{PLAN64['BLOCK_N']}, {ORDER64})": PLAN64,
-        "gluon hd64 BN64 intra-warpgroup order": dict(HD64, **SLACK),
-        "gluon hd64 BN64 turn order, 3 stages": dict(HD64, STAGES=3, **LENGTH),
+        f"gluon hd64 twill plan (BN{PLAN64['BLOCK_N']}, {ORDER64}), 2 CTAs/SM": dict(PLAN64, **TWO),
+        "gluon hd64 BN64 intra-warpgroup order, 2 CTAs/SM": dict(HD64, **SLACK, **TWO),
+        "gluon hd64 BN64 turn order, 3 stages, 2 CTAs/SM": dict(HD64, STAGES=3, **LENGTH, **TWO),
         "gluon hd64 BN128 turn order": dict(HD64, BLOCK_N=128, **LENGTH),
-        "gluon hd64 BN128 intra-warpgroup order": dict(HD64, BLOCK_N=128, **SLACK),
     }
 if args.smoke:
     # One launch on a small problem: a wrong barrier protocol hangs here, in

@@ -186,6 +186,91 @@ def test_recorded_head_dim_64_plans():
         short = plan["objective_length"]
         assert short["plan"] == plan["plan"] or (short["plan"] is None and "turns" in short["refused"]), path
         assert short["schedule"]["ii"] == plan["schedule"]["ii"], path
+        # twill's model runs it at two CTAs per SM at every size: the same
+        # schedule within the two-CTA register split, half the waves.
+        occ = plan["occupancy"]
+        two = occ["options"]["2"]
+        assert "refused" not in two and two["ii"] == plan["schedule"]["ii"] and two["spill_bytes"] == 0, path
+        assert two["config"] == fa_fwd_gluon.register_split(2)[0], path
+        assert {m["ctas"] for m in occ["model"].values()} == {2}, path
+
+
+def test_recorded_head_dim_128_plans_run_one_cta_per_sm():
+    """The head-dim-128 plan does not fit twice on an SM (the kernel does
+    not compile in the two-CTA register split): one CTA per SM at every
+    size."""
+    for path in sorted(REPO.glob("bench/gpu/replay*/gluon/plan.json")):
+        occ = json.loads(path.read_text())["occupancy"]
+        assert "refused" not in occ["options"]["1"] and "does not compile" in occ["options"]["2"]["refused"], path
+        assert {m["ctas"] for m in occ["model"].values()} == {1}, path
+
+
+def test_register_split():
+    """Registers per thread at launch and per partition for 1 and 2 CTAs per
+    SM: one CTA is Triton's own choice (168 at launch, 240 per consumer
+    group); two fit 2 x 12 warps x 80 in the register file, and the
+    partitions' budgets fill the CTA's share."""
+    one, limit1 = fa_fwd_gluon.register_split(1)
+    assert one == dict(MAXNREG=None, CONSUMER_REGS=240, PRODUCER_REGS=24) and limit1 == 240
+    assert {k: fa_fwd_gluon.DEFAULT_CONFIG[k] for k in one} == one
+    two, limit2 = fa_fwd_gluon.register_split(2)
+    assert two == dict(MAXNREG=80, CONSUMER_REGS=104, PRODUCER_REGS=24) and limit2 == 104
+    for c, (cfg, limit) in ((1, (one, limit1)), (2, (two, limit2))):
+        launch = cfg["MAXNREG"] or 168
+        assert c * fa_fwd_gluon.CTA_WARPS * 32 * launch <= 64 * 1024
+        # The default partition gets what the workers leave (Triton's
+        # AllocateWarpGroups), at least the consumer worker's budget - 8.
+        default = (3 * launch - cfg["PRODUCER_REGS"] - cfg["CONSUMER_REGS"]) // 8 * 8
+        assert limit == min(default, cfg["CONSUMER_REGS"]) and abs(default - cfg["CONSUMER_REGS"]) <= 8
+
+
+def test_head_dim_64_kernel_fits_twice_on_an_sm(tmp_path, monkeypatch):
+    """At two CTAs per SM the head-dim-64 plan (BLOCK_N 64) compiles with 80
+    registers at launch, no spills, the consumer groups raised to 112 and
+    104 (setmaxnreg), and two CTAs fit on an SM; the head-dim-128 kernel
+    does not compile in that budget (its scores alone take 64 registers)."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    two, _ = fa_fwd_gluon.register_split(2)
+    plan = dict(HEAD_DIM=64, BLOCK_N=64, PINGPONG=False, QK_FIRST=False, INTRA=False, STAGES=2)
+    k = fa_fwd_gluon.compile_for(GPUTarget("cuda", 90, 32), **plan, **two)
+    regs, frame = configure.cubin_resources(k.asm["cubin"])
+    assert (regs, frame) == (80, 0)
+    occ = configure.machine_occupancy("h100")
+    assert occ.ctas(int(k.metadata.shared), regs, fa_fwd_gluon.CTA_WARPS) == 2
+    ptx = k.asm["ptx"]
+    assert re.search(r"\.maxnreg 80\b", ptx)
+    assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+112\b", ptx)
+    assert re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+104\b", ptx)
+    with pytest.raises(Exception, match="Insufficient registers"):
+        fa_fwd_gluon.compile_for(GPUTarget("cuda", 90, 32), **two)
+
+
+def _schedule(ii, length, raw=286, normalized=8):
+    return dict(ii=ii, length=length, normalization=dict(costs=[dict(original=raw, normalized=normalized)]))
+
+
+def test_occupancy_model():
+    """configure's grid model over the plan's schedule: at one CTA per SM the
+    loop runs at I (normalized cycles) alone; at two the SM's busiest unit
+    bounds the pair, and the waves halve. The numbers are the head-dim-64
+    plan's at N = 1k (1024 CTAs, 16 iterations, SFU 520 raw cycles per
+    iteration, 892 cycles outside the loop), worked by hand."""
+    s = _schedule(26, 52)
+    assert P.cycle_scale(s) == 35.75
+    t = P.cta_cycles(s, 892, 16)
+    assert t == 892 + 15 * 26 * 35.75 + 52 * 35.75
+    m = P.occupancy_model({1: s, 2: s}, 520, 892, {"1k": (1024, 16)}, sms=132, tolerance=0.01)["1k"]
+    # 1024 CTAs: 8 waves of one CTA per SM (7 full, 100 left), 4 of two.
+    assert m["cycles"][1] == 8 * t
+    assert m["cycles"][2] == 3 * max(t, 2 * 16 * 520) + max(t, 2 * 16 * 520)
+    assert m["ctas"] == 2
+    # Resource bound at both occupancies (a long loop whose I is the unit
+    # bound): a tie within the tolerance goes to more CTAs per SM.
+    bound = _schedule(520, 520, raw=1, normalized=1)
+    tie = P.occupancy_model({1: bound, 2: bound}, 520, 0, {"n": (264, 1000)}, sms=132, tolerance=0.01)["n"]
+    assert tie["cycles"][1] == tie["cycles"][2] and tie["ctas"] == 2
+    # Only the occupancies offered count.
+    assert P.occupancy_model({1: s}, 520, 892, {"1k": (1024, 16)}, sms=132, tolerance=0.01)["1k"]["ctas"] == 1
 
 
 def test_modular_overlap():
