@@ -46,6 +46,7 @@ REPLAY = REPO / "bench" / "gpu" / "replay"
 
 import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.runtime.errors import PTXASError  # noqa: E402
 
 import fa_bwd  # noqa: E402
 import fa_fwd  # noqa: E402
@@ -431,8 +432,10 @@ GLUON_ROW = "twill gluon (joint schedule)"
 
 # The Gluon plans recorded (directory under GLUON, changes to the sub-tiled
 # FA configuration): the bench's head dim 128, and head dim 64 at BLOCK_N 64
-# (the Triton kernel whose loop twill reads allows BLOCK_N <= HEAD_DIM only),
-# measured by bench/gpu/probe/fa_gluon_probe.py --head-dim 64.
+# (the Triton kernel whose loop twill reads allows BLOCK_N <= HEAD_DIM only).
+# bench_all measures both (the fa_fwd and fa_fwd_hd64 rows named GLUON_ROW);
+# bench/gpu/probe/fa_gluon_probe.py --head-dim 64 sets the head-dim-64 plan
+# next to its variants.
 GLUON_PLANS = {"": {}, "hd64": dict(HEAD_DIM=64, BLOCK_N=64)}
 
 
@@ -442,7 +445,9 @@ def record_gluon():
     GLUON_PLANS), solves it with twill as the Gluon kernel runs it (two
     compute groups of one warpgroup, CONSUMER_REGS registers each, no
     last-stage pins) and writes the plans to GLUON/plan.json (head dim
-    128) and GLUON/hd64/plan.json (fa_fwd_gluon_plan)."""
+    128) and GLUON/hd64/plan.json (fa_fwd_gluon_plan), each with the CTAs
+    per SM twill's model chooses per size (`gluon_occupancy`: the plan
+    solved again within each occupancy's registers)."""
     import shutil
 
     twill_opt = twill_triton.hook._find_twill_opt()
@@ -548,8 +553,10 @@ def gluon_occupancy(twill, out, graph, sched, plan, remarks, regs):
         facts[str(c)] = fact
         try:
             k = fa_fwd_gluon.compile_for(TARGET, **dict(plan, **changes))
-        except Exception as e:
-            fact["refused"] = f"does not compile: {type(e).__name__}: {str(e).strip().splitlines()[-1][:200]}"
+        except PTXASError as e:
+            # ptxas's own words (its "fatal" lines), not the repro command.
+            fatal = [ln.strip() for ln in str(e).splitlines() if "fatal" in ln]
+            fact["refused"] = f"does not compile: {fatal[0] if fatal else str(e).strip()[:200]}"
             continue
         kregs, frame = C.cubin_resources(k.asm["cubin"])
         fits = occ.ctas(int(k.metadata.shared), kregs, fa_fwd_gluon.CTA_WARPS)
@@ -578,10 +585,13 @@ def gluon_occupancy(twill, out, graph, sched, plan, remarks, regs):
 
 def gluon_config(gluon, size):
     """The kernel configuration of a recorded Gluon plan at `size`: its
-    flags, and the register split of the CTAs per SM the model chose there
-    (one CTA where the recording has no choice)."""
-    c = ((gluon.get("occupancy") or {}).get("model") or {}).get(str(size), {}).get("ctas", 1)
-    return dict(gluon["plan"], **fa_fwd_gluon.register_split(c)[0])
+    flags, and the register split recorded for the CTAs per SM the model
+    chose there (the split that was checked for spills and fit; one CTA,
+    the kernel's default split, where the recording has no choice)."""
+    occ = gluon.get("occupancy") or {}
+    c = (occ.get("model") or {}).get(str(size), {}).get("ctas", 1)
+    split = (occ.get("options") or {}).get(str(c), {}).get("config") or fa_fwd_gluon.register_split(1)[0]
+    return dict(gluon["plan"], **split)
 
 
 def load_gluon_plan(sub=""):

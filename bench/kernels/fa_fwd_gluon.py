@@ -256,7 +256,10 @@ def attn_fwd_gluon_kernel(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_C
 # left to the hardware, QK^T before PV, the softmax under its own PV (FA3's
 # intra-warpgroup order), one iteration of prefetch. The register split follows the partitions: the
 # producer needs few, each consumer group as many as fit (65536 per SM at
-# one CTA per SM: 2 x 128 x 240 + 128 x 24).
+# one CTA per SM: 2 x 128 x 240 + 128 x 24). MAXNREG None: Triton's own
+# registers at launch (the whole register file); `register_split` gives
+# the configuration for more CTAs per SM (run.py records the model's choice
+# per plan and size).
 DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, STAGES=2, PINGPONG=False, QK_FIRST=True,
                       INTRA=True, CONSUMER_REGS=240, PRODUCER_REGS=24, MAXNREG=None)
 CONSTEXPRS = ("HEAD_DIM", "BLOCK_M", "BLOCK_N", "STAGES", "PINGPONG", "QK_FIRST", "INTRA", "CONSUMER_REGS",

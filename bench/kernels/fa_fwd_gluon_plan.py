@@ -238,12 +238,14 @@ def cycle_scale(schedule: dict) -> float:
     return last["original"] / last["normalized"]
 
 
-def cta_cycles(schedule: dict, outside: float, iterations: int) -> float:
-    """One CTA alone on the SM (configure's T): its code outside the loop,
-    then `iterations` iterations at I apart, the last taking L."""
+def cta_cycles(schedule: dict, outside: float, iterations: int, unit_cycles: float) -> float:
+    """One CTA alone on the SM (configure.score's T): its code outside the
+    loop, then the loop: `iterations` iterations at I apart, the last
+    taking L, or the busiest unit's `unit_cycles` per iteration where that
+    is longer."""
     scale = cycle_scale(schedule)
-    return outside + max(iterations - 1, 0) * schedule["ii"] * scale + (
-        schedule["length"] * scale if iterations > 0 else 0)
+    alone = max(iterations - 1, 0) * schedule["ii"] * scale + (schedule["length"] * scale if iterations > 0 else 0)
+    return outside + max(alone, iterations * unit_cycles)
 
 
 def occupancy_model(options: dict, unit_cycles: float, outside: float, problems: dict, sms: int,
@@ -259,9 +261,11 @@ def occupancy_model(options: dict, unit_cycles: float, outside: float, problems:
     another CTA's work)."""
     from twill_triton import configure
 
+    if not options:
+        raise ValueError("no occupancy to choose from: the plan fits at no CTAs-per-SM tried")
     out = {}
     for name, (grid, iterations) in problems.items():
-        cycles = {c: configure.grid_cycles(grid, sms, c, cta_cycles(s, outside, iterations),
+        cycles = {c: configure.grid_cycles(grid, sms, c, cta_cycles(s, outside, iterations, unit_cycles),
                                            iterations * unit_cycles) for c, s in options.items()}
         best = min(cycles.values())
         ctas = max(c for c, t in cycles.items() if t <= best * (1 + tolerance))
