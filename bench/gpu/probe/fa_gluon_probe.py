@@ -10,7 +10,9 @@ stock Triton's two best FA forward configurations of the bench grid and
 cuDNN, at N = 1k, 4k, 16k (Z=4, H=32, head dim 128, fp16, non-causal); with
 `--head-dim 64`, twill's plan of the head-dim-64 loop and its variants (HD64)
 next to Triton's best head-dim-64 configurations and twill's Triton-path
-choice.
+choice; the plan at one CTA per SM (Triton's own register split) and at two
+(fa_fwd_gluon.register_split(2): 80 registers per thread at launch), the
+occupancy twill's model records for it (run.py --record-gluon, probe 16).
 
     python3 bench/gpu/probe/fa_gluon_probe.py [--sizes 1024,16384]
 
