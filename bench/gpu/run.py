@@ -577,7 +577,7 @@ def gluon_occupancy(twill, out, graph, sched, plan, remarks, regs):
         options[c] = s
     bm = fa_fwd_gluon.DEFAULT_CONFIG["BLOCK_M"]
     problems = {str(n): ((n // bm) * FA_SHAPE["Z"] * FA_SHAPE["H"], n // plan["BLOCK_N"]) for n in FA_SIZES}
-    model = P.occupancy_model(options, unit_cycles, outside, problems, occ.sms, C.MODEL_TOLERANCE)
+    model = P.occupancy_model(options, unit_cycles, outside, problems, occ.sms)
     for m in model.values():
         m["cycles"] = {str(c): t for c, t in m["cycles"].items()}
     return dict(unit_cycles=unit_cycles, outside_cycles=outside, options=facts, model=model)

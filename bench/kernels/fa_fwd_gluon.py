@@ -286,9 +286,12 @@ def register_split(ctas_per_sm, regs_per_sm=64 * 1024):
     PRODUCER_REGS; the smaller of the two consumer budgets: the register
     limit of a compute group in twill's solve)."""
     maxnreg = regs_per_sm // (ctas_per_sm * CTA_WARPS * 32) // 8 * 8
-    # The CTA's budget over 128-thread warpgroups: 3 x maxnreg per thread.
-    consumer = (3 * maxnreg - PRODUCER_WARPGROUP_REGS) // 2 // 8 * 8
-    default = (3 * maxnreg - PRODUCER_WARPGROUP_REGS - consumer) // 8 * 8
+    # The CTA's budget per thread of one 128-thread warpgroup: maxnreg for
+    # each of its warpgroups (the producer's, the consumer worker's, the
+    # default partition's).
+    budget = CTA_WARPS // 4 * maxnreg
+    consumer = (budget - PRODUCER_WARPGROUP_REGS) // 2 // 8 * 8
+    default = (budget - PRODUCER_WARPGROUP_REGS - consumer) // 8 * 8
     return (dict(MAXNREG=None if ctas_per_sm == 1 else maxnreg, CONSUMER_REGS=consumer,
                  PRODUCER_REGS=PRODUCER_WARPGROUP_REGS), min(consumer, default))
 

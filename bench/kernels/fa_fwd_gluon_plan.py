@@ -243,22 +243,23 @@ def cta_cycles(schedule: dict, outside: float, iterations: int, unit_cycles: flo
     loop, then the loop: `iterations` iterations at I apart, the last
     taking L, or the busiest unit's `unit_cycles` per iteration where that
     is longer."""
+    from twill_triton import configure
+
     scale = cycle_scale(schedule)
-    alone = max(iterations - 1, 0) * schedule["ii"] * scale + (schedule["length"] * scale if iterations > 0 else 0)
+    alone = configure.loop_alone_cycles(iterations, schedule["ii"] * scale, schedule["length"] * scale)
     return outside + max(alone, iterations * unit_cycles)
 
 
-def occupancy_model(options: dict, unit_cycles: float, outside: float, problems: dict, sms: int,
-                    tolerance: float) -> dict:
+def occupancy_model(options: dict, unit_cycles: float, outside: float, problems: dict, sms: int) -> dict:
     """Modeled cycles of the plan at each occupancy in `options` ({CTAs per
     SM: the schedule solved within that occupancy's registers}) for each
     problem in `problems` ({name: (CTAs launched, iterations per CTA)}),
     with configure's grid model: c CTAs share an SM for max(T, c x S),
     S = iterations x `unit_cycles` (the busiest unit's raw cycles per
     iteration). Returns {name: {"cycles": {c: cycles}, "ctas": the choice}}:
-    the least modeled time, and within `tolerance` of it the most CTAs per
-    SM (configure's tie rule: stalls the model leaves out are hidden behind
-    another CTA's work)."""
+    the first of configure's ordering (`configure.ordered`): the least
+    modeled time, and within its MODEL_TOLERANCE the most CTAs per SM
+    (stalls the model leaves out are hidden behind another CTA's work)."""
     from twill_triton import configure
 
     if not options:
@@ -267,7 +268,7 @@ def occupancy_model(options: dict, unit_cycles: float, outside: float, problems:
     for name, (grid, iterations) in problems.items():
         cycles = {c: configure.grid_cycles(grid, sms, c, cta_cycles(s, outside, iterations, unit_cycles),
                                            iterations * unit_cycles) for c, s in options.items()}
-        best = min(cycles.values())
-        ctas = max(c for c, t in cycles.items() if t <= best * (1 + tolerance))
-        out[name] = dict(cycles=cycles, ctas=ctas)
+        first = configure.ordered([configure.Scored(candidate=dict(ctas=c), scheduled=True, ctas_per_sm=c, time=t)
+                                   for c, t in cycles.items()])[0]
+        out[name] = dict(cycles=cycles, ctas=first.ctas_per_sm)
     return out

@@ -266,26 +266,28 @@ def test_occupancy_model():
     assert t == 892 + 15 * 26 * 35.75 + 52 * 35.75
     # configure.score's T: the loop takes at least its unit cycles.
     assert P.cta_cycles(s, 892, 16, 2000) == 892 + 16 * 2000
-    m = P.occupancy_model({1: s, 2: s}, 520, 892, {"1k": (1024, 16)}, sms=132, tolerance=0.01)["1k"]
+    m = P.occupancy_model({1: s, 2: s}, 520, 892, {"1k": (1024, 16)}, sms=132)["1k"]
     # 1024 CTAs: 8 waves of one CTA per SM (7 full, 100 left), 4 of two.
     assert m["cycles"][1] == 8 * t
     assert m["cycles"][2] == 3 * max(t, 2 * 16 * 520) + max(t, 2 * 16 * 520)
     assert m["ctas"] == 2
     # Resource bound at both occupancies (a long loop whose I is the unit
-    # bound): a tie within the tolerance goes to more CTAs per SM.
+    # bound): a tie goes to more CTAs per SM (configure's ordering, within
+    # its MODEL_TOLERANCE of 1%).
     bound = _schedule(520, 520, raw=1, normalized=1)
-    tie = P.occupancy_model({1: bound, 2: bound}, 520, 0, {"n": (264, 1000)}, sms=132, tolerance=0.01)["n"]
+    tie = P.occupancy_model({1: bound, 2: bound}, 520, 0, {"n": (264, 1000)}, sms=132)["n"]
     assert tie["cycles"][1] == tie["cycles"][2] and tie["ctas"] == 2
     # Near ties too: two CTAs 0.5% slower in the model (a longer I within
     # the smaller register budget) are still chosen; 2% slower are not.
+    assert configure.MODEL_TOLERANCE == 0.01
     for slower, ctas in ((1.005, 2), (1.02, 1)):
         worse = _schedule(520 * slower, 520 * slower, raw=1, normalized=1)
-        m = P.occupancy_model({1: bound, 2: worse}, 0, 0, {"n": (132, 1000)}, sms=132, tolerance=0.01)["n"]
+        m = P.occupancy_model({1: bound, 2: worse}, 0, 0, {"n": (132, 1000)}, sms=132)["n"]
         assert m["cycles"][2] == pytest.approx(slower * m["cycles"][1]) and m["ctas"] == ctas, slower
     # Only the occupancies offered count, and there must be one.
-    assert P.occupancy_model({1: s}, 520, 892, {"1k": (1024, 16)}, sms=132, tolerance=0.01)["1k"]["ctas"] == 1
+    assert P.occupancy_model({1: s}, 520, 892, {"1k": (1024, 16)}, sms=132)["1k"]["ctas"] == 1
     with pytest.raises(ValueError, match="no occupancy"):
-        P.occupancy_model({}, 520, 892, {"1k": (1024, 16)}, sms=132, tolerance=0.01)
+        P.occupancy_model({}, 520, 892, {"1k": (1024, 16)}, sms=132)
 
 
 def test_modular_overlap():

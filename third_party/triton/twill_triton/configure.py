@@ -380,7 +380,7 @@ def score(candidate: dict, kernel, decision, iterations: Sequence[float], grid: 
     s.cta_cycles = float(s.outside_cycles)
     s.unit_cycles = 0.0
     for run, n in zip(runs, iterations):
-        alone = max(max(n - 1, 0) * lp.ii + (lp.length if n > 0 else 0) for lp in run)
+        alone = max(loop_alone_cycles(n, lp.ii, lp.length) for lp in run)
         units = n * phase_unit_cycles(run)
         s.cta_cycles += max(alone, units)
         s.unit_cycles += units
@@ -390,6 +390,12 @@ def score(candidate: dict, kernel, decision, iterations: Sequence[float], grid: 
         if occ.l2_bytes:
             s.l2_excess = max(0.0, s.panel_bytes / occ.l2_bytes - 1.0)
     return s
+
+
+def loop_alone_cycles(iterations: int, ii: float, length: float) -> float:
+    """Cycles of `iterations` iterations of a loop whose CTA has the SM to
+    itself: one every I, the last taking L."""
+    return max(iterations - 1, 0) * ii + (length if iterations > 0 else 0)
 
 
 def phase_unit_cycles(run: Sequence[Loop]) -> float:
