@@ -52,6 +52,8 @@ import fa_bwd  # noqa: E402
 import fa_fwd  # noqa: E402
 import fa_fwd_gluon  # noqa: E402
 import fa_fwd_gluon_plan  # noqa: E402
+import matmul_gluon  # noqa: E402
+import matmul_gluon_plan  # noqa: E402
 import matmul  # noqa: E402
 import twill_triton  # noqa: E402
 
@@ -458,6 +460,7 @@ def record_gluon():
         shutil.rmtree(GLUON)
     for sub, changes in GLUON_PLANS.items():
         record_gluon_plan(twill_opt, twill, GLUON / sub if sub else GLUON, changes)
+    record_gluon_gemm(twill_opt, twill, GLUON / "gemm")
 
 
 def record_gluon_plan(twill_opt, twill, out, changes):
@@ -524,6 +527,18 @@ def record_gluon_plan(twill_opt, twill, out, changes):
           f"{ {n: m['ctas'] for n, m in record['occupancy']['model'].items()} }")
 
 
+def record_gluon_gemm_only():
+    """record_gluon's GEMM plan alone (GLUON/gemm), the FA plans untouched."""
+    import shutil
+
+    twill_opt = twill_triton.hook._find_twill_opt()
+    twill = str(Path(twill_opt).with_name("twill")) if twill_opt else None
+    if not twill_opt or not os.path.exists(twill):
+        raise SystemExit("record_gluon_gemm needs twill-opt and twill (cargo build --release)")
+    shutil.rmtree(GLUON / "gemm", ignore_errors=True)
+    record_gluon_gemm(twill_opt, twill, GLUON / "gemm")
+
+
 # CTAs per SM the Gluon plans are tried at (fa_fwd_gluon.register_split).
 GLUON_CTAS = (1, 2)
 
@@ -581,6 +596,90 @@ def gluon_occupancy(twill, out, graph, sched, plan, remarks, regs):
     for m in model.values():
         m["cycles"] = {str(c): t for c, t in m["cycles"].items()}
     return dict(unit_cycles=unit_cycles, outside_cycles=outside, options=facts, model=model)
+
+
+# The GEMM's Gluon plan (matmul_gluon_plan): the sub-tiled loop read at the
+# bench's tile and twill's Triton-path configuration (4 warps), the compute
+# groups' register limit of two consumer groups (the smaller budget; one
+# group gets more), and the CTAs per SM tried.
+GEMM_GLUON_CTAS = (1, 2)
+
+
+def record_gluon_gemm(twill_opt, twill, out):
+    """Exports the sub-tiled GEMM loop (matmul.matmul_tma_subtile_kernel, sm90,
+    4 warps) from its TTGIR, solves the joint problem with two compute groups
+    and writes the Gluon GEMM's plan to `out`/plan.json: the flags twill's
+    schedule fixes, and per occupancy (CTAs per SM) the deepest ring that
+    compiles without spills and fits, or why none does; the plan runs at the
+    most CTAs per SM whose ring holds what the schedule needs."""
+    import re
+
+    from twill_triton import configure as C
+
+    P = matmul_gluon_plan
+    (base, _), _ = gemm_configs()
+    cx = dict(base, SUBTILE=True)
+    opts = dict(num_warps=4, num_stages=3)
+    tmp = Path(tempfile.mkdtemp(prefix="twill-gluon-gemm-"))
+    os.environ["TRITON_CACHE_DIR"] = str(tmp / "cache")
+    _, d = twill_compile("gemm", cx, opts, dump_dir=str(tmp / "dump"))
+    ttgir = Path(d.dump) / "input.mlir"
+    graphs = fa_fwd_gluon_plan.export_graphs(twill_opt, ttgir, tmp / "graphs", scope="all")
+    if len(graphs) != 1:
+        raise SystemExit(f"expected one loop graph, got {len(graphs)}")
+    warps = int(re.search(r'"ttg.num-warps" = (\d+)', ttgir.read_text()).group(1))
+    _, regs = matmul_gluon.register_split(1, consumers=2)
+    out.mkdir(parents=True)
+    (out / "graph.toml").write_text(P.gluon_graph(graphs[0].read_text(), warps))
+    sched = P.solve(twill, out / "graph.toml", regs)
+    (out / "schedule.json").write_text(json.dumps(sched, indent=1))
+    graph = P.load_graph(out / "graph.toml")
+    flags = P.plan_from_schedule(sched, graph)
+    occ = C.machine_occupancy("h100")
+    shape = {k: base[k] for k in ("BLOCK_N", "BLOCK_K", "GROUP_M")}
+    options, chosen = {}, None
+    for c in GEMM_GLUON_CTAS:
+        split, limit = matmul_gluon.register_split(c, consumers=flags["CONSUMERS"])
+        fact = dict(config=split, group_regs=limit)
+        options[str(c)] = fact
+        tried = {}
+
+        def fits(stages, c=c, split=split, tried=tried):
+            cfg = dict(shape, CONSUMERS=flags["CONSUMERS"], STAGES=stages, **split)
+            try:
+                k = matmul_gluon.compile_for(TARGET, **cfg)
+            except PTXASError as e:
+                fatal = [ln.strip() for ln in str(e).splitlines() if "fatal" in ln]
+                tried[stages] = f"does not compile: {fatal[0] if fatal else str(e).strip()[:200]}"
+                return False
+            kregs, frame = C.cubin_resources(k.asm["cubin"])
+            n = occ.ctas(int(k.metadata.shared), kregs, matmul_gluon.cta_warps(flags["CONSUMERS"]))
+            tried[stages] = dict(shared=int(k.metadata.shared), regs=kregs, spill_bytes=frame, ctas_fit=n)
+            return frame == 0 and n >= c
+
+        try:
+            fact["stages"] = P.deepest_ring(fits, flags["MIN_STAGES"])
+            chosen = c
+        except P.PlanError as e:
+            fact["refused"] = str(e)
+        fact["tried"] = {str(s): t for s, t in tried.items()}
+    if chosen is None:
+        raise SystemExit(f"no occupancy holds the GEMM plan's ring: {options}")
+    split = options[str(chosen)]["config"]
+    plan = dict(shape, CONSUMERS=flags["CONSUMERS"], PERSISTENT=True, STAGES=options[str(chosen)]["stages"],
+                CTAS=chosen, **split)
+    record = dict(plan=plan, schedule_facts=P.describe(sched, graph), min_stages=flags["MIN_STAGES"],
+                  triton=triton.__version__, kernel_config=cx, options=opts, graph_warps=warps, consumer_regs=regs,
+                  schedule={k: sched[k] for k in ("ii", "length", "stages", "proven", "ii_proven", "res_mii",
+                                                  "seconds")},
+                  remarks=d.remarks, occupancy=options,
+                  commands=["twill-opt input.mlir --twill-export-graph='dir=. arch=sm90 scope=all'",
+                            f"twill solve graph.toml --groups 2 --reg-limit {regs} --u 30 --timeout 120 "
+                            f"--objective {fa_fwd_gluon_plan.OBJECTIVE} --json"])
+    (out / "plan.json").write_text(json.dumps(record, indent=1) + "\n")
+    print(f"gluon gemm plan {plan}: I = {sched['ii']} (ResMII {sched['res_mii']}, proven {sched['proven']}), "
+          f"needs {flags['MIN_STAGES']} slots; occupancies "
+          f"{ {c: o.get('stages') or o.get('refused') for c, o in options.items()} }")
 
 
 def gluon_config(gluon, size):
@@ -1062,7 +1161,36 @@ def bench_all(out):
         except Exception as e:  # keep the rest of the run
             print(f"backward benchmark {bwd_kind} failed: {type(e).__name__}: {e}", flush=True)
 
-    # GEMM (C = A B^T, A: MxK, B: NxK).
+    # GEMM (C = A B^T, A: MxK, B: NxK): the grid, twill's Triton-path
+    # choice, twill's joint schedule through Gluon (matmul_gluon_plan) and
+    # three ablations of it: two consumer groups (one per half, as FA's
+    # plan has), the ring the schedule needs and no deeper, a CTA per tile.
+    gemm_gluon = load_gluon_plan("gemm")
+    results["gluon_plan_gemm"] = gemm_gluon
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if not gemm_gluon:
+        print("no recorded Gluon plan for the GEMM (run.py --record-gluon)", flush=True)
+
+    def gemm_gluon_variants():
+        if not gemm_gluon:
+            return []
+        plan = gemm_gluon["plan"]
+        two, _ = matmul_gluon.register_split(plan["CTAS"], consumers=2)
+        return [(GLUON_ROW, plan),
+                ("ablation: gluon gemm, two consumer groups", dict(plan, CONSUMERS=2, **two)),
+                ("ablation: gluon gemm, the schedule's ring only", dict(plan, STAGES=gemm_gluon["min_stages"])),
+                ("ablation: gluon gemm, a CTA per tile", dict(plan, PERSISTENT=False))]
+
+    def gemm_gluon_kernel(cfg):
+        key = ("gemm",) + tuple(sorted(cfg.items()))
+        if key not in gluon_compiled:
+            try:
+                gluon_compiled[key] = matmul_gluon.compile_for(None, **cfg)
+            except Exception as e:
+                print(f"gluon gemm compile failed: {cfg}: {type(e).__name__}: {str(e)[-300:]}", flush=True)
+                gluon_compiled[key] = None
+        return gluon_compiled[key]
+
     for S in GEMM_SIZES:
         M = N = K = S
         a = torch.randn(M, K, device="cuda", dtype=torch.float16)
@@ -1102,7 +1230,27 @@ def bench_all(out):
                 ok, err, ms = False, None, None
                 note = f"launch failed: {str(e)[:120]}"
             row("matmul", S, variant, ms, flops, ok, err, note or "")
+        for variant, gcfg in gemm_gluon_variants():
+            gk = gemm_gluon_kernel(gcfg)
+            if gk is None:
+                continue
+            c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+            note = "plan " + " ".join(f"{k}={gcfg[k]}" for k in ("CONSUMERS", "STAGES", "PERSISTENT", "CTAS"))
+            try:
+                fn = matmul_gluon.launcher(gk, a, b, c, sms, **gcfg)
+                c.fill_(float("nan"))
+                fn()
+                torch.cuda.synchronize()
+                ok, err = check(c)
+                ms = med(fn)
+                fns[variant] = fn
+            except Exception as e:
+                ok, err, ms = False, None, None
+                note += f" launch failed: {str(e)[:120]}"
+            row("matmul", S, variant, ms, flops, ok, err, note)
         paired("matmul", S, fns, "gemm")
+        if gemm_gluon:
+            paired("matmul", S, fns, "gemm", ours_prefix=GLUON_ROW, key="paired_gluon")
         f = lambda: a @ b.T  # noqa: E731
         ok, err = check(f())
         row("matmul", S, "cublas (torch)", med(f), flops, ok, err)
@@ -1134,16 +1282,16 @@ def bench_all(out):
                       + (f" | paired {pair['ratio']:.3f}" if pair else "")
                       + (" | the same code" if pair and pair.get("same_code") else ""), flush=True)
     results["summary"] = summary
-    print("\nsummary: twill's Hopper FA schedule through Gluon | best stock (config) | ratio | paired ratio "
-          "| cuDNN", flush=True)
-    for kernel in ("fa_fwd", "fa_fwd_hd64"):
-        for size in FA_SIZES:
+    print("\nsummary: twill's Hopper joint schedules through Gluon | best stock (config) | ratio | paired ratio "
+          "| cuDNN / cuBLAS", flush=True)
+    for kernel, sizes in (("fa_fwd", FA_SIZES), ("fa_fwd_hd64", FA_SIZES), ("matmul", GEMM_SIZES)):
+        for size in sizes:
             rows = [r for r in results["rows"] if r["kernel"] == kernel and r["size"] == size and r["tflops"]
                     and r["correct"]]
             stock = max((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["tflops"],
                         default=None)
             ours = next((r for r in rows if r["variant"] == GLUON_ROW), None)
-            ref = next((r for r in rows if r["variant"].startswith("cudnn")), None)
+            ref = next((r for r in rows if r["variant"].startswith(("cudnn", "cublas"))), None)
             if stock and ours:
                 pair = next((p for p in results.get("paired_gluon", []) if p["kernel"] == kernel
                              and p["size"] == size), None)
@@ -1197,13 +1345,17 @@ if __name__ == "__main__":
     ap.add_argument("--record", action="store_true", help="record twill's schedules (machine with twill-opt)")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/gpu/out"))
     ap.add_argument("--record-gluon", action="store_true",
-                    help="record only the Gluon plan of the FA forward (machine with twill)")
+                    help="record only the Gluon plans (FA forward, GEMM; machine with twill)")
+    ap.add_argument("--record-gluon-gemm", action="store_true",
+                    help="record only the Gluon GEMM plan (machine with twill)")
     ap.add_argument("--all-variants", action="store_true",
                     help="also the twill variants of earlier runs (prefetch+1, slot order, BN64 w4 s2)")
     args = ap.parse_args()
     ALL_VARIANTS = args.all_variants
     if args.record_gluon:
         record_gluon()
+    elif args.record_gluon_gemm:
+        record_gluon_gemm_only()
     elif args.record:
         record()
     else:

@@ -65,11 +65,13 @@ def gluon_graph(toml_text: str, graph_warps: int, group_warps: int = GROUP_WARPS
     return re.sub(r"^regs = (\d+)$", lambda m: f"regs = {int(m.group(1)) * scale}", out, flags=re.M)
 
 
-def export_graphs(twill_opt: str, ttgir: Path, out_dir: Path, arch: str = "sm90") -> list:
+def export_graphs(twill_opt: str, ttgir: Path, out_dir: Path, arch: str = "sm90", scope: str = "ws") -> list:
     """The loop graphs twill's pass exports from a TTGIR module (one TOML per
-    candidate loop)."""
+    candidate loop; `scope` as the pass's: "ws" the loops marked
+    tt.warp_specialize, "all" every loop)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    subprocess.run([twill_opt, str(ttgir), f"--twill-export-graph=dir={out_dir} arch={arch}", "-o", "/dev/null"],
+    subprocess.run([twill_opt, str(ttgir), f"--twill-export-graph=dir={out_dir} arch={arch} scope={scope}", "-o",
+                    "/dev/null"],
                    check=True, capture_output=True, text=True)
     return sorted(out_dir.glob("*.toml"))
 

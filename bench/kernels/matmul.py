@@ -63,7 +63,8 @@ def matmul_tma_kernel(
 DEFAULT_CONFIG = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=4, num_stages=3)
 
 
-def ast_source_args(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, WARP_SPECIALIZE=False, **_ignored):
+def ast_source_args(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, WARP_SPECIALIZE=False, SUBTILE=False,
+                    **_ignored):
     """Return (signature, constexprs, attrs) for `triton.compiler.ASTSource`.
 
     * signature: every kernel argument -> Triton type string.  Host tensor
@@ -77,12 +78,15 @@ def ast_source_args(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, WARP_SPECIA
     ASTSource; pass them in `options=` of `triton.compile`.
 
     WARP_SPECIALIZE=True describes `matmul_tma_ws_kernel` (which has the
-    extra constexpr) instead of `matmul_tma_kernel`; see there.
+    extra constexpr) instead of `matmul_tma_kernel`; see there. SUBTILE=True
+    describes `matmul_tma_subtile_kernel` (A and C blocks of BLOCK_M / 2 rows).
     """
+    assert not (WARP_SPECIALIZE and SUBTILE), "no kernel has both"
+    rows = BLOCK_M // 2 if SUBTILE else BLOCK_M
     signature = {
-        "a_desc": f"tensordesc<fp16[{BLOCK_M}, {BLOCK_K}]>",
+        "a_desc": f"tensordesc<fp16[{rows}, {BLOCK_K}]>",
         "b_desc": f"tensordesc<fp16[{BLOCK_N}, {BLOCK_K}]>",
-        "c_desc": f"tensordesc<fp16[{BLOCK_M}, {BLOCK_N}]>",
+        "c_desc": f"tensordesc<fp16[{rows}, {BLOCK_N}]>",
         "M": "i32",
         "N": "i32",
         "K": "i32",
@@ -95,6 +99,9 @@ def ast_source_args(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, WARP_SPECIA
     if WARP_SPECIALIZE:
         signature["WARP_SPECIALIZE"] = "constexpr"
         constexprs["WARP_SPECIALIZE"] = True
+    if SUBTILE:
+        signature["SUBTILE"] = "constexpr"
+        constexprs["SUBTILE"] = True
     names = list(signature)
     # M, N, K are assumed to be multiples of 16 (what the JIT specialises on).
     attrs = {(names.index(n), ): [["tt.divisibility", 16]] for n in ("M", "N", "K")}
@@ -106,7 +113,8 @@ def make_ast_source(**config):
     from triton.compiler import ASTSource
 
     signature, constexprs, attrs = ast_source_args(**config)
-    fn = matmul_tma_ws_kernel if config.get("WARP_SPECIALIZE", False) else matmul_tma_kernel
+    fn = (matmul_tma_ws_kernel if config.get("WARP_SPECIALIZE", False) else
+          matmul_tma_subtile_kernel if config.get("SUBTILE", False) else matmul_tma_kernel)
     return ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
 
 
@@ -155,3 +163,52 @@ def matmul_tma_ws_kernel(
         acc = tl.dot(a, b.T, acc)
 
     c_desc.store([off_m, off_n], acc.to(tl.float16))
+
+
+# The same GEMM with each output tile split into two BLOCK_M / 2-row halves
+# ("sub-tiles"), each with its own A load, dot and accumulator, sharing the B
+# tile: the loop twill reads for the warp-specialized Gluon GEMM
+# (`matmul_gluon.py`, one consumer group per half; `matmul_gluon_plan.py`).
+# A separate function for the reason given above `matmul_tma_ws_kernel`.
+# Select it with `make_ast_source(..., SUBTILE=True)`: A and C descriptors
+# then have BLOCK_M / 2-row blocks.
+@triton.jit
+def matmul_tma_subtile_kernel(
+    a_desc,  # tensordesc<fp16[BLOCK_M // 2, BLOCK_K]> over A[M, K]
+    b_desc,  # tensordesc<fp16[BLOCK_N, BLOCK_K]> over B[N, K]
+    c_desc,  # tensordesc<fp16[BLOCK_M // 2, BLOCK_N]> over C[M, N]
+    M,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    SUBTILE: tl.constexpr,
+):
+    HALF: tl.constexpr = BLOCK_M // 2
+    pid = tl.program_id(axis=0)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    tiles_per_group = GROUP_M * tiles_n
+    group = pid // tiles_per_group
+    first_m = group * GROUP_M
+    group_rows = min(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + ((pid % tiles_per_group) % group_rows)
+    pid_n = (pid % tiles_per_group) // group_rows
+
+    off_m = pid_m * BLOCK_M
+    off_n = pid_n * BLOCK_N
+
+    acc0 = tl.zeros((HALF, BLOCK_N), dtype=tl.float32)
+    acc1 = tl.zeros((HALF, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        off_k = k * BLOCK_K
+        a0 = a_desc.load([off_m, off_k])
+        a1 = a_desc.load([off_m + HALF, off_k])
+        b = b_desc.load([off_n, off_k])
+        acc0 = tl.dot(a0, b.T, acc0)
+        acc1 = tl.dot(a1, b.T, acc1)
+
+    c_desc.store([off_m, off_n], acc0.to(tl.float16))
+    c_desc.store([off_m + HALF, off_n], acc1.to(tl.float16))

@@ -1,0 +1,185 @@
+"""twill's joint schedule of the GEMM loop lowered to Gluon (bench/kernels/
+matmul_gluon.py) and its plan (bench/kernels/matmul_gluon_plan.py), on the
+CPU:
+
+* Triton cannot build a warp-specialized form of this GEMM on Hopper: its own
+  warp specialization fails at 4 warps and leaves the loop alone at 8 (the
+  reason the plan is lowered through Gluon);
+* the sub-tiled loop the pass exports is the recorded graph, and twill's
+  joint schedule of it puts the loads on the producer and both wgmmas on one
+  compute group at I = ResMII (proven), with two steps of prefetch;
+* the kernel compiles at the recorded plan (one consumer group, 6 ring
+  slots, one CTA per SM, persistent) without spills, with asynchronous
+  wgmmas; the plan's two-CTA option is refused because the ring the schedule
+  needs does not fit;
+* schedules outside the family are refused, and the plan's arithmetic
+  (register split, deepest ring) is what it says.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "bench" / "kernels"))
+sys.path.insert(0, str(REPO / "third_party" / "triton"))
+
+triton = pytest.importorskip("triton")
+pytest.importorskip("triton.experimental.gluon")
+from triton.backends.compiler import GPUTarget  # noqa: E402
+
+import matmul  # noqa: E402
+import matmul_gluon  # noqa: E402
+import matmul_gluon_plan as P  # noqa: E402
+from twill_triton import configure  # noqa: E402
+
+TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")
+TWILL = str(Path(TWILL_OPT).with_name("twill"))
+SM90 = GPUTarget("cuda", 90, 32)
+BASE = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8)
+RECORDED = sorted(REPO.glob("bench/gpu/replay*/gluon/gemm/plan.json"))
+needs_twill = pytest.mark.skipif(not (os.path.exists(TWILL_OPT) and os.path.exists(TWILL)),
+                                 reason="twill-opt / twill not built")
+
+
+def _recorded_here():
+    """The recording of this Triton version."""
+    for path in RECORDED:
+        plan = json.loads(path.read_text())
+        if plan["triton"] == triton.__version__:
+            return path, plan
+    pytest.skip(f"no recorded GEMM plan for Triton {triton.__version__}")
+
+
+def test_triton_cannot_warp_specialize_this_gemm(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    src = matmul.make_ast_source(**BASE, WARP_SPECIALIZE=True)
+    with pytest.raises(Exception, match="PassManager::run failed"):
+        triton.compile(src, target=SM90, options=dict(num_warps=4, num_stages=3))
+    k = triton.compile(src, target=SM90, options=dict(num_warps=8, num_stages=3))
+    assert "ttg.warp_specialize" not in k.asm["ttgir"] and "async_task_id" not in k.asm["ttgir"]
+
+
+def _shape(toml_text):
+    """A graph without its source locations (paths differ between checkouts)."""
+    return [ln for ln in toml_text.splitlines() if not ln.startswith(("origin", "description"))]
+
+
+@needs_twill
+def test_exported_loop_is_the_recorded_graph(tmp_path, monkeypatch):
+    import twill_triton
+    import fa_fwd_gluon_plan
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TWILL_OPT", TWILL_OPT)
+    twill_triton.enable(scope="all", dump_dir=str(tmp_path / "dump"))
+    try:
+        triton.compile(matmul.make_ast_source(**BASE, SUBTILE=True), target=SM90,
+                       options=dict(num_warps=4, num_stages=3))
+    finally:
+        twill_triton.disable()
+    d = twill_triton.decisions()[-1]
+    graphs = fa_fwd_gluon_plan.export_graphs(TWILL_OPT, Path(d.dump) / "input.mlir", tmp_path / "g", scope="all")
+    assert len(graphs) == 1
+    text = P.gluon_graph(graphs[0].read_text(), 4)
+    ops = re.findall(r'^cost = \{ class = "(\w+)", shape = \[([\d, ]+)\]', text, flags=re.M)
+    assert ops == [("tma_load", "64, 64"), ("tma_load", "64, 64"), ("tma_load", "128, 64"),
+                   ("mma", "64, 128, 64"), ("mma", "64, 128, 64")]
+    path, _ = _recorded_here()
+    assert _shape(text) == _shape((path.parent / "graph.toml").read_text())
+
+
+@needs_twill
+def test_twill_schedule_gives_the_recorded_plan():
+    path, rec = _recorded_here()
+    graph_path = path.parent / "graph.toml"
+    sched = P.solve(TWILL, graph_path, rec["consumer_regs"])
+    assert sched["proven"] and sched["ii"] == sched["res_mii"]
+    graph = P.load_graph(graph_path)
+    facts = P.describe(sched, graph)
+    assert facts == dict(consumers=1, prefetch=2, groups={"warp_group_dot_8": 1, "warp_group_dot_9": 1})
+    assert P.plan_from_schedule(sched, graph) == dict(CONSUMERS=1, PERSISTENT=True, MIN_STAGES=4)
+    # A modulo schedule alone (no groups) is not a plan.
+    r = subprocess.run([TWILL, "solve", str(graph_path), "--modulo-only", "--json"], capture_output=True, text=True,
+                       check=True)
+    with pytest.raises(P.PlanError, match="no warp groups"):
+        P.plan_from_schedule(json.loads(r.stdout), graph)
+
+
+def _schedule(groups, tc=2):
+    ops = [dict(name="descriptor_load_1", units={"TMA": 1}, warp_group=groups[0]),
+           dict(name="descriptor_load_5", units={"TMA": 1}, warp_group=0)]
+    ops += [dict(name=f"warp_group_dot_{i}", units={"TC": 1}, warp_group=groups[1 + i % 2]) for i in range(tc)]
+    return dict(ii=16, ops=ops, warp_specialization=dict(streaming=[dict(op="descriptor_load_1", prefetch=3)]))
+
+
+def test_schedules_outside_the_family_are_refused():
+    graph = {"op": [{"name": "descriptor_load_1", "variable_latency": True}]}
+    assert P.describe(_schedule([0, 1, 2]), graph)["consumers"] == 2
+    assert P.plan_from_schedule(_schedule([0, 1, 1]), graph) == dict(CONSUMERS=1, PERSISTENT=True, MIN_STAGES=5)
+    with pytest.raises(P.PlanError, match="not on the producer"):
+        P.describe(_schedule([1, 1, 1]), graph)
+    with pytest.raises(P.PlanError, match="is on the producer"):
+        P.describe(_schedule([0, 0, 1]), graph)
+    with pytest.raises(P.PlanError, match="3 tensor-core ops"):
+        P.describe(_schedule([0, 1, 1], tc=3), graph)
+    no_stream = dict(_schedule([0, 1, 1]), warp_specialization=dict(streaming=[]))
+    with pytest.raises(P.PlanError, match="no streaming"):
+        P.describe(no_stream, graph)
+
+
+def test_deepest_ring():
+    assert P.deepest_ring(lambda s: s <= 6, 4) == 6
+    assert P.deepest_ring(lambda s: s <= 4, 4) == 4
+    with pytest.raises(P.PlanError, match="4 slots"):
+        P.deepest_ring(lambda s: s <= 3, 4)
+
+
+def test_register_split():
+    # One consumer group: 8 warps; at one CTA Triton's own launch budget.
+    assert matmul_gluon.register_split(1) == (dict(MAXNREG=None, CONSUMER_REGS=256, PRODUCER_REGS=24), 256)
+    # Two CTAs: 65536 / (2 x 8 x 32) = 128 at launch; the default partition
+    # (the consumer) gets what the producer's warpgroup leaves of 2 x 128.
+    assert matmul_gluon.register_split(2) == (dict(MAXNREG=128, CONSUMER_REGS=232, PRODUCER_REGS=24), 232)
+    # Two consumer groups: 12 warps, as fa_fwd_gluon.register_split.
+    assert matmul_gluon.register_split(1, consumers=2) == (dict(MAXNREG=None, CONSUMER_REGS=240,
+                                                                PRODUCER_REGS=24), 240)
+    assert matmul_gluon.cta_warps(1) == 8 and matmul_gluon.cta_warps(2) == 12
+
+
+def _sass(cubin: bytes, tmp_path) -> str:
+    nvdisasm = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
+    path = tmp_path / "k.cubin"
+    path.write_bytes(cubin)
+    return subprocess.run([str(nvdisasm), "-c", str(path)], capture_output=True, text=True, check=True).stdout
+
+
+def test_recorded_plan_compiles_once_per_sm_without_spills(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    _, rec = _recorded_here()
+    plan = rec["plan"]
+    assert plan == dict(BLOCK_N=128, BLOCK_K=64, GROUP_M=8, CONSUMERS=1, PERSISTENT=True, STAGES=6, CTAS=1,
+                        MAXNREG=None, CONSUMER_REGS=256, PRODUCER_REGS=24)
+    k = matmul_gluon.compile_for(SM90, **plan)
+    regs, frame = configure.cubin_resources(k.asm["cubin"])
+    assert frame == 0
+    occ = configure.machine_occupancy("h100")
+    assert occ.ctas(int(k.metadata.shared), regs, matmul_gluon.cta_warps(1)) == 1
+    assert abs(int(k.metadata.shared) - matmul_gluon.shared_bytes(**plan)) < 1024
+    # The recording tried one slot more, which does not fit.
+    assert rec["occupancy"]["1"]["tried"]["7"]["ctas_fit"] == 0
+    # Two CTAs per SM: registers would do (128 at launch), the ring the
+    # schedule needs (4 slots, 164 KB) does not fit twice.
+    two = rec["occupancy"]["2"]
+    assert "4 slots" in two["refused"] and two["tried"]["4"]["regs"] == 128
+    sass = _sass(k.asm["cubin"], tmp_path)
+    # Two m64n128k16 wgmmas per k16 for the two halves, over BLOCK_K = 64.
+    assert len(re.findall(r"\bHGMMA\.64x128x16\.F32", sass)) == 8
+    # One wait per K step, not one per wgmma (ptxas serializing them).
+    assert len(re.findall(r"WARPGROUP\.DEPBAR", sass)) <= 3
+    assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+24", k.asm["ptx"])
