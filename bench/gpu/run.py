@@ -141,10 +141,17 @@ def bwd_configs(kind):
     return (cx, opts), grid
 
 
+# The GEMM's stock tiles beyond 128 x 128: 128 x 256 at 8 warps (at 4 its
+# accumulator alone is 256 registers per thread) and 2-4 stages (at 5 the
+# ring exceeds the shared memory).
+GEMM_WIDE_STAGES = (2, 3, 4)
+
+
 def gemm_configs():
     base = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8)
     twill = (base, dict(num_warps=4, num_stages=3))
     grid = [(base, dict(num_warps=nw, num_stages=ns)) for nw in (4, 8) for ns in (2, 3, 4, 5)]
+    grid += [(dict(base, BLOCK_N=256), dict(num_warps=8, num_stages=ns)) for ns in GEMM_WIDE_STAGES]
     return twill, grid
 
 
@@ -157,7 +164,8 @@ def name_of(kind, cx, opts):
     if kind.startswith("fa"):
         return (f"BN{cx['BLOCK_N']} w{opts['num_warps']} s{opts['num_stages']}{' ws' if cx['WARP_SPECIALIZE'] else ''}"
                 + (" devdesc" if cx.get("DEVICE_DESC") else ""))
-    return f"w{opts['num_warps']} s{opts['num_stages']}"
+    tile = "" if cx.get("BLOCK_N", 128) == 128 else f"BN{cx['BLOCK_N']} "
+    return f"{tile}w{opts['num_warps']} s{opts['num_stages']}"
 
 
 def compile_kernel(kind, cx, opts):
@@ -598,45 +606,80 @@ def gluon_occupancy(twill, out, graph, sched, plan, remarks, regs):
     return dict(unit_cycles=unit_cycles, outside_cycles=outside, options=facts, model=model)
 
 
-# The GEMM's Gluon plan (matmul_gluon_plan): the sub-tiled loop read at the
-# bench's tile and twill's Triton-path configuration (4 warps), the compute
-# groups' register limit of two consumer groups (the smaller budget; one
-# group gets more), and the CTAs per SM tried.
+# The GEMM's Gluon plans (matmul_gluon_plan): the sub-tiled loop read at each
+# tile width (the Triton path's warps there: 4 at 128 columns, 8 at 256),
+# solved with the register limit of two consumer groups (the smaller
+# budget; one group gets more), tried at these CTAs per SM.
+GEMM_GLUON_TILES = {128: 4, 256: 8}
 GEMM_GLUON_CTAS = (1, 2)
 
 
 def record_gluon_gemm(twill_opt, twill, out):
-    """Exports the sub-tiled GEMM loop (matmul.matmul_tma_subtile_kernel, sm90,
-    4 warps) from its TTGIR, solves the joint problem with two compute groups
-    and writes the Gluon GEMM's plan to `out`/plan.json: the flags twill's
-    schedule fixes, and per occupancy (CTAs per SM) the deepest ring that
-    compiles without spills and fits, or why none does; the plan runs at the
-    most CTAs per SM whose ring holds what the schedule needs."""
+    """The Gluon GEMM's plans, one per tile width of GEMM_GLUON_TILES
+    (`out`/bn<width>/: graph, schedule), and per bench size the one twill's
+    model chooses (matmul_gluon_plan.choose_tile), in `out`/plan.json."""
+    from twill_triton import configure as C
+
+    P = matmul_gluon_plan
+    out.mkdir(parents=True)
+    occ = C.machine_occupancy("h100")
+    cands = {}
+    for bn, warps in GEMM_GLUON_TILES.items():
+        cands[str(bn)] = record_gluon_gemm_tile(twill_opt, twill, out / f"bn{bn}", bn, warps, occ)
+    model = {}
+    for size in GEMM_SIZES:
+        cycles, rooms = {}, {}
+        for bn, c in cands.items():
+            sched = json.loads((out / f"bn{bn}" / "schedule.json").read_text())
+            cycles[int(bn)] = P.persistent_cycles(sched, c["unit_cycles"], c["outside_cycles"],
+                                                  (size // matmul_gluon.BLOCK_M) * (size // int(bn)),
+                                                  size // c["plan"]["BLOCK_K"], occ.sms, c["plan"]["CTAS"])
+            rooms[int(bn)] = P.headroom(c["units"])
+        choice = P.choose_tile(cycles, rooms, C.MODEL_TOLERANCE)
+        model[str(size)] = dict(cycles={str(t): v for t, v in cycles.items()},
+                                headroom={str(t): v for t, v in rooms.items()}, tile=choice)
+    record = dict(triton=triton.__version__, candidates=cands, model=model,
+                  commands=["twill-opt input.mlir --twill-export-graph='dir=. arch=sm90 scope=all'",
+                            "twill solve graph.toml --groups 2 --reg-limit R --u 30 --timeout 120 "
+                            f"--objective {fa_fwd_gluon_plan.OBJECTIVE} --json"])
+    (out / "plan.json").write_text(json.dumps(record, indent=1) + "\n")
+    print(f"gluon gemm: tiles by size { {n: m['tile'] for n, m in model.items()} }, modeled "
+          f"{ {n: m['cycles'] for n, m in model.items()} }")
+
+
+def record_gluon_gemm_tile(twill_opt, twill, out, block_n, warps, occ):
+    """One tile width of record_gluon_gemm: exports the sub-tiled loop
+    (matmul.matmul_tma_subtile_kernel at BLOCK_N `block_n`, sm90, `warps`
+    warps) from its TTGIR, solves the joint problem with two compute groups,
+    and returns the plan: the flags twill's schedule fixes and, per
+    occupancy, the deepest ring that compiles without spills and fits (or
+    why none does); the plan runs at the most CTAs per SM whose ring holds
+    what the schedule needs."""
     import re
 
     from twill_triton import configure as C
 
     P = matmul_gluon_plan
     (base, _), _ = gemm_configs()
-    cx = dict(base, SUBTILE=True)
-    opts = dict(num_warps=4, num_stages=3)
+    cx = dict(base, BLOCK_N=block_n, SUBTILE=True)
+    opts = dict(num_warps=warps, num_stages=3)
     tmp = Path(tempfile.mkdtemp(prefix="twill-gluon-gemm-"))
     os.environ["TRITON_CACHE_DIR"] = str(tmp / "cache")
     _, d = twill_compile("gemm", cx, opts, dump_dir=str(tmp / "dump"))
     ttgir = Path(d.dump) / "input.mlir"
     graphs = fa_fwd_gluon_plan.export_graphs(twill_opt, ttgir, tmp / "graphs", scope="all")
-    if len(graphs) != 1:
-        raise SystemExit(f"expected one loop graph, got {len(graphs)}")
-    warps = int(re.search(r'"ttg.num-warps" = (\d+)', ttgir.read_text()).group(1))
+    loops = C.loops_of(d.remarks)
+    if len(graphs) != 1 or len(loops) != 1 or not loops[0].units:
+        raise SystemExit(f"expected one loop graph with unit cycles, got {len(graphs)} graphs, {len(loops)} loops")
+    graph_warps = int(re.search(r'"ttg.num-warps" = (\d+)', ttgir.read_text()).group(1))
     _, regs = matmul_gluon.register_split(1, consumers=2)
     out.mkdir(parents=True)
-    (out / "graph.toml").write_text(P.gluon_graph(graphs[0].read_text(), warps))
+    (out / "graph.toml").write_text(P.gluon_graph(graphs[0].read_text(), graph_warps))
     sched = P.solve(twill, out / "graph.toml", regs)
     (out / "schedule.json").write_text(json.dumps(sched, indent=1))
     graph = P.load_graph(out / "graph.toml")
     flags = P.plan_from_schedule(sched, graph)
-    occ = C.machine_occupancy("h100")
-    shape = {k: base[k] for k in ("BLOCK_N", "BLOCK_K", "GROUP_M")}
+    shape = dict(BLOCK_N=block_n, BLOCK_K=base["BLOCK_K"], GROUP_M=base["GROUP_M"])
     options, chosen = {}, None
     for c in GEMM_GLUON_CTAS:
         split, limit = matmul_gluon.register_split(c, consumers=flags["CONSUMERS"])
@@ -664,22 +707,23 @@ def record_gluon_gemm(twill_opt, twill, out):
             fact["refused"] = str(e)
         fact["tried"] = {str(s): t for s, t in tried.items()}
     if chosen is None:
-        raise SystemExit(f"no occupancy holds the GEMM plan's ring: {options}")
-    split = options[str(chosen)]["config"]
+        raise SystemExit(f"no occupancy holds the BLOCK_N {block_n} GEMM plan's ring: {options}")
     plan = dict(shape, CONSUMERS=flags["CONSUMERS"], PERSISTENT=True, STAGES=options[str(chosen)]["stages"],
-                CTAS=chosen, **split)
-    record = dict(plan=plan, schedule_facts=P.describe(sched, graph), min_stages=flags["MIN_STAGES"],
-                  triton=triton.__version__, kernel_config=cx, options=opts, graph_warps=warps, consumer_regs=regs,
-                  schedule={k: sched[k] for k in ("ii", "length", "stages", "proven", "ii_proven", "res_mii",
-                                                  "seconds")},
-                  remarks=d.remarks, occupancy=options,
-                  commands=["twill-opt input.mlir --twill-export-graph='dir=. arch=sm90 scope=all'",
-                            f"twill solve graph.toml --groups 2 --reg-limit {regs} --u 30 --timeout 120 "
-                            f"--objective {fa_fwd_gluon_plan.OBJECTIVE} --json"])
-    (out / "plan.json").write_text(json.dumps(record, indent=1) + "\n")
-    print(f"gluon gemm plan {plan}: I = {sched['ii']} (ResMII {sched['res_mii']}, proven {sched['proven']}), "
-          f"needs {flags['MIN_STAGES']} slots; occupancies "
+                CTAS=chosen, **options[str(chosen)]["config"])
+    print(f"gluon gemm plan BLOCK_N {block_n}: {plan}: I = {sched['ii']} (ResMII {sched['res_mii']}, proven "
+          f"{sched['proven']}), needs {flags['MIN_STAGES']} slots; occupancies "
           f"{ {c: o.get('stages') or o.get('refused') for c, o in options.items()} }")
+    return dict(plan=plan, schedule_facts=P.describe(sched, graph), min_stages=flags["MIN_STAGES"],
+                kernel_config=cx, options=opts, graph_warps=graph_warps, consumer_regs=regs,
+                schedule={k: sched[k] for k in ("ii", "length", "stages", "proven", "ii_proven", "res_mii",
+                                                "seconds")},
+                units=loops[0].units, unit_cycles=max(loops[0].units.values()),
+                outside_cycles=C.outside_cycles(d.remarks), remarks=d.remarks, occupancy=options)
+
+
+def gemm_gluon_config(gluon, size):
+    """The recorded GEMM plan twill's model chose at `size`."""
+    return gluon["candidates"][str(gluon["model"][str(size)]["tile"])]["plan"]
 
 
 def gluon_config(gluon, size):
@@ -1162,24 +1206,34 @@ def bench_all(out):
             print(f"backward benchmark {bwd_kind} failed: {type(e).__name__}: {e}", flush=True)
 
     # GEMM (C = A B^T, A: MxK, B: NxK): the grid, twill's Triton-path
-    # choice, twill's joint schedule through Gluon (matmul_gluon_plan) and
-    # three ablations of it: two consumer groups (one per half, as FA's
-    # plan has), the ring the schedule needs and no deeper, a CTA per tile.
+    # choice, twill's joint schedule through Gluon (matmul_gluon_plan, the
+    # tile twill's model chooses per size) and ablations of it.
     gemm_gluon = load_gluon_plan("gemm")
     results["gluon_plan_gemm"] = gemm_gluon
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if not gemm_gluon:
         print("no recorded Gluon plan for the GEMM (run.py --record-gluon)", flush=True)
 
-    def gemm_gluon_variants():
+    def gemm_gluon_variants(size):
+        """twill's plan at `size` and its ablations: the other tile's plan,
+        the ring the schedule needs and no deeper, a CTA per tile, and (for a
+        one-group plan) two consumer groups, one per half."""
         if not gemm_gluon:
             return []
-        plan = gemm_gluon["plan"]
-        two, _ = matmul_gluon.register_split(plan["CTAS"], consumers=2)
-        return [(GLUON_ROW, plan),
-                ("ablation: gluon gemm, two consumer groups", dict(plan, CONSUMERS=2, **two)),
-                ("ablation: gluon gemm, the schedule's ring only", dict(plan, STAGES=gemm_gluon["min_stages"])),
-                ("ablation: gluon gemm, a CTA per tile", dict(plan, PERSISTENT=False))]
+        chosen = gemm_gluon["model"][str(size)]["tile"]
+        cand = gemm_gluon["candidates"][str(chosen)]
+        plan = cand["plan"]
+        out = [(GLUON_ROW, plan)]
+        for t, other in gemm_gluon["candidates"].items():
+            if int(t) != chosen:
+                out.append((f"ablation: gluon gemm, BN{t} plan", other["plan"]))
+        if cand["min_stages"] != plan["STAGES"]:
+            out.append(("ablation: gluon gemm, the schedule's ring only", dict(plan, STAGES=cand["min_stages"])))
+        out.append(("ablation: gluon gemm, a CTA per tile", dict(plan, PERSISTENT=False)))
+        if plan["CONSUMERS"] == 1:
+            two, _ = matmul_gluon.register_split(plan["CTAS"], consumers=2)
+            out.append(("ablation: gluon gemm, two consumer groups", dict(plan, CONSUMERS=2, **two)))
+        return out
 
     def gemm_gluon_kernel(cfg):
         key = ("gemm",) + tuple(sorted(cfg.items()))
@@ -1230,12 +1284,13 @@ def bench_all(out):
                 ok, err, ms = False, None, None
                 note = f"launch failed: {str(e)[:120]}"
             row("matmul", S, variant, ms, flops, ok, err, note or "")
-        for variant, gcfg in gemm_gluon_variants():
+        for variant, gcfg in gemm_gluon_variants(S):
             gk = gemm_gluon_kernel(gcfg)
             if gk is None:
                 continue
             c = torch.empty(M, N, device="cuda", dtype=torch.float16)
-            note = "plan " + " ".join(f"{k}={gcfg[k]}" for k in ("CONSUMERS", "STAGES", "PERSISTENT", "CTAS"))
+            note = "plan " + " ".join(f"{k}={gcfg[k]}" for k in ("BLOCK_N", "CONSUMERS", "STAGES", "PERSISTENT",
+                                                                 "CTAS"))
             try:
                 fn = matmul_gluon.launcher(gk, a, b, c, sms, **gcfg)
                 c.fill_(float("nan"))

@@ -84,3 +84,53 @@ def deepest_ring(fits, min_stages: int, most: int = 16) -> int:
     if not best:
         raise PlanError(f"the ring of {min_stages} slots the schedule needs does not fit")
     return best
+
+
+# ---------------------------------------------------------------------------
+# The tile: twill's plans of the 128 x 128 and 128 x 256 loops, compared by
+# configure's grid model for a persistent kernel.
+# ---------------------------------------------------------------------------
+
+def iteration_cycles(schedule: dict, unit_cycles: float) -> float:
+    """Cycles per iteration in the steady state: at I = ResMII (a schedule
+    bound by its busiest unit, proven) the unit's raw cycles, of which the
+    normalized I is a rounded image; otherwise I in cycles (at least the
+    unit's)."""
+    from fa_fwd_gluon_plan import cycle_scale
+
+    if schedule["ii"] == schedule["res_mii"]:
+        return unit_cycles
+    return max(schedule["ii"] * cycle_scale(schedule), unit_cycles)
+
+
+def persistent_cycles(schedule: dict, unit_cycles: float, outside: float, tiles: int, iterations: int, sms: int,
+                      ctas: int = 1) -> float:
+    """Modeled cycles of the persistent kernel: `ctas` CTAs per SM share it,
+    each walks ceil(tiles / (sms x ctas)) tiles of `iterations` iterations
+    back to back (the producer streams across tiles, so the pipeline fills
+    once: L - I, and the code outside the loop counts once)."""
+    from fa_fwd_gluon_plan import cycle_scale
+
+    fill = (schedule["length"] - schedule["ii"]) * cycle_scale(schedule)
+    rounds = -(-tiles // (sms * ctas))
+    return outside + fill + rounds * iterations * iteration_cycles(schedule, unit_cycles) * ctas
+
+
+def headroom(units: dict) -> float:
+    """1 - the second-busiest unit's cycles per iteration over the busiest's:
+    how far the other units are from becoming the bottleneck (0: two units
+    at the bound)."""
+    loads = sorted(units.values(), reverse=True)
+    return 1.0 - (loads[1] / loads[0] if len(loads) > 1 and loads[0] else 0.0)
+
+
+def choose_tile(modeled: dict, headrooms: dict, tolerance: float) -> int:
+    """The tile of the least modeled cycles (`modeled`: {tile: cycles});
+    within `tolerance` of it (configure.MODEL_TOLERANCE) the one whose other
+    units have the most headroom: the model's rates leave the loads'
+    variable latency out, and a plan that loads two units to the bound has
+    no slack for it (the TMA rate of the machine model is an uncalibrated
+    estimate; machines/h100.toml)."""
+    best = min(modeled.values())
+    tied = [t for t, c in modeled.items() if c <= best * (1 + tolerance)]
+    return max(tied, key=lambda t: (headrooms[t], -modeled[t], -t))

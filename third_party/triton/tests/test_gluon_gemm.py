@@ -56,6 +56,13 @@ def _recorded_here():
     pytest.skip(f"no recorded GEMM plan for Triton {triton.__version__}")
 
 
+# Per tile width: the Triton path's warps, and what twill's schedule fixes
+# (both halves on one group at 128 columns; at 256 the two accumulators,
+# 128 registers each, exceed one group's limit).
+TILES = {128: dict(warps=4, consumers=1, prefetch=2, min_stages=4, stages=6),
+         256: dict(warps=8, consumers=2, prefetch=1, min_stages=3, stages=3)}
+
+
 def test_triton_cannot_warp_specialize_this_gemm(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     src = matmul.make_ast_source(**BASE, WARP_SPECIALIZE=True)
@@ -71,7 +78,8 @@ def _shape(toml_text):
 
 
 @needs_twill
-def test_exported_loop_is_the_recorded_graph(tmp_path, monkeypatch):
+@pytest.mark.parametrize("block_n", list(TILES))
+def test_exported_loop_is_the_recorded_graph(block_n, tmp_path, monkeypatch):
     import twill_triton
     import fa_fwd_gluon_plan
 
@@ -79,31 +87,37 @@ def test_exported_loop_is_the_recorded_graph(tmp_path, monkeypatch):
     monkeypatch.setenv("TWILL_OPT", TWILL_OPT)
     twill_triton.enable(scope="all", dump_dir=str(tmp_path / "dump"))
     try:
-        triton.compile(matmul.make_ast_source(**BASE, SUBTILE=True), target=SM90,
-                       options=dict(num_warps=4, num_stages=3))
+        triton.compile(matmul.make_ast_source(**dict(BASE, BLOCK_N=block_n), SUBTILE=True), target=SM90,
+                       options=dict(num_warps=TILES[block_n]["warps"], num_stages=3))
     finally:
         twill_triton.disable()
     d = twill_triton.decisions()[-1]
     graphs = fa_fwd_gluon_plan.export_graphs(TWILL_OPT, Path(d.dump) / "input.mlir", tmp_path / "g", scope="all")
     assert len(graphs) == 1
-    text = P.gluon_graph(graphs[0].read_text(), 4)
+    text = P.gluon_graph(graphs[0].read_text(), TILES[block_n]["warps"])
     ops = re.findall(r'^cost = \{ class = "(\w+)", shape = \[([\d, ]+)\]', text, flags=re.M)
-    assert ops == [("tma_load", "64, 64"), ("tma_load", "64, 64"), ("tma_load", "128, 64"),
-                   ("mma", "64, 128, 64"), ("mma", "64, 128, 64")]
+    assert ops == [("tma_load", "64, 64"), ("tma_load", "64, 64"), ("tma_load", f"{block_n}, 64"),
+                   ("mma", f"64, {block_n}, 64"), ("mma", f"64, {block_n}, 64")]
+    # Registers per thread of a 4-warp group: the 64 x block_n accumulator.
+    assert re.findall(r"^regs = (\d+)$", text, flags=re.M) == [str(block_n // 2)] * 2
     path, _ = _recorded_here()
-    assert _shape(text) == _shape((path.parent / "graph.toml").read_text())
+    assert _shape(text) == _shape((path.parent / f"bn{block_n}" / "graph.toml").read_text())
 
 
 @needs_twill
-def test_twill_schedule_gives_the_recorded_plan():
+@pytest.mark.parametrize("block_n", list(TILES))
+def test_twill_schedule_gives_the_recorded_plan(block_n):
     path, rec = _recorded_here()
-    graph_path = path.parent / "graph.toml"
-    sched = P.solve(TWILL, graph_path, rec["consumer_regs"])
+    cand, want = rec["candidates"][str(block_n)], TILES[block_n]
+    graph_path = path.parent / f"bn{block_n}" / "graph.toml"
+    sched = P.solve(TWILL, graph_path, cand["consumer_regs"])
     assert sched["proven"] and sched["ii"] == sched["res_mii"]
     graph = P.load_graph(graph_path)
     facts = P.describe(sched, graph)
-    assert facts == dict(consumers=1, prefetch=2, groups={"warp_group_dot_8": 1, "warp_group_dot_9": 1})
-    assert P.plan_from_schedule(sched, graph) == dict(CONSUMERS=1, PERSISTENT=True, MIN_STAGES=4)
+    assert (facts["consumers"], facts["prefetch"]) == (want["consumers"], want["prefetch"])
+    assert facts == cand["schedule_facts"]
+    assert P.plan_from_schedule(sched, graph) == dict(CONSUMERS=want["consumers"], PERSISTENT=True,
+                                                      MIN_STAGES=want["min_stages"])
     # A modulo schedule alone (no groups) is not a plan.
     r = subprocess.run([TWILL, "solve", str(graph_path), "--modulo-only", "--json"], capture_output=True, text=True,
                        check=True)
@@ -159,27 +173,50 @@ def _sass(cubin: bytes, tmp_path) -> str:
     return subprocess.run([str(nvdisasm), "-c", str(path)], capture_output=True, text=True, check=True).stdout
 
 
-def test_recorded_plan_compiles_once_per_sm_without_spills(tmp_path, monkeypatch):
+@pytest.mark.parametrize("block_n", list(TILES))
+def test_recorded_plan_compiles_once_per_sm_without_spills(block_n, tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     _, rec = _recorded_here()
-    plan = rec["plan"]
-    assert plan == dict(BLOCK_N=128, BLOCK_K=64, GROUP_M=8, CONSUMERS=1, PERSISTENT=True, STAGES=6, CTAS=1,
-                        MAXNREG=None, CONSUMER_REGS=256, PRODUCER_REGS=24)
+    cand, want = rec["candidates"][str(block_n)], TILES[block_n]
+    plan = cand["plan"]
+    split, _ = matmul_gluon.register_split(1, consumers=want["consumers"])
+    assert plan == dict(BLOCK_N=block_n, BLOCK_K=64, GROUP_M=8, CONSUMERS=want["consumers"], PERSISTENT=True,
+                        STAGES=want["stages"], CTAS=1, **split)
     k = matmul_gluon.compile_for(SM90, **plan)
     regs, frame = configure.cubin_resources(k.asm["cubin"])
     assert frame == 0
     occ = configure.machine_occupancy("h100")
-    assert occ.ctas(int(k.metadata.shared), regs, matmul_gluon.cta_warps(1)) == 1
+    assert occ.ctas(int(k.metadata.shared), regs, matmul_gluon.cta_warps(want["consumers"])) == 1
     assert abs(int(k.metadata.shared) - matmul_gluon.shared_bytes(**plan)) < 1024
     # The recording tried one slot more, which does not fit.
-    assert rec["occupancy"]["1"]["tried"]["7"]["ctas_fit"] == 0
-    # Two CTAs per SM: registers would do (128 at launch), the ring the
-    # schedule needs (4 slots, 164 KB) does not fit twice.
-    two = rec["occupancy"]["2"]
-    assert "4 slots" in two["refused"] and two["tried"]["4"]["regs"] == 128
+    assert cand["occupancy"]["1"]["tried"][str(want["stages"] + 1)]["ctas_fit"] == 0
+    # Two CTAs per SM: the ring the schedule needs does not fit twice.
+    assert f"{want['min_stages']} slots" in cand["occupancy"]["2"]["refused"]
     sass = _sass(k.asm["cubin"], tmp_path)
-    # Two m64n128k16 wgmmas per k16 for the two halves, over BLOCK_K = 64.
-    assert len(re.findall(r"\bHGMMA\.64x128x16\.F32", sass)) == 8
-    # One wait per K step, not one per wgmma (ptxas serializing them).
-    assert len(re.findall(r"WARPGROUP\.DEPBAR", sass)) <= 3
+    # Two m64 wgmmas per k16 (the two halves) over BLOCK_K = 64.
+    assert len(re.findall(rf"\bHGMMA\.64x{block_n}x16\.F32", sass)) == 8
+    # One wait per K step and group, not one per wgmma (ptxas serializing them).
+    assert len(re.findall(r"WARPGROUP\.DEPBAR", sass)) <= 3 * want["consumers"]
     assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+24", k.asm["ptx"])
+
+
+def test_tile_model():
+    """matmul_gluon_plan's persistent model, worked by hand, and the recorded
+    choice: the two tiles tie (both tensor-core bound, the same rounds of
+    tiles per SM), and the 128 x 256 plan leaves its TMA a quarter of
+    headroom where the 128 x 128 plan has none."""
+    sched = dict(ii=16, res_mii=16, length=20, normalization=dict(costs=[dict(original=512, normalized=8)]))
+    # 1024 tiles on 132 SMs: 8 rounds of 64 iterations at 512 cycles, the
+    # fill (L - I = 4 units of 64 cycles) and 500 cycles outside once.
+    assert P.persistent_cycles(sched, 512, 500, 1024, 64, 132) == 500 + 4 * 64 + 8 * 64 * 512
+    # Not at ResMII: I in cycles.
+    assert P.iteration_cycles(dict(sched, ii=17), 512) == 17 * 64
+    assert P.headroom(dict(TC=1024, TMA=768)) == 0.25 and P.headroom(dict(TC=512, TMA=512)) == 0.0
+    assert P.choose_tile({128: 100.0, 256: 100.5}, {128: 0.0, 256: 0.25}, 0.01) == 256
+    assert P.choose_tile({128: 100.0, 256: 102.0}, {128: 0.0, 256: 0.25}, 0.01) == 128
+    assert P.choose_tile({128: 100.0, 256: 100.0}, {128: 0.1, 256: 0.1}, 0.01) == 128
+    _, rec = _recorded_here()
+    for size, m in rec["model"].items():
+        c = {int(t): v for t, v in m["cycles"].items()}
+        assert abs(c[256] / c[128] - 1) < configure.MODEL_TOLERANCE, size
+        assert m["tile"] == 256, size
