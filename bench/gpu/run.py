@@ -721,11 +721,6 @@ def record_gluon_gemm_tile(twill_opt, twill, out, block_n, warps, occ):
                 outside_cycles=C.outside_cycles(d.remarks), remarks=d.remarks, occupancy=options)
 
 
-def gemm_gluon_config(gluon, size):
-    """The recorded GEMM plan twill's model chose at `size`."""
-    return gluon["candidates"][str(gluon["model"][str(size)]["tile"])]["plan"]
-
-
 def gluon_config(gluon, size):
     """The kernel configuration of a recorded Gluon plan at `size`: its
     flags, and the register split recorded for the CTAs per SM the model

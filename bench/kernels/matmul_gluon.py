@@ -1,18 +1,20 @@
 """GEMM for Hopper in Gluon: the GEMM mainloop of `matmul.py` (C = A @ B^T,
 fp16 in, fp32 accumulate, 128-row output tiles walked in GROUP_M order),
-warp-specialized by hand.
+warp-specialized by hand: the family of twill's joint schedules of the
+sub-tiled loop (`matmul_gluon_plan.py` derives the plan).
 
 Partitions:
 
 * a 1-warp producer streams, per K step, the two 64-row halves of the A tile
   and the B tile into a ring of STAGES slots (one "ready" mbarrier per slot
-  with the three copies' byte count; it refills a slot once both consumer
-  groups have released it);
-* two 4-warp consumer groups (the default partition and one worker), one
-  per 64-row half of the output tile: each issues its m64 wgmma of step k
-  asynchronously, waits until at most one is in flight (so step k - 1 has
-  completed) and releases that step's slot; the tensor core thus always has
-  the next wgmma queued;
+  with the three copies' byte count; it refills a slot once every consumer
+  group has released it);
+* CONSUMERS 4-warp consumer groups (the first is the default partition):
+  with one, the group issues both halves' m64 wgmmas of step k
+  asynchronously; with two, each group issues its half's. A group then
+  waits until only step k's wgmmas are in flight (so step k - 1's have
+  completed) and releases that step's slot: the tensor core always has the
+  next wgmmas queued;
 * with PERSISTENT, a CTA walks the tiles program_id, program_id + grid, ...
   (the same GROUP_M order, so the running tiles share panels as in
   `matmul.py`), and the producer fills the next tile's slots while the
@@ -20,9 +22,9 @@ Partitions:
   store; a group waits for its previous store before it reuses its buffer).
 
 The choices are constexprs: BLOCK_N (128 or 256 output columns per tile),
-STAGES (ring slots), PERSISTENT, and the register budgets of the partitions
-(`register_split`). Compile without a GPU with `compile_for(target, ...)`;
-launch with `launcher(kernel, a, b, c, ...)`.
+STAGES (ring slots), CONSUMERS, PERSISTENT, and the register budgets of the
+partitions (`register_split`). Compile without a GPU with
+`compile_for(target, ...)`; launch with `launcher(kernel, a, b, c, sms, ...)`.
 """
 
 import triton
@@ -187,9 +189,11 @@ def matmul_gluon_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_N: gl.constexpr, 
         mbarrier.invalidate(empty.index(s))
 
 
-# CONSUMERS 1: twill's plan of the 128 x 128 loop (matmul_gluon_plan): both
-# halves' wgmmas on one compute group. STAGES and the occupancy come from the
-# plan too (the deepest ring the shared memory holds at one CTA per SM).
+# twill's plan of the 128 x 128 loop (matmul_gluon_plan): both halves' wgmmas
+# on one compute group, the deepest ring the shared memory holds at one CTA
+# per SM. The bench runs the plan its model chooses per size from the
+# recording (bench/gpu/replay*/gluon/gemm/plan.json: 128 x 256, two groups,
+# 3 slots); this default is the 128 x 128 one.
 DEFAULT_CONFIG = dict(BLOCK_N=128, BLOCK_K=64, GROUP_M=8, STAGES=6, CONSUMERS=1, PERSISTENT=True, CTAS=1,
                       CONSUMER_REGS=232, PRODUCER_REGS=24, MAXNREG=None)
 CONSTEXPRS = ("BLOCK_N", "BLOCK_K", "GROUP_M", "STAGES", "CONSUMERS", "CONSUMER_REGS", "PRODUCER_REGS")
@@ -278,6 +282,7 @@ def launcher(kernel, a, b, c, sms, **config):
     N = b.shape[0]
     ab, bb, cb = _blocks(cfg)
     assert M % BLOCK_M == 0 and N % cfg["BLOCK_N"] == 0 and K % cfg["BLOCK_K"] == 0
+    assert M > 0 and N > 0 and K > 0, "the consumers release the last K step's slot: K must be positive"
     da = TensorDescriptor.from_tensor(a, ab, _layout(ab))
     db = TensorDescriptor.from_tensor(b, bb, _layout(bb))
     dc = TensorDescriptor.from_tensor(c, cb, _layout(cb))

@@ -23,10 +23,11 @@ that issue the wgmmas. The Gluon kernel lowers the family of such schedules:
   deep as the shared memory holds at the plan's occupancy (`deepest_ring`,
   the ring being the CTA's only other use of it), never less than the
   schedule's need: no tuning on the GPU;
-* PERSISTENT: the loads stream across output tiles too: a CTA per SM walks
-  the tiles, and its producer fills the next tile's slots during the
-  current tile's last steps and epilogue, where a CTA per tile would start
-  each tile with an empty ring.
+* PERSISTENT (the kernel template's, not a decision of the schedule, which
+  covers one tile's loop): the streaming loads continue across output
+  tiles: a CTA per SM walks the tiles, and its producer fills the next
+  tile's slots during the current tile's last steps and epilogue, where a
+  CTA per tile starts each tile with an empty ring.
 
 `plan_from_schedule` refuses (PlanError) a schedule outside the family (a
 load off the producer, a wgmma on it, other than two wgmmas).
@@ -65,9 +66,9 @@ def describe(schedule: dict, graph: dict) -> dict:
 
 
 def plan_from_schedule(schedule: dict, graph: dict) -> dict:
-    """The kernel flags twill's schedule fixes: CONSUMERS, PERSISTENT and
-    MIN_STAGES (the ring slots the schedule needs; `deepest_ring` then
-    chooses STAGES at an occupancy)."""
+    """The kernel flags: CONSUMERS and MIN_STAGES (the ring slots the
+    schedule needs; `deepest_ring` then chooses STAGES at an occupancy) from
+    twill's schedule, PERSISTENT from the template (module doc)."""
     facts = describe(schedule, graph)
     return dict(CONSUMERS=facts["consumers"], PERSISTENT=True, MIN_STAGES=facts["prefetch"] + 2)
 
@@ -94,8 +95,12 @@ def deepest_ring(fits, min_stages: int, most: int = 16) -> int:
 def iteration_cycles(schedule: dict, unit_cycles: float) -> float:
     """Cycles per iteration in the steady state: at I = ResMII (a schedule
     bound by its busiest unit, proven) the unit's raw cycles, of which the
-    normalized I is a rounded image; otherwise I in cycles (at least the
-    unit's)."""
+    normalized I is a rounded image (the 128 x 256 loop: I = 8 units, 1054
+    cycles, for 1024 raw: the normalization's rounding, not the schedule);
+    otherwise I in cycles (at least the unit's). The FA plans' occupancy
+    model (fa_fwd_gluon_plan.cta_cycles) takes I in cycles: there I is above
+    ResMII's raw bound at one CTA per SM (930 against 520 cycles), a latency
+    the rounding does not explain."""
     from fa_fwd_gluon_plan import cycle_scale
 
     if schedule["ii"] == schedule["res_mii"]:
@@ -106,14 +111,16 @@ def iteration_cycles(schedule: dict, unit_cycles: float) -> float:
 def persistent_cycles(schedule: dict, unit_cycles: float, outside: float, tiles: int, iterations: int, sms: int,
                       ctas: int = 1) -> float:
     """Modeled cycles of the persistent kernel: `ctas` CTAs per SM share it,
-    each walks ceil(tiles / (sms x ctas)) tiles of `iterations` iterations
-    back to back (the producer streams across tiles, so the pipeline fills
-    once: L - I, and the code outside the loop counts once)."""
+    each walks ceil(tiles / (sms x ctas)) tiles of `iterations` iterations.
+    The producer streams across tiles, so the pipeline fills once (L - I);
+    the code outside the loop (the Triton kernel's, `outside`: the tile's
+    offsets, its epilogue) counts once per tile, since the consumers drain
+    their wgmmas and store the tile before they start the next."""
     from fa_fwd_gluon_plan import cycle_scale
 
     fill = (schedule["length"] - schedule["ii"]) * cycle_scale(schedule)
     rounds = -(-tiles // (sms * ctas))
-    return outside + fill + rounds * iterations * iteration_cycles(schedule, unit_cycles) * ctas
+    return fill + rounds * (iterations * iteration_cycles(schedule, unit_cycles) * ctas + outside)
 
 
 def headroom(units: dict) -> float:
@@ -130,7 +137,9 @@ def choose_tile(modeled: dict, headrooms: dict, tolerance: float) -> int:
     units have the most headroom: the model's rates leave the loads'
     variable latency out, and a plan that loads two units to the bound has
     no slack for it (the TMA rate of the machine model is an uncalibrated
-    estimate; machines/h100.toml)."""
+    estimate; machines/h100.toml). Written after probe 17 had measured the
+    128 x 256 plan faster: the model alone ties the two tiles, and this rule
+    (like the raw unit bound in `iteration_cycles`) is what picks one."""
     best = min(modeled.values())
     tied = [t for t, c in modeled.items() if c <= best * (1 + tolerance)]
     return max(tied, key=lambda t: (headrooms[t], -modeled[t], -t))

@@ -32,6 +32,9 @@ ap.add_argument("--sizes", default="4096,8192")
 ap.add_argument("--rounds", type=int, default=5)
 ap.add_argument("--rep", type=int, default=300)
 ap.add_argument("--quick", action="store_true", help="the 128 x 128 stock grid's w4 rows only")
+ap.add_argument("--plan", action="store_true",
+                help="twill's recorded plan at each size (bench/gpu/replay*/gluon/gemm/plan.json, this Triton's) "
+                     "against the stock rows that were best in runs 33-36 (probe 19)")
 args = ap.parse_args()
 
 SMS = torch.cuda.get_device_properties(0).multi_processor_count
@@ -62,6 +65,15 @@ def gluon_name(cfg):
 
 if args.quick:
     STOCK = [(cx, o) for cx, o in STOCK if cx["BLOCK_N"] == 128 and o["num_warps"] == 4]
+PLAN = None
+if args.plan:
+    import json
+
+    replay = "replay" if triton.__version__ == "3.6.0" else f"replay-{triton.__version__}"
+    PLAN = json.loads((Path(__file__).resolve().parents[1] / replay / "gluon" / "gemm" / "plan.json").read_text())
+    STOCK = [(cx, o) for cx, o in STOCK if (cx["BLOCK_N"], o["num_warps"]) in ((256, 8), (128, 4))
+             and (cx["BLOCK_N"] == 256 or o["num_stages"] in (2, 3))]
+    GLUON = []
 kernels = {}
 for cx, opts in STOCK:
     t = time.time()
@@ -79,6 +91,11 @@ for cfg in GLUON:
         print(f"compile failed {gluon_name(cfg)}: {str(e)[:200]}", flush=True)
 
 for S in [int(x) for x in args.sizes.split(",")]:
+    if PLAN is not None:
+        cfg = PLAN["candidates"][str(PLAN["model"][str(S)]["tile"])]["plan"]
+        name = "twill plan: " + gluon_name(cfg)
+        if name not in kernels:
+            kernels[name] = ("gluon", matmul_gluon.compile_for(**cfg), cfg)
     M = N = K = S
     a = torch.randn(M, K, device="cuda", dtype=torch.float16)
     b = torch.randn(N, K, device="cuda", dtype=torch.float16)

@@ -63,13 +63,24 @@ TILES = {128: dict(warps=4, consumers=1, prefetch=2, min_stages=4, stages=6),
          256: dict(warps=8, consumers=2, prefetch=1, min_stages=3, stages=3)}
 
 
-def test_triton_cannot_warp_specialize_this_gemm(tmp_path, monkeypatch):
+# Triton's own Hopper warp specialization on this GEMM at 4 warps: what it
+# reports (3.6.0; 3.9.0), after splitting the tile for two consumers.
+WS_ERRORS = ("tensor descriptor block and tensor types must match",
+             "descriptor block and tensor must have the same number of elements")
+
+
+def test_triton_cannot_warp_specialize_this_gemm(tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     src = matmul.make_ast_source(**BASE, WARP_SPECIALIZE=True)
     with pytest.raises(Exception, match="PassManager::run failed"):
         triton.compile(src, target=SM90, options=dict(num_warps=4, num_stages=3))
-    k = triton.compile(src, target=SM90, options=dict(num_warps=8, num_stages=3))
-    assert "ttg.warp_specialize" not in k.asm["ttgir"] and "async_task_id" not in k.asm["ttgir"]
+    err = capfd.readouterr().err
+    assert any(m in err for m in WS_ERRORS), err[-2000:]
+    # At 8 warps (128 and 256 columns) it leaves the loop unspecialized.
+    for block_n in (128, 256):
+        k = triton.compile(matmul.make_ast_source(**dict(BASE, BLOCK_N=block_n), WARP_SPECIALIZE=True),
+                           target=SM90, options=dict(num_warps=8, num_stages=3))
+        assert "ttg.warp_specialize" not in k.asm["ttgir"] and "async_task_id" not in k.asm["ttgir"]
 
 
 def _shape(toml_text):
@@ -196,27 +207,37 @@ def test_recorded_plan_compiles_once_per_sm_without_spills(block_n, tmp_path, mo
     # Two m64 wgmmas per k16 (the two halves) over BLOCK_K = 64.
     assert len(re.findall(rf"\bHGMMA\.64x{block_n}x16\.F32", sass)) == 8
     # One wait per K step and group, not one per wgmma (ptxas serializing them).
-    assert len(re.findall(r"WARPGROUP\.DEPBAR", sass)) <= 3 * want["consumers"]
+    assert 1 <= len(re.findall(r"WARPGROUP\.DEPBAR", sass)) <= 3 * want["consumers"]
     assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+24", k.asm["ptx"])
 
 
 def test_tile_model():
     """matmul_gluon_plan's persistent model, worked by hand, and the recorded
-    choice: the two tiles tie (both tensor-core bound, the same rounds of
-    tiles per SM), and the 128 x 256 plan leaves its TMA a quarter of
-    headroom where the 128 x 128 plan has none."""
+    choice recomputed from the recorded candidates and schedules: the two
+    tiles tie (both tensor-core bound, the same rounds of tiles per SM), and
+    the 128 x 256 plan leaves its TMA a quarter of headroom where the
+    128 x 128 plan has none."""
     sched = dict(ii=16, res_mii=16, length=20, normalization=dict(costs=[dict(original=512, normalized=8)]))
-    # 1024 tiles on 132 SMs: 8 rounds of 64 iterations at 512 cycles, the
-    # fill (L - I = 4 units of 64 cycles) and 500 cycles outside once.
-    assert P.persistent_cycles(sched, 512, 500, 1024, 64, 132) == 500 + 4 * 64 + 8 * 64 * 512
+    # 1024 tiles on 132 SMs: 8 rounds of 64 iterations at 512 cycles and 500
+    # cycles outside the loop per tile; the fill (L - I = 4 units of 64
+    # cycles) once.
+    assert P.persistent_cycles(sched, 512, 500, 1024, 64, 132) == 4 * 64 + 8 * (64 * 512 + 500)
     # Not at ResMII: I in cycles.
     assert P.iteration_cycles(dict(sched, ii=17), 512) == 17 * 64
     assert P.headroom(dict(TC=1024, TMA=768)) == 0.25 and P.headroom(dict(TC=512, TMA=512)) == 0.0
     assert P.choose_tile({128: 100.0, 256: 100.5}, {128: 0.0, 256: 0.25}, 0.01) == 256
     assert P.choose_tile({128: 100.0, 256: 102.0}, {128: 0.0, 256: 0.25}, 0.01) == 128
     assert P.choose_tile({128: 100.0, 256: 100.0}, {128: 0.1, 256: 0.1}, 0.01) == 128
-    _, rec = _recorded_here()
+    path, rec = _recorded_here()
+    sms = configure.machine_occupancy("h100").sms
     for size, m in rec["model"].items():
-        c = {int(t): v for t, v in m["cycles"].items()}
-        assert abs(c[256] / c[128] - 1) < configure.MODEL_TOLERANCE, size
-        assert m["tile"] == 256, size
+        n = int(size)
+        cycles, rooms = {}, {}
+        for t, c in rec["candidates"].items():
+            sched = json.loads((path.parent / f"bn{t}" / "schedule.json").read_text())
+            cycles[int(t)] = P.persistent_cycles(sched, c["unit_cycles"], c["outside_cycles"],
+                                                 (n // 128) * (n // int(t)), n // 64, sms, c["plan"]["CTAS"])
+            rooms[int(t)] = P.headroom(c["units"])
+        assert {int(t): v for t, v in m["cycles"].items()} == pytest.approx(cycles), size
+        assert abs(cycles[256] / cycles[128] - 1) < configure.MODEL_TOLERANCE, size
+        assert P.choose_tile(cycles, rooms, configure.MODEL_TOLERANCE) == m["tile"] == 256, size
