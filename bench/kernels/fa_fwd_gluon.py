@@ -60,13 +60,11 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
-# TMA copies were renamed in Triton 3.7 (the old names raise there).
-if hasattr(tma, "async_load"):
-    _tma_load = tma.async_load
-    _tma_store = tma.async_store
-else:
-    _tma_load = tma.async_copy_global_to_shared
-    _tma_store = tma.async_copy_shared_to_global
+import gluon_hopper
+from gluon_hopper import desc_type as _desc_type
+from gluon_hopper import nvmma_layout as _layout
+from gluon_hopper import tma_load as _tma_load
+from gluon_hopper import tma_store as _tma_store
 
 SUB_M = 64  # rows of one sub-tile: one consumer group, one m64 wgmma
 
@@ -270,38 +268,17 @@ CONSTEXPRS = ("HEAD_DIM", "BLOCK_M", "BLOCK_N", "STAGES", "PINGPONG", "QK_FIRST"
 # the producer (1 warp, padded by Triton to a warpgroup so that every warp can
 # hand back registers).
 CTA_WARPS = 12
-PRODUCER_WARPGROUP_REGS = 24
+PRODUCER_WARPGROUP_REGS = gluon_hopper.PRODUCER_WARPGROUP_REGS
 
 
 def register_split(ctas_per_sm, regs_per_sm=64 * 1024):
-    """The register configuration for `ctas_per_sm` CTAs per SM: MAXNREG, the
-    registers per thread at launch (what the occupancy sees: a multiple of 8
-    with ctas_per_sm x CTA_WARPS x 32 x MAXNREG within the register file;
-    None at one CTA, where Triton's own choice is the same), and the
-    per-thread budgets that setmaxnreg then gives the partitions. Triton
-    (AllocateWarpGroups) gives the default partition what the workers leave
-    of the CTA's MAXNREG x CTA_WARPS x 32, rounded down to 8; the consumer
-    worker asks for CONSUMER_REGS, so that the two consumer groups get
-    within 8 of each other. Returns (the config's MAXNREG, CONSUMER_REGS and
-    PRODUCER_REGS; the smaller of the two consumer budgets: the register
-    limit of a compute group in twill's solve)."""
-    maxnreg = regs_per_sm // (ctas_per_sm * CTA_WARPS * 32) // 8 * 8
-    # The CTA's budget per thread of one 128-thread warpgroup: maxnreg for
-    # each of its warpgroups (the producer's, the consumer worker's, the
-    # default partition's).
-    budget = CTA_WARPS // 4 * maxnreg
-    consumer = (budget - PRODUCER_WARPGROUP_REGS) // 2 // 8 * 8
-    default = (budget - PRODUCER_WARPGROUP_REGS - consumer) // 8 * 8
-    return (dict(MAXNREG=None if ctas_per_sm == 1 else maxnreg, CONSUMER_REGS=consumer,
-                 PRODUCER_REGS=PRODUCER_WARPGROUP_REGS), min(consumer, default))
-
-
-def _layout(block):
-    return gl.NVMMASharedLayout.get_default_for(block, gl.float16)
-
-
-def _desc_type(block):
-    return f"tensordesc<fp16[{block[0]}, {block[1]}],{_layout(block)!r}>"
+    """The register configuration for `ctas_per_sm` CTAs per SM of this
+    kernel's two consumer groups and producer (gluon_hopper.register_split):
+    (the config's MAXNREG, CONSUMER_REGS and PRODUCER_REGS; the smaller of
+    the two consumer budgets: the register limit of a compute group in
+    twill's solve)."""
+    assert CTA_WARPS == 4 * 2 + 4
+    return gluon_hopper.register_split(ctas_per_sm, consumers=2, regs_per_sm=regs_per_sm)
 
 
 def ast_source(**config):

@@ -33,12 +33,11 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
-if hasattr(tma, "async_load"):
-    _tma_load = tma.async_load
-    _tma_store = tma.async_store
-else:
-    _tma_load = tma.async_copy_global_to_shared
-    _tma_store = tma.async_copy_shared_to_global
+import gluon_hopper
+from gluon_hopper import desc_type as _desc_type
+from gluon_hopper import nvmma_layout as _layout
+from gluon_hopper import tma_load as _tma_load
+from gluon_hopper import tma_store as _tma_store
 
 SUB_M = 64  # rows of one consumer group's half of the tile (one m64 wgmma)
 BLOCK_M = 128
@@ -197,7 +196,7 @@ def matmul_gluon_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_N: gl.constexpr, 
 DEFAULT_CONFIG = dict(BLOCK_N=128, BLOCK_K=64, GROUP_M=8, STAGES=6, CONSUMERS=1, PERSISTENT=True, CTAS=1,
                       CONSUMER_REGS=232, PRODUCER_REGS=24, MAXNREG=None)
 CONSTEXPRS = ("BLOCK_N", "BLOCK_K", "GROUP_M", "STAGES", "CONSUMERS", "CONSUMER_REGS", "PRODUCER_REGS")
-PRODUCER_WARPGROUP_REGS = 24
+PRODUCER_WARPGROUP_REGS = gluon_hopper.PRODUCER_WARPGROUP_REGS
 
 
 def cta_warps(consumers):
@@ -209,24 +208,10 @@ def cta_warps(consumers):
 
 def register_split(ctas_per_sm, consumers=1, regs_per_sm=64 * 1024):
     """(MAXNREG, CONSUMER_REGS, PRODUCER_REGS as a config; the register
-    limit of a compute group) for `ctas_per_sm` CTAs per SM, the arithmetic
-    of fa_fwd_gluon.register_split: MAXNREG None at one CTA per SM (Triton's
-    own choice), else the registers per thread at launch that let that many
-    CTAs share the register file; Triton's AllocateWarpGroups gives the
-    default partition what the workers leave of MAXNREG x warps x 32. With
-    one consumer group the default partition is the consumer and
-    CONSUMER_REGS is unused."""
-    warps = cta_warps(consumers)
-    maxnreg = min(regs_per_sm // (ctas_per_sm * warps * 32) // 8 * 8, 256)
-    budget = warps // 4 * maxnreg
-    if consumers == 2:
-        consumer = (budget - PRODUCER_WARPGROUP_REGS) // 2 // 8 * 8
-        default = (budget - PRODUCER_WARPGROUP_REGS - consumer) // 8 * 8
-        limit = min(consumer, default)
-    else:
-        consumer = limit = min((budget - PRODUCER_WARPGROUP_REGS) // 8 * 8, 256)
-    return (dict(MAXNREG=None if ctas_per_sm == 1 else maxnreg, CONSUMER_REGS=consumer,
-                 PRODUCER_REGS=PRODUCER_WARPGROUP_REGS), limit)
+    limit of a compute group) for `ctas_per_sm` CTAs per SM
+    (gluon_hopper.register_split). With one consumer group the default
+    partition is the consumer and CONSUMER_REGS is unused."""
+    return gluon_hopper.register_split(ctas_per_sm, consumers, regs_per_sm)
 
 
 def slot_bytes(block_n=128, block_k=64):
@@ -239,14 +224,6 @@ def shared_bytes(**config):
     cfg = dict(DEFAULT_CONFIG, **config)
     return (cfg["STAGES"] * slot_bytes(cfg["BLOCK_N"], cfg["BLOCK_K"]) + 2 * 2 * SUB_M * cfg["BLOCK_N"]
             + 2 * 8 * cfg["STAGES"])
-
-
-def _layout(block):
-    return gl.NVMMASharedLayout.get_default_for(block, gl.float16)
-
-
-def _desc_type(block):
-    return f"tensordesc<fp16[{block[0]}, {block[1]}],{_layout(block)!r}>"
 
 
 def _blocks(cfg):

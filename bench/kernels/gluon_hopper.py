@@ -1,0 +1,59 @@
+"""What the Hopper Gluon kernels of the bench share (fa_fwd_gluon.py,
+matmul_gluon.py): the TMA copies under either Triton's names, fp16 shared
+layouts and descriptor types for a GluonASTSource signature, and the
+register split of a warp-specialized CTA."""
+
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import tma
+
+# TMA copies were renamed in Triton 3.7 (the old names raise there).
+if hasattr(tma, "async_load"):
+    tma_load = tma.async_load
+    tma_store = tma.async_store
+else:
+    tma_load = tma.async_copy_global_to_shared
+    tma_store = tma.async_copy_shared_to_global
+
+# Registers per thread of the producer's warpgroup (one TMA warp, padded by
+# Triton to a warpgroup so that every warp can hand back registers).
+PRODUCER_WARPGROUP_REGS = 24
+
+
+def nvmma_layout(block):
+    """The fp16 shared layout of a [rows, cols] TMA block."""
+    return gl.NVMMASharedLayout.get_default_for(block, gl.float16)
+
+
+def desc_type(block):
+    """A host tensor descriptor over fp16 with `block`, as a signature type."""
+    return f"tensordesc<fp16[{block[0]}, {block[1]}],{nvmma_layout(block)!r}>"
+
+
+def register_split(ctas_per_sm, consumers, regs_per_sm=64 * 1024):
+    """The register configuration of a CTA of `consumers` 4-warp consumer
+    groups (the first is the default partition) and a producer warpgroup for
+    `ctas_per_sm` CTAs per SM: MAXNREG, the registers per thread at launch
+    (a multiple of 8 with ctas_per_sm x warps x 32 x MAXNREG within the
+    register file; None at one CTA, where Triton's own choice is the same),
+    and the setmaxnreg budgets the partitions then get. Triton
+    (AllocateWarpGroups) gives the default partition what the workers leave
+    of the CTA's MAXNREG x warps x 32, rounded down to 8; with two groups the
+    consumer worker asks for CONSUMER_REGS, so that the two get within 8 of
+    each other; with one, the default partition is the consumer and
+    CONSUMER_REGS is unused. Returns (the config's MAXNREG, CONSUMER_REGS
+    and PRODUCER_REGS; the smallest consumer budget: the register limit of a
+    compute group in twill's solve)."""
+    warps = 4 * consumers + 4
+    maxnreg = min(regs_per_sm // (ctas_per_sm * warps * 32) // 8 * 8, 256)
+    # The CTA's budget per thread of one 128-thread warpgroup.
+    budget = warps // 4 * maxnreg
+    if consumers == 2:
+        consumer = (budget - PRODUCER_WARPGROUP_REGS) // 2 // 8 * 8
+        default = (budget - PRODUCER_WARPGROUP_REGS - consumer) // 8 * 8
+        limit = min(consumer, default)
+    elif consumers == 1:
+        consumer = limit = min((budget - PRODUCER_WARPGROUP_REGS) // 8 * 8, 256)
+    else:
+        raise ValueError(f"{consumers} consumer groups: the kernels have one or two")
+    return (dict(MAXNREG=None if ctas_per_sm == 1 else maxnreg, CONSUMER_REGS=consumer,
+                 PRODUCER_REGS=PRODUCER_WARPGROUP_REGS), limit)
