@@ -267,8 +267,7 @@ CONSTEXPRS = ("HEAD_DIM", "BLOCK_M", "BLOCK_N", "STAGES", "PINGPONG", "QK_FIRST"
 # Warps of one CTA: the default partition (4), the consumer worker (4) and
 # the producer (1 warp, padded by Triton to a warpgroup so that every warp can
 # hand back registers).
-CTA_WARPS = 12
-PRODUCER_WARPGROUP_REGS = gluon_hopper.PRODUCER_WARPGROUP_REGS
+CTA_WARPS = gluon_hopper.cta_warps(2)
 
 
 def register_split(ctas_per_sm, regs_per_sm=64 * 1024):
@@ -277,7 +276,6 @@ def register_split(ctas_per_sm, regs_per_sm=64 * 1024):
     (the config's MAXNREG, CONSUMER_REGS and PRODUCER_REGS; the smaller of
     the two consumer budgets: the register limit of a compute group in
     twill's solve)."""
-    assert CTA_WARPS == 4 * 2 + 4
     return gluon_hopper.register_split(ctas_per_sm, consumers=2, regs_per_sm=regs_per_sm)
 
 

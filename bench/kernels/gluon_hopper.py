@@ -29,6 +29,13 @@ def desc_type(block):
     return f"tensordesc<fp16[{block[0]}, {block[1]}],{nvmma_layout(block)!r}>"
 
 
+def cta_warps(consumers):
+    """Warps of one CTA: a warpgroup per consumer group (the first is the
+    default partition) and the producer's warp, padded by Triton to a
+    warpgroup so that every warp can hand back registers."""
+    return 4 * consumers + 4
+
+
 def register_split(ctas_per_sm, consumers, regs_per_sm=64 * 1024):
     """The register configuration of a CTA of `consumers` 4-warp consumer
     groups (the first is the default partition) and a producer warpgroup for
@@ -43,7 +50,7 @@ def register_split(ctas_per_sm, consumers, regs_per_sm=64 * 1024):
     CONSUMER_REGS is unused. Returns (the config's MAXNREG, CONSUMER_REGS
     and PRODUCER_REGS; the smallest consumer budget: the register limit of a
     compute group in twill's solve)."""
-    warps = 4 * consumers + 4
+    warps = cta_warps(consumers)
     maxnreg = min(regs_per_sm // (ctas_per_sm * warps * 32) // 8 * 8, 256)
     # The CTA's budget per thread of one 128-thread warpgroup.
     budget = warps // 4 * maxnreg

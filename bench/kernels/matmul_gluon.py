@@ -196,14 +196,7 @@ def matmul_gluon_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_N: gl.constexpr, 
 DEFAULT_CONFIG = dict(BLOCK_N=128, BLOCK_K=64, GROUP_M=8, STAGES=6, CONSUMERS=1, PERSISTENT=True, CTAS=1,
                       CONSUMER_REGS=232, PRODUCER_REGS=24, MAXNREG=None)
 CONSTEXPRS = ("BLOCK_N", "BLOCK_K", "GROUP_M", "STAGES", "CONSUMERS", "CONSUMER_REGS", "PRODUCER_REGS")
-PRODUCER_WARPGROUP_REGS = gluon_hopper.PRODUCER_WARPGROUP_REGS
-
-
-def cta_warps(consumers):
-    """Warps of one CTA: a warpgroup per consumer group (the first is the
-    default partition) and the producer's warp, padded by Triton to a
-    warpgroup so that every warp can hand back registers."""
-    return 4 * consumers + 4
+cta_warps = gluon_hopper.cta_warps
 
 
 def register_split(ctas_per_sm, consumers=1, regs_per_sm=64 * 1024):
