@@ -449,6 +449,15 @@ GLUON_ROW = "twill gluon (joint schedule)"
 GLUON_PLANS = {"": {}, "hd64": dict(HEAD_DIM=64, BLOCK_N=64)}
 
 
+def twill_binaries(who):
+    """(twill-opt, twill) of this checkout's build, or SystemExit naming `who`."""
+    twill_opt = twill_triton.hook._find_twill_opt()
+    twill = str(Path(twill_opt).with_name("twill")) if twill_opt else None
+    if not twill_opt or not os.path.exists(twill):
+        raise SystemExit(f"{who} needs twill-opt and twill (cargo build --release)")
+    return twill_opt, twill
+
+
 def record_gluon():
     """Exports the sub-tiled FA forward loop from its TTGIR at the
     scheduling point (sm90, the bench's sub-tile configuration and each of
@@ -460,10 +469,7 @@ def record_gluon():
     solved again within each occupancy's registers)."""
     import shutil
 
-    twill_opt = twill_triton.hook._find_twill_opt()
-    twill = str(Path(twill_opt).with_name("twill")) if twill_opt else None
-    if not twill_opt or not os.path.exists(twill):
-        raise SystemExit("record_gluon needs twill-opt and twill (cargo build --release)")
+    twill_opt, twill = twill_binaries("record_gluon")
     if GLUON.exists():
         shutil.rmtree(GLUON)
     for sub, changes in GLUON_PLANS.items():
@@ -539,12 +545,27 @@ def record_gluon_gemm_only():
     """record_gluon's GEMM plan alone (GLUON/gemm), the FA plans untouched."""
     import shutil
 
-    twill_opt = twill_triton.hook._find_twill_opt()
-    twill = str(Path(twill_opt).with_name("twill")) if twill_opt else None
-    if not twill_opt or not os.path.exists(twill):
-        raise SystemExit("record_gluon_gemm needs twill-opt and twill (cargo build --release)")
+    twill_opt, twill = twill_binaries("record_gluon_gemm")
     shutil.rmtree(GLUON / "gemm", ignore_errors=True)
     record_gluon_gemm(twill_opt, twill, GLUON / "gemm")
+
+
+def compiled_fit(compile, warps, occ):
+    """Compiles a Gluon kernel for sm90 (`compile(TARGET)`) and reads what
+    decides its occupancy: (None, {shared, regs, spill_bytes, ctas_fit})
+    with `occ`'s CTAs per SM for a CTA of `warps` warps, or (why, {}) where
+    ptxas refuses it, in ptxas's own words (its "fatal" lines, not the
+    repro command)."""
+    from twill_triton import configure as C
+
+    try:
+        k = compile(TARGET)
+    except PTXASError as e:
+        fatal = [ln.strip() for ln in str(e).splitlines() if "fatal" in ln]
+        return f"does not compile: {fatal[0] if fatal else str(e).strip()[:200]}", {}
+    kregs, frame = C.cubin_resources(k.asm["cubin"])
+    return None, dict(shared=int(k.metadata.shared), regs=kregs, spill_bytes=frame,
+                      ctas_fit=occ.ctas(int(k.metadata.shared), kregs, warps))
 
 
 # CTAs per SM the Gluon plans are tried at (fa_fwd_gluon.register_split).
@@ -574,16 +595,13 @@ def gluon_occupancy(twill, out, graph, sched, plan, remarks, regs):
         changes, limit = fa_fwd_gluon.register_split(c)
         fact = dict(config=changes, group_regs=limit)
         facts[str(c)] = fact
-        try:
-            k = fa_fwd_gluon.compile_for(TARGET, **dict(plan, **changes))
-        except PTXASError as e:
-            # ptxas's own words (its "fatal" lines), not the repro command.
-            fatal = [ln.strip() for ln in str(e).splitlines() if "fatal" in ln]
-            fact["refused"] = f"does not compile: {fatal[0] if fatal else str(e).strip()[:200]}"
+        why, got = compiled_fit(lambda t: fa_fwd_gluon.compile_for(t, **dict(plan, **changes)),
+                                fa_fwd_gluon.CTA_WARPS, occ)
+        if why:
+            fact["refused"] = why
             continue
-        kregs, frame = C.cubin_resources(k.asm["cubin"])
-        fits = occ.ctas(int(k.metadata.shared), kregs, fa_fwd_gluon.CTA_WARPS)
-        fact.update(shared=int(k.metadata.shared), regs=kregs, spill_bytes=frame, ctas_fit=fits)
+        fact.update(got)
+        frame, fits = got["spill_bytes"], got["ctas_fit"]
         if frame or fits < c:
             fact["refused"] = f"{frame} bytes spilled" if frame else f"{fits} CTAs fit per SM"
             continue
@@ -689,16 +707,10 @@ def record_gluon_gemm_tile(twill_opt, twill, out, block_n, warps, occ):
 
         def fits(stages, c=c, split=split, tried=tried):
             cfg = dict(shape, CONSUMERS=flags["CONSUMERS"], STAGES=stages, **split)
-            try:
-                k = matmul_gluon.compile_for(TARGET, **cfg)
-            except PTXASError as e:
-                fatal = [ln.strip() for ln in str(e).splitlines() if "fatal" in ln]
-                tried[stages] = f"does not compile: {fatal[0] if fatal else str(e).strip()[:200]}"
-                return False
-            kregs, frame = C.cubin_resources(k.asm["cubin"])
-            n = occ.ctas(int(k.metadata.shared), kregs, matmul_gluon.cta_warps(flags["CONSUMERS"]))
-            tried[stages] = dict(shared=int(k.metadata.shared), regs=kregs, spill_bytes=frame, ctas_fit=n)
-            return frame == 0 and n >= c
+            why, got = compiled_fit(lambda t: matmul_gluon.compile_for(t, **cfg),
+                                    matmul_gluon.cta_warps(flags["CONSUMERS"]), occ)
+            tried[stages] = why or got
+            return not why and got["spill_bytes"] == 0 and got["ctas_fit"] >= c
 
         try:
             fact["stages"] = P.deepest_ring(fits, flags["MIN_STAGES"])
@@ -1004,13 +1016,16 @@ def bench_all(out):
             print(f"no recorded Gluon plan for {kind} (run.py --record-gluon)", flush=True)
     gluon_compiled = {}
 
-    def gluon_kernel(cfg):
-        key = tuple(sorted(cfg.items()))
+    def gluon_kernel(cfg, module=fa_fwd_gluon):
+        """`module`'s Gluon kernel at `cfg`, compiled once (None where it
+        does not compile)."""
+        key = (module.__name__,) + tuple(sorted(cfg.items()))
         if key not in gluon_compiled:
             try:
-                gluon_compiled[key] = fa_fwd_gluon.compile_for(None, **cfg)
+                gluon_compiled[key] = module.compile_for(None, **cfg)
             except Exception as e:
-                print(f"gluon compile failed: {cfg}: {type(e).__name__}: {str(e)[-300:]}", flush=True)
+                print(f"gluon compile failed: {module.__name__} {cfg}: {type(e).__name__}: {str(e)[-300:]}",
+                      flush=True)
                 gluon_compiled[key] = None
         return gluon_compiled[key]
 
@@ -1230,16 +1245,6 @@ def bench_all(out):
             out.append(("ablation: gluon gemm, two consumer groups", dict(plan, CONSUMERS=2, **two)))
         return out
 
-    def gemm_gluon_kernel(cfg):
-        key = ("gemm",) + tuple(sorted(cfg.items()))
-        if key not in gluon_compiled:
-            try:
-                gluon_compiled[key] = matmul_gluon.compile_for(None, **cfg)
-            except Exception as e:
-                print(f"gluon gemm compile failed: {cfg}: {type(e).__name__}: {str(e)[-300:]}", flush=True)
-                gluon_compiled[key] = None
-        return gluon_compiled[key]
-
     for S in GEMM_SIZES:
         M = N = K = S
         a = torch.randn(M, K, device="cuda", dtype=torch.float16)
@@ -1255,6 +1260,24 @@ def bench_all(out):
             return err < 1e-2, err
 
         fns = {}
+
+        def measure(variant, make_fn, c):
+            """Runs make_fn()'s function once on a NaN-poisoned C, checks C,
+            times it and keeps it for the paired rounds: (correct, error,
+            ms, None), or (False, None, None, the failure) where it does not
+            launch."""
+            try:
+                fn = make_fn()
+                c.fill_(float("nan"))
+                fn()
+                torch.cuda.synchronize()
+                ok, err = check(c)
+                ms = med(fn)
+                fns[variant] = fn
+                return ok, err, ms, None
+            except Exception as e:
+                return False, None, None, f"launch failed: {str(e)[:120]}"
+
         for (kind, variant), (kern, cx, note) in compiled.items():
             if kind != "gemm" or skip(kind, variant, S):
                 continue
@@ -1268,36 +1291,18 @@ def bench_all(out):
             def fn(kern=kern, grid=grid, ad=ad, bd=bd, cd=cd, BM=BM, BN=BN, BK=BK, cx=cx):
                 kern[grid](ad, bd, cd, M, N, K, BM, BN, BK, cx["GROUP_M"])
 
-            try:
-                c.fill_(float("nan"))
-                fn()
-                torch.cuda.synchronize()
-                ok, err = check(c)
-                ms = med(fn)
-                fns[variant] = fn
-            except Exception as e:
-                ok, err, ms = False, None, None
-                note = f"launch failed: {str(e)[:120]}"
-            row("matmul", S, variant, ms, flops, ok, err, note or "")
+            ok, err, ms, failed = measure(variant, lambda fn=fn: fn, c)
+            row("matmul", S, variant, ms, flops, ok, err, failed or note or "")
         for variant, gcfg in gemm_gluon_variants(S):
-            gk = gemm_gluon_kernel(gcfg)
+            gk = gluon_kernel(gcfg, matmul_gluon)
             if gk is None:
                 continue
             c = torch.empty(M, N, device="cuda", dtype=torch.float16)
             note = "plan " + " ".join(f"{k}={gcfg[k]}" for k in ("BLOCK_N", "CONSUMERS", "STAGES", "PERSISTENT",
                                                                  "CTAS"))
-            try:
-                fn = matmul_gluon.launcher(gk, a, b, c, sms, **gcfg)
-                c.fill_(float("nan"))
-                fn()
-                torch.cuda.synchronize()
-                ok, err = check(c)
-                ms = med(fn)
-                fns[variant] = fn
-            except Exception as e:
-                ok, err, ms = False, None, None
-                note += f" launch failed: {str(e)[:120]}"
-            row("matmul", S, variant, ms, flops, ok, err, note)
+            ok, err, ms, failed = measure(variant, lambda gk=gk, c=c, gcfg=gcfg:
+                                          matmul_gluon.launcher(gk, a, b, c, sms, **gcfg), c)
+            row("matmul", S, variant, ms, flops, ok, err, note + (f" {failed}" if failed else ""))
         paired("matmul", S, fns, "gemm")
         if gemm_gluon:
             paired("matmul", S, fns, "gemm", ours_prefix=GLUON_ROW, key="paired_gluon")
