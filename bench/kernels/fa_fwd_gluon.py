@@ -102,12 +102,73 @@ def _softmax(s_val, m_i, l_i, qk_scale):
 
 
 @gluon.jit
+def _causal_mask(s_val, q_pos, k_pos, s_layout: gl.constexpr):
+    """Scores of keys after their query set to -inf (causal attention).
+    `q_pos`, `k_pos`: the positions of the tile's first query and key. Every
+    row keeps at least its own key, and the rows' running max is finite
+    from the first K block on, so no -inf - -inf arises."""
+    rows = q_pos + gl.arange(0, s_val.shape[0], layout=gl.SliceLayout(1, s_layout))
+    cols = k_pos + gl.arange(0, s_val.shape[1], layout=gl.SliceLayout(0, s_layout))
+    keep = gl.expand_dims(rows, 1) >= gl.expand_dims(cols, 0)
+    return gl.where(keep, s_val, gl.full_like(s_val, float("-inf")))
+
+
+@gluon.jit
+def _turn(j, q, k_s, v_s, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn, p16, acc, m_i, l_i, s_zero,
+          qk_scale, q_pos, C: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
+          QK_FIRST: gl.constexpr, INTRA: gl.constexpr, MASKED: gl.constexpr, s_layout: gl.constexpr,
+          o_layout: gl.constexpr, p_layout: gl.constexpr):
+    """Turn j (0 < j < n_kv) of consumer group C: QK^T of iteration j and PV
+    of iteration j - 1 on the tensor core, then the softmax of iteration j
+    (its scores causally masked where MASKED). Returns the group's P (fp16,
+    the next PV's operand), accumulator, running max and denominator."""
+    row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+    s = j % STAGES
+    sp = (j - 1) % STAGES
+    mbarrier.wait(k_ready.index(s), (j // STAGES) & 1)
+    mbarrier.wait(v_ready.index(sp), ((j - 1) // STAGES) & 1)
+    if PINGPONG:
+        mbarrier.wait(my_turn, (j & 1) ^ (1 - C))
+    if QK_FIRST:
+        s_tok = warpgroup_mma(q, k_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        o_tok = warpgroup_mma(p16, v_s.index(sp), acc, is_async=True)
+    else:
+        o_tok = warpgroup_mma(p16, v_s.index(sp), acc, is_async=True)
+        s_tok = warpgroup_mma(q, k_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    if PINGPONG:
+        mbarrier.arrive(other_turn, count=1)
+    if INTRA:
+        # QK^T was issued first: one wgmma left in flight is this
+        # group's PV, which runs under the softmax.
+        s_val = warpgroup_mma_wait(1, deps=[s_tok])
+        mbarrier.arrive(k_empty.index(s), count=1)
+        if MASKED:
+            s_val = _causal_mask(s_val, q_pos, j * BLOCK_N, s_layout)
+        p, m_i, l_i, alpha = _softmax(s_val, m_i, l_i, qk_scale)
+        acc, p16 = warpgroup_mma_wait(0, deps=[o_tok, p16])
+        mbarrier.arrive(v_empty.index(sp), count=1)
+    else:
+        s_val, acc, p16 = warpgroup_mma_wait(0, deps=[s_tok, o_tok, p16])
+        mbarrier.arrive(k_empty.index(s), count=1)
+        mbarrier.arrive(v_empty.index(sp), count=1)
+        if MASKED:
+            s_val = _causal_mask(s_val, q_pos, j * BLOCK_N, s_layout)
+        p, m_i, l_i, alpha = _softmax(s_val, m_i, l_i, qk_scale)
+    acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
+    p16 = gl.convert_layout(p.to(gl.float16), p_layout)
+    return p16, acc, m_i, l_i
+
+
+@gluon.jit
 def _consumer(desc_o, M, q_s, k_s, v_s, q_ready, k_ready, v_ready, k_empty, v_empty, turn, q_row, m_row, n_kv,
-              qk_scale, C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-              PINGPONG: gl.constexpr, QK_FIRST: gl.constexpr, INTRA: gl.constexpr):
+              n_full, q_pos0, qk_scale, C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
+              STAGES: gl.constexpr, PINGPONG: gl.constexpr, QK_FIRST: gl.constexpr, INTRA: gl.constexpr,
+              CAUSAL: gl.constexpr):
     """One consumer group (4 warps): sub-tile C. Turn t issues QK^T of
     iteration t (t < n_kv) and PV of iteration t - 1 (t > 0); between its
-    turns the group runs the softmax of iteration t."""
+    turns the group runs the softmax of iteration t. Iterations from
+    `n_full` on are causally masked (CAUSAL; `q_pos0` is the position of
+    the CTA's first query)."""
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -116,6 +177,7 @@ def _consumer(desc_o, M, q_s, k_s, v_s, q_ready, k_ready, v_ready, k_empty, v_em
     row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
     SUB: gl.constexpr = desc_o.block_type.shape[0]
+    q_pos = q_pos0 + C * SUB  # position of this group's first query
 
     my_turn = turn.index(C)
     other_turn = turn.index(1 - C)
@@ -136,40 +198,25 @@ def _consumer(desc_o, M, q_s, k_s, v_s, q_ready, k_ready, v_ready, k_empty, v_em
         mbarrier.arrive(other_turn, count=1)
     s_val = warpgroup_mma_wait(0, deps=[s_tok])
     mbarrier.arrive(k_empty.index(0), count=1)
+    if CAUSAL:
+        if n_full == 0:  # the first K block is on the diagonal
+            s_val = _causal_mask(s_val, q_pos, 0, s_layout)
     p, m_i, l_i, alpha = _softmax(s_val, m_i, l_i, qk_scale)
     p16 = gl.convert_layout(p.to(gl.float16), p_layout)
 
-    # Turns 1 .. n_kv - 1: QK^T of iteration j and PV of iteration j - 1.
-    for j in range(1, n_kv):
-        s = j % STAGES
-        sp = (j - 1) % STAGES
-        mbarrier.wait(k_ready.index(s), (j // STAGES) & 1)
-        mbarrier.wait(v_ready.index(sp), ((j - 1) // STAGES) & 1)
-        if PINGPONG:
-            mbarrier.wait(my_turn, (j & 1) ^ (1 - C))
-        if QK_FIRST:
-            s_tok = warpgroup_mma(q, k_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            o_tok = warpgroup_mma(p16, v_s.index(sp), acc, is_async=True)
-        else:
-            o_tok = warpgroup_mma(p16, v_s.index(sp), acc, is_async=True)
-            s_tok = warpgroup_mma(q, k_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if PINGPONG:
-            mbarrier.arrive(other_turn, count=1)
-        if INTRA:
-            # QK^T was issued first: one wgmma left in flight is this
-            # group's PV, which runs under the softmax.
-            s_val = warpgroup_mma_wait(1, deps=[s_tok])
-            mbarrier.arrive(k_empty.index(s), count=1)
-            p, m_i, l_i, alpha = _softmax(s_val, m_i, l_i, qk_scale)
-            acc, p16 = warpgroup_mma_wait(0, deps=[o_tok, p16])
-            mbarrier.arrive(v_empty.index(sp), count=1)
-        else:
-            s_val, acc, p16 = warpgroup_mma_wait(0, deps=[s_tok, o_tok, p16])
-            mbarrier.arrive(k_empty.index(s), count=1)
-            mbarrier.arrive(v_empty.index(sp), count=1)
-            p, m_i, l_i, alpha = _softmax(s_val, m_i, l_i, qk_scale)
-        acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
-        p16 = gl.convert_layout(p.to(gl.float16), p_layout)
+    # Turns 1 .. n_kv - 1: QK^T of iteration j and PV of iteration j - 1;
+    # with CAUSAL, the iterations from n_full on (the K blocks that overlap
+    # the diagonal) masked, in a loop of their own so that the unmasked
+    # loop is the non-causal kernel's.
+    for j in range(1, n_full):
+        p16, acc, m_i, l_i = _turn(j, q, k_s, v_s, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn, p16, acc,
+                                   m_i, l_i, s_zero, qk_scale, q_pos, C, BLOCK_N, STAGES, PINGPONG, QK_FIRST, INTRA,
+                                   False, s_layout, o_layout, p_layout)
+    if CAUSAL:
+        for j in range(gl.maximum(n_full, 1), n_kv):
+            p16, acc, m_i, l_i = _turn(j, q, k_s, v_s, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn, p16,
+                                       acc, m_i, l_i, s_zero, qk_scale, q_pos, C, BLOCK_N, STAGES, PINGPONG, QK_FIRST,
+                                       INTRA, True, s_layout, o_layout, p_layout)
 
     # Turn n_kv: PV of the last iteration.
     sl = (n_kv - 1) % STAGES
@@ -197,9 +244,11 @@ def _consumer(desc_o, M, q_s, k_s, v_s, q_ready, k_ready, v_ready, k_empty, v_em
 def attn_fwd_gluon_kernel(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_CTX, HEAD_DIM: gl.constexpr,
                           BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                           PINGPONG: gl.constexpr, QK_FIRST: gl.constexpr, INTRA: gl.constexpr,
-                          CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                          CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, CAUSAL: gl.constexpr):
     gl.static_assert(BLOCK_M == 2 * desc_q.block_type.shape[0])
     gl.static_assert(not INTRA or QK_FIRST)
+    # Causal: the diagonal phase covers whole K blocks, as in fa_fwd.
+    gl.static_assert(not CAUSAL or BLOCK_M % BLOCK_N == 0)
     start_m = gl.program_id(0)
     off_hz = gl.program_id(1)
     off_z = off_hz // H
@@ -207,7 +256,16 @@ def attn_fwd_gluon_kernel(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_C
     row0 = off_z * (H * N_CTX) + off_h * N_CTX
     q_row = row0 + start_m * BLOCK_M
     m_row = off_hz * N_CTX + start_m * BLOCK_M
-    n_kv = N_CTX // BLOCK_N
+    # K blocks this CTA reads, and how many of them need no mask: with
+    # CAUSAL those left of the diagonal block(s), [0, start_m * BLOCK_M),
+    # then the diagonal's BLOCK_M // BLOCK_N masked ones; blocks right of
+    # the diagonal are skipped (as fa_fwd.attn_fwd_general_kernel does).
+    if CAUSAL:
+        n_full = start_m * (BLOCK_M // BLOCK_N)
+        n_kv = n_full + BLOCK_M // BLOCK_N
+    else:
+        n_kv = N_CTX // BLOCK_N
+        n_full = n_kv
     qk_scale = sm_scale * 1.44269504
 
     q_s = gl.allocate_shared_memory(desc_q.dtype, [2] + desc_q.block_type.shape, desc_q.layout)
@@ -230,9 +288,11 @@ def attn_fwd_gluon_kernel(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_C
 
     gl.warp_specialize(
         [(_consumer, (desc_o, M, q_s, k_s, v_s, q_ready, k_ready, v_ready, k_empty, v_empty, turn, q_row,
-                      m_row, n_kv, qk_scale, 0, HEAD_DIM, BLOCK_N, STAGES, PINGPONG, QK_FIRST, INTRA)),
+                      m_row, n_kv, n_full, start_m * BLOCK_M, qk_scale, 0, HEAD_DIM, BLOCK_N, STAGES, PINGPONG,
+                      QK_FIRST, INTRA, CAUSAL)),
          (_consumer, (desc_o, M, q_s, k_s, v_s, q_ready, k_ready, v_ready, k_empty, v_empty, turn, q_row,
-                      m_row, n_kv, qk_scale, 1, HEAD_DIM, BLOCK_N, STAGES, PINGPONG, QK_FIRST, INTRA)),
+                      m_row, n_kv, n_full, start_m * BLOCK_M, qk_scale, 1, HEAD_DIM, BLOCK_N, STAGES, PINGPONG,
+                      QK_FIRST, INTRA, CAUSAL)),
          (_producer, (desc_q, desc_k, desc_v, q_s, k_s, v_s, q_ready, k_ready, v_ready, k_empty, v_empty,
                       q_row, row0, n_kv, BLOCK_N, STAGES))],
         [4, 1],
@@ -259,9 +319,9 @@ def attn_fwd_gluon_kernel(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_C
 # the configuration for more CTAs per SM (run.py records the model's choice
 # per plan and size).
 DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, STAGES=2, PINGPONG=False, QK_FIRST=True,
-                      INTRA=True, CONSUMER_REGS=240, PRODUCER_REGS=24, MAXNREG=None)
+                      INTRA=True, CONSUMER_REGS=240, PRODUCER_REGS=24, MAXNREG=None, CAUSAL=False)
 CONSTEXPRS = ("HEAD_DIM", "BLOCK_M", "BLOCK_N", "STAGES", "PINGPONG", "QK_FIRST", "INTRA", "CONSUMER_REGS",
-              "PRODUCER_REGS")
+              "PRODUCER_REGS", "CAUSAL")
 
 
 # Warps of one CTA: the default partition (4), the consumer worker (4) and

@@ -151,8 +151,12 @@ def describe(schedule: dict, graph: dict) -> dict:
     group = {}
     for qk, pv in subtiles:
         g = {ops[qk]["warp_group"], ops[pv]["warp_group"]}
-        # Every op on a path from QK^T to PV (the softmax) runs in the group too.
-        between = (_ancestors(pv, preds) - _ancestors(qk, preds)) - {qk}
+        # Every op on a path from QK^T to PV (the softmax) runs in the group
+        # too. Ops that feed a sub-tile's softmax without depending on its
+        # QK^T (the causal mask's key positions, shared by both sub-tiles)
+        # are not on such a path: the kernel computes them in each group.
+        up_pv = _ancestors(pv, preds)
+        between = {a for a in up_pv if qk in _ancestors(a, preds)}
         g |= {ops[b]["warp_group"] for b in between if b in ops and b not in variable}
         if len(g) != 1 or 0 in g:
             raise PlanError(f"sub-tile {qk}/{pv} spans warp groups {sorted(g)}")

@@ -39,6 +39,9 @@ Further modules, "before" snapshot only (NAME.before.mlir + NAME.before.pretty.m
     fa_fwd_subtile_sm90  fa_fwd's "subtile" configuration on cuda:90 (two 64-row
                        halves per iteration); TTGIR just before add_assign_latencies
 
+    fa_fwd_causal_subtile_sm90  the same, causal ("causal_subtile"): two loops, the
+                       K blocks left of the diagonal block, then the diagonal's, masked
+
     fa_fwd_sm90_w4     fa_fwd_sm90 (same kernel and config) but num_warps=4; TTGIR
                        just before nvidia.passes.hopper.add_hopper_warpspec (see NOTE)
     fa_bwd_hd64_sm90   fa_bwd's hd64 configuration at 32-row steps (BLOCK_M1 =
@@ -308,6 +311,11 @@ def modules():
     cfg = dict(fa_fwd.CONFIGS["subtile"][90])
     opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages", "maxnreg") if k in cfg}
     yield "fa_fwd_subtile_sm90", fa_fwd.make_ast_source(**cfg), 90, opts, SPLIT_FIRST, ("before", )
+    # The same, causal: two loops, the K blocks left of the diagonal, then
+    # the diagonal block, masked.
+    cfg = dict(fa_fwd.CONFIGS["causal_subtile"][90])
+    opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages", "maxnreg") if k in cfg}
+    yield "fa_fwd_causal_subtile_sm90", fa_fwd.make_ast_source(**cfg), 90, opts, SPLIT_FIRST, ("before", )
 
     # Hopper warp specialisation inputs (stop before add_hopper_warpspec).
     cfg = dict(fa_fwd.DEFAULT_CONFIGS[90])

@@ -40,6 +40,7 @@ from twill_triton import configure  # noqa: E402
 TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")
 TWILL = str(Path(TWILL_OPT).with_name("twill"))
 SUBTILE_TTGIR = REPO / "test" / "Inputs" / "triton36" / "fa_fwd_subtile_sm90.before.mlir"
+CAUSAL_TTGIR = REPO / "test" / "Inputs" / "triton36" / "fa_fwd_causal_subtile_sm90.before.mlir"
 PLAN_KEYS = ("PINGPONG", "QK_FIRST", "INTRA", "STAGES")
 PLANS = {
     "twill": {},
@@ -80,6 +81,29 @@ def test_kernel_compiles_with_async_wgmma(plan, tmp_path, monkeypatch):
     ptx = k.asm["ptx"]
     assert re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+240", ptx)
     assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+24", ptx)
+
+
+def test_causal_kernel_compiles_with_async_wgmma(tmp_path, monkeypatch):
+    """CAUSAL: the K blocks left of the diagonal in the non-causal kernel's
+    loop, the diagonal block's iterations masked in a second copy of the
+    loop body: twice 16 more HGMMA (a group's QK^T and PV, both groups),
+    still one wait per turn, no spills, the same shared memory."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    target = GPUTarget("cuda", 90, 32)
+    k = fa_fwd_gluon.compile_for(target, CAUSAL=True)
+    regs, frame = configure.cubin_resources(k.asm["cubin"])
+    assert frame == 0
+    base = fa_fwd_gluon.compile_for(target)
+    assert k.metadata.shared == base.metadata.shared
+    sass = _sass(k.asm["cubin"], tmp_path)
+    assert len(re.findall(r"\bHGMMA\.64x128x16\.F32", sass)) == 64 + 32
+    assert len(re.findall(r"WARPGROUP\.DEPBAR", sass)) <= 12
+    # The mask: selects of scores against -inf. A group's 64 x 128 scores
+    # are 64 per thread, masked in turn 0 and in the masked loop; ptxas
+    # folds some of them, but at least one site's worth per group remains
+    # above the non-causal kernel's few (its initial running max).
+    masked = re.compile(r"FSEL R\d+, R\d+, -INF")
+    assert len(masked.findall(sass)) >= len(masked.findall(_sass(base.asm["cubin"], tmp_path))) + 2 * 64
 
 
 def _twill_available():
@@ -299,3 +323,68 @@ def test_modular_overlap():
     assert not P._overlap(18, 20, 0, 2, 16)  # [18, 20) is [2, 4)
     assert P._overlap(17, 18, 0, 2, 16)  # [17, 18) is [1, 2)
     assert P._overlap(5, 6, 0, 40, 16)  # longer than I: overlaps everything
+
+
+@needs_twill
+def test_causal_loops_give_the_plan(tmp_path):
+    """The causal sub-tiled kernel has two loops (captured Triton 3.6
+    TTGIR). The first, the K blocks left of the diagonal, is the non-causal
+    loop: twill's schedule of it is the kernel's default plan at the same
+    I. The second, the diagonal block, is masked: the key positions of its
+    mask feed both sub-tiles' softmax without depending on either QK^T, so
+    they are not part of a sub-tile's chain (the kernel computes them in
+    each group), and `describe` does not count them."""
+    graphs = P.export_graphs(TWILL_OPT, CAUSAL_TTGIR, tmp_path / "graphs")
+    assert len(graphs) == 2
+    warps = int(re.search(r'"ttg.num-warps" = (\d+)', CAUSAL_TTGIR.read_text()).group(1))
+    regs = fa_fwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"]
+    paths = []
+    for i, g in enumerate(graphs):
+        path = tmp_path / f"loop{i}.toml"
+        path.write_text(P.gluon_graph(g.read_text(), warps))
+        paths.append(path)
+    first = P.solve(TWILL, paths[0], regs)
+    assert first["proven"] and first["ii"] == first["res_mii"]
+    assert P.plan_from_schedule(first, P.load_graph(paths[0])) == {k: fa_fwd_gluon.DEFAULT_CONFIG[k]
+                                                                   for k in PLAN_KEYS}
+    # The diagonal loop: an op that feeds both sub-tiles' PV and depends on
+    # no tensor-core op (the mask's key positions).
+    graph = P.load_graph(paths[1])
+    preds = {}
+    for e in graph["edge"]:
+        if e.get("distance", 0) == 0:
+            preds.setdefault(e["to"], set()).add(e["from"])
+    tc = [o["name"] for o in graph["op"] if o["cost"].get("class") == "mma"]
+    pvs = [t for t in tc if any(a in tc for a in P._ancestors(t, preds))]
+    assert len(pvs) == 2
+    shared = set.intersection(*(P._ancestors(pv, preds) for pv in pvs))
+    shared = {a for a in shared if not any(t in P._ancestors(a, preds) for t in tc)
+              and not graph_op(graph, a).get("variable_latency")}
+    assert shared, "no op shared by both sub-tiles' softmax"
+    diag = P.solve(TWILL, paths[1], regs)
+    try:
+        P.describe(diag, graph)
+    except P.PlanError as e:
+        assert "spans warp groups" not in str(e), e
+
+
+def graph_op(graph, name):
+    return next(o for o in graph["op"] if o["name"] == name)
+
+
+def test_recorded_causal_plans():
+    """The causal plans run.py --record-gluon recorded (one per Triton
+    version): the kernel's default flags with CAUSAL, at the non-causal
+    plan's I, below Triton 3.6's rule; the diagonal loop's schedule is
+    recorded next to it with its one iteration per CTA; one CTA per SM."""
+    recorded = sorted(REPO.glob("bench/gpu/replay*/gluon/causal/plan.json"))
+    assert recorded and len(recorded) == len(list(REPO.glob("bench/gpu/replay*/gluon/plan.json")))
+    for path in recorded:
+        plan = json.loads(path.read_text())
+        default = json.loads((path.parent.parent / "plan.json").read_text())
+        assert plan["plan"] == dict(default["plan"], CAUSAL=True), path
+        assert plan["kernel_config"]["CAUSAL"] and plan["kernel_config"]["SUBTILE"], path
+        assert plan["schedule"]["ii"] == default["schedule"]["ii"] < plan["triton36_rule"]["ii"], path
+        assert plan["diagonal"]["iterations_per_cta"] == 1, path
+        assert plan["diagonal"]["plan"] or plan["diagonal"]["refused"], path
+        assert {m["ctas"] for m in plan["occupancy"]["model"].values()} == {1}, path
