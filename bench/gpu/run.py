@@ -440,13 +440,21 @@ GLUON = REPLAY / "gluon"
 GLUON_ROW = "twill gluon (joint schedule)"
 
 
-# The Gluon plans recorded (directory under GLUON, changes to the sub-tiled
-# FA configuration): the bench's head dim 128, and head dim 64 at BLOCK_N 64
-# (the Triton kernel whose loop twill reads allows BLOCK_N <= HEAD_DIM only).
-# bench_all measures both (the fa_fwd and fa_fwd_hd64 rows named GLUON_ROW);
-# bench/gpu/probe/fa_gluon_probe.py --head-dim 64 sets the head-dim-64 plan
-# next to its variants.
-GLUON_PLANS = {"": {}, "hd64": dict(HEAD_DIM=64, BLOCK_N=64)}
+# The Gluon plans recorded (directory under GLUON: the sub-tiled FA
+# configuration of fa_fwd.CONFIGS whose loop twill reads, and changes to
+# it): the bench's head dim 128, head dim 64 at BLOCK_N 64 (the Triton
+# kernel whose loop twill reads allows BLOCK_N <= HEAD_DIM only), and the
+# causal forward at head dim 128, whose kernel has two loops (the K blocks
+# left of the diagonal, then the diagonal's, masked). bench_all measures
+# each (the rows named GLUON_ROW; GLUON_KINDS); bench/gpu/probe/
+# fa_gluon_probe.py --head-dim 64 sets the head-dim-64 plan next to its
+# variants.
+GLUON_PLANS = {"": ("subtile", {}), "hd64": ("subtile", dict(HEAD_DIM=64, BLOCK_N=64)),
+               "causal": ("causal_subtile", {})}
+# The bench's FA kinds (FA_KINDS) each plan is measured on. The plan of the
+# sub-tiled loop is the fa_subtile kind's own schedule, and fa computes the
+# same function with the loop not sub-tiled: both get it.
+GLUON_KINDS = {"fa": "", "fa_subtile": "", "fa_hd64": "hd64", "fa_causal": "causal"}
 
 
 def twill_binaries(who):
@@ -472,26 +480,48 @@ def record_gluon():
     twill_opt, twill = twill_binaries("record_gluon")
     if GLUON.exists():
         shutil.rmtree(GLUON)
-    for sub, changes in GLUON_PLANS.items():
-        record_gluon_plan(twill_opt, twill, GLUON / sub if sub else GLUON, changes)
+    for sub, (cfg_name, changes) in GLUON_PLANS.items():
+        record_gluon_plan(twill_opt, twill, GLUON / sub if sub else GLUON, cfg_name, changes)
     record_gluon_gemm(twill_opt, twill, GLUON / "gemm")
 
 
-def record_gluon_plan(twill_opt, twill, out, changes):
-    """One plan of record_gluon: the sub-tiled configuration with `changes`,
-    written to `out`."""
+def record_gluon_only(sub):
+    """One of record_gluon's plans (GLUON_PLANS' `sub`, or "gemm"), the
+    others untouched."""
+    import shutil
+
+    twill_opt, twill = twill_binaries("record_gluon")
+    if sub == "gemm":
+        shutil.rmtree(GLUON / "gemm", ignore_errors=True)
+        record_gluon_gemm(twill_opt, twill, GLUON / "gemm")
+        return
+    if sub not in GLUON_PLANS or not sub:
+        raise SystemExit(f"no Gluon plan {sub!r} to record alone (one of {[k for k in GLUON_PLANS if k]}, gemm)")
+    shutil.rmtree(GLUON / sub, ignore_errors=True)
+    record_gluon_plan(twill_opt, twill, GLUON / sub, *GLUON_PLANS[sub])
+
+
+def record_gluon_plan(twill_opt, twill, out, cfg_name, changes):
+    """One plan of record_gluon: the configuration `cfg_name` of
+    fa_fwd.CONFIGS (sub-tiled) with `changes`, written to `out`. A causal
+    kernel has two loops, the K blocks left of the diagonal (all but
+    BLOCK_M / BLOCK_N iterations of a CTA) and the diagonal's, masked: the
+    plan is the first loop's schedule, and the second's is solved and
+    recorded next to it (the kernel runs both with one set of flags; they
+    must agree)."""
     import re
 
     P = fa_fwd_gluon_plan
-    cx, opts = fa_fwd.split_config(fa_fwd.CONFIGS["subtile"][90])
+    cx, opts = fa_fwd.split_config(fa_fwd.CONFIGS[cfg_name][90])
     cx = dict(cx, **changes)
+    causal = bool(cx.get("CAUSAL"))
     tmp = Path(tempfile.mkdtemp(prefix="twill-gluon-"))
     os.environ["TRITON_CACHE_DIR"] = str(tmp / "cache")
     _, d = twill_compile("fa_subtile", cx, opts, dump_dir=str(tmp / "dump"))
     ttgir = Path(d.dump) / "input.mlir"
     graphs = P.export_graphs(twill_opt, ttgir, tmp / "graphs")
-    if len(graphs) != 1:
-        raise SystemExit(f"expected one loop graph, got {len(graphs)}")
+    if len(graphs) != 1 + causal:
+        raise SystemExit(f"expected {1 + causal} loop graph(s), got {len(graphs)}")
     text = graphs[0].read_text()
     warps = int(re.search(r'"ttg.num-warps" = (\d+)', ttgir.read_text()).group(1))
     regs = fa_fwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"]
@@ -507,7 +537,28 @@ def record_gluon_plan(twill_opt, twill, out, changes):
     graph = P.load_graph(out / "graph.toml")
     # The kernel's shape constexprs go with the plan's flags.
     shape = {k: cx[k] for k in ("HEAD_DIM", "BLOCK_N")}
+    if causal:
+        shape["CAUSAL"] = True
     plan = dict(shape, **P.plan_from_schedule(sched, graph))
+    diagonal = None
+    if causal:
+        # The diagonal loop, solved alike and recorded. It runs BLOCK_M /
+        # BLOCK_N iterations per CTA (one at the bench's tiles): no steady
+        # state for its modulo schedule to shape, so the kernel runs those
+        # iterations with the first loop's flags (PlanError: the diagonal
+        # schedule's own flags would not matter either way).
+        (out / "graph_diagonal.toml").write_text(P.gluon_graph(graphs[1].read_text(), warps))
+        diag = P.solve(twill, out / "graph_diagonal.toml", regs)
+        (out / "schedule_diagonal.json").write_text(json.dumps(diag, indent=1))
+        diag_graph = P.load_graph(out / "graph_diagonal.toml")
+        diagonal = dict(iterations_per_cta=cx["BLOCK_M"] // cx["BLOCK_N"],
+                        schedule=dict(ii=diag["ii"], length=diag["length"], stages=diag["stages"],
+                                      proven=diag["proven"], res_mii=diag["res_mii"]))
+        try:
+            diagonal["plan"] = dict(shape, **P.plan_from_schedule(diag, diag_graph))
+            diagonal["schedule_facts"] = P.describe(diag, diag_graph)
+        except P.PlanError as e:
+            diagonal["plan"], diagonal["refused"] = None, str(e)
 
     def brief(j):
         b = {k: j[k] for k in ("ii", "length", "stages", "proven", "ii_proven", "res_mii", "seconds")}
@@ -534,20 +585,15 @@ def record_gluon_plan(twill_opt, twill, out, changes):
                             f"--objective length --json",
                             f"twill solve graph_triton36_rule.toml --groups 2 --reg-limit {regs} --u 30 "
                             f"--timeout 120 --objective {P.OBJECTIVE} --json"])
+    if diagonal:
+        record["diagonal"] = diagonal
+        record["commands"].append(f"twill solve graph_diagonal.toml --groups 2 --reg-limit {regs} --u 30 "
+                                  f"--timeout 120 --objective {P.OBJECTIVE} --json")
     record["occupancy"] = gluon_occupancy(twill, out, graph, sched, plan, d.remarks, regs)
     (out / "plan.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"gluon plan {plan}: I = {sched['ii']} (ResMII {sched['res_mii']}, proven {sched['proven']}), "
           f"under Triton 3.6's rule I = {pinned['ii']} (proven {pinned['proven']}); CTAs per SM by size "
           f"{ {n: m['ctas'] for n, m in record['occupancy']['model'].items()} }")
-
-
-def record_gluon_gemm_only():
-    """record_gluon's GEMM plan alone (GLUON/gemm), the FA plans untouched."""
-    import shutil
-
-    twill_opt, twill = twill_binaries("record_gluon_gemm")
-    shutil.rmtree(GLUON / "gemm", ignore_errors=True)
-    record_gluon_gemm(twill_opt, twill, GLUON / "gemm")
 
 
 def compiled_fit(compile, warps, occ):
@@ -581,14 +627,19 @@ def gluon_occupancy(twill, out, graph, sched, plan, remarks, regs):
     table), and twill finds a schedule within its registers that the kernel
     lowers with the same flags (the plan's schedule at one CTA). The loop's
     raw cycles per unit and the CTA's code outside the loop come from the
-    pass's remarks on the Triton kernel the loop was read from."""
+    pass's remarks on the Triton kernel the loop was read from. A causal
+    kernel's CTAs run from BLOCK_M / BLOCK_N to N_CTX / BLOCK_N iterations
+    (two loops, the first's unit cycles taken for both); the model takes
+    their mean."""
     from twill_triton import configure as C
 
     P = fa_fwd_gluon_plan
     occ = C.machine_occupancy("h100")
     loops = C.loops_of(remarks)
-    if len(loops) != 1 or not loops[0].units:
-        raise SystemExit(f"expected one scheduled loop with unit cycles in the remarks, got {len(loops)}")
+    causal = bool(plan.get("CAUSAL"))
+    if len(loops) != 1 + causal or not loops[0].units:
+        raise SystemExit(f"expected {1 + causal} scheduled loop(s) with unit cycles in the remarks, got "
+                         f"{len(loops)}")
     unit_cycles, outside = max(loops[0].units.values()), C.outside_cycles(remarks)
     options, facts = {}, {}
     for c in GLUON_CTAS:
@@ -617,7 +668,13 @@ def gluon_occupancy(twill, out, graph, sched, plan, remarks, regs):
         fact.update(ii=s["ii"], length=s["length"], proven=s["proven"])
         options[c] = s
     bm = fa_fwd_gluon.DEFAULT_CONFIG["BLOCK_M"]
-    problems = {str(n): ((n // bm) * FA_SHAPE["Z"] * FA_SHAPE["H"], n // plan["BLOCK_N"]) for n in FA_SIZES}
+
+    def iterations(n):
+        if causal:  # CTA m runs (m + 1) * BLOCK_M / BLOCK_N iterations, m < n / BLOCK_M
+            return round((n // bm + 1) / 2 * (bm // plan["BLOCK_N"]))
+        return n // plan["BLOCK_N"]
+
+    problems = {str(n): ((n // bm) * FA_SHAPE["Z"] * FA_SHAPE["H"], iterations(n)) for n in FA_SIZES}
     model = P.occupancy_model(options, unit_cycles, outside, problems, occ.sms)
     for m in model.values():
         m["cycles"] = {str(c): t for c, t in m["cycles"].items()}
@@ -1001,9 +1058,10 @@ def bench_all(out):
     # tensor core enforced with mbarriers, and the plan of the paper's
     # objective (the shortest L: the turn order, PV before QK^T) instead of
     # the largest latency slack.
-    gluon_plans = {"fa": load_gluon_plan(), "fa_hd64": load_gluon_plan("hd64")}
+    gluon_plans = {kind: load_gluon_plan(sub) for kind, sub in GLUON_KINDS.items()}
     results["gluon_plan"] = gluon_plans["fa"]
     results["gluon_plan_hd64"] = gluon_plans["fa_hd64"]
+    results["gluon_plan_causal"] = gluon_plans["fa_causal"]
     ablations = []
     if gluon_plans["fa"]:
         plan = gluon_plans["fa"]["plan"]
@@ -1339,7 +1397,7 @@ def bench_all(out):
     results["summary"] = summary
     print("\nsummary: twill's Hopper joint schedules through Gluon | best stock (config) | ratio | paired ratio "
           "| cuDNN / cuBLAS", flush=True)
-    for kernel, sizes in (("fa_fwd", FA_SIZES), ("fa_fwd_hd64", FA_SIZES), ("matmul", GEMM_SIZES)):
+    for kernel, sizes in [(FA_ROWS[k], FA_SIZES) for k in GLUON_KINDS] + [("matmul", GEMM_SIZES)]:
         for size in sizes:
             rows = [r for r in results["rows"] if r["kernel"] == kernel and r["size"] == size and r["tflops"]
                     and r["correct"]]
@@ -1401,16 +1459,16 @@ if __name__ == "__main__":
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/gpu/out"))
     ap.add_argument("--record-gluon", action="store_true",
                     help="record only the Gluon plans (FA forward, GEMM; machine with twill)")
-    ap.add_argument("--record-gluon-gemm", action="store_true",
-                    help="record only the Gluon GEMM plan (machine with twill)")
+    ap.add_argument("--record-gluon-only", metavar="PLAN",
+                    help="record one Gluon plan alone: hd64, causal or gemm (machine with twill)")
     ap.add_argument("--all-variants", action="store_true",
                     help="also the twill variants of earlier runs (prefetch+1, slot order, BN64 w4 s2)")
     args = ap.parse_args()
     ALL_VARIANTS = args.all_variants
     if args.record_gluon:
         record_gluon()
-    elif args.record_gluon_gemm:
-        record_gluon_gemm_only()
+    elif args.record_gluon_only:
+        record_gluon_only(args.record_gluon_only)
     elif args.record:
         record()
     else:

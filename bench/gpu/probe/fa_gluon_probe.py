@@ -12,7 +12,10 @@ cuDNN, at N = 1k, 4k, 16k (Z=4, H=32, head dim 128, fp16, non-causal); with
 next to Triton's best head-dim-64 configurations and twill's Triton-path
 choice; the plan at one CTA per SM (Triton's own register split) and at two
 (fa_fwd_gluon.register_split(2): 80 registers per thread at launch), the
-occupancy twill's model records for it (run.py --record-gluon, probe 16).
+occupancy twill's model records for it (run.py --record-gluon, probe 16);
+with `--causal`, twill's plan of the causal sub-tiled kernel's loops
+(bench/gpu/replay*/gluon/causal/plan.json) next to stock Triton's best
+causal configuration and cuDNN (causal FLOPs: half of the non-causal).
 
     python3 bench/gpu/probe/fa_gluon_probe.py [--sizes 1024,16384]
 
@@ -48,6 +51,8 @@ ap.add_argument("--candidates", default="",
                 help="with --head-dim 64: also these candidates of twill's configuration choice (labels of "
                      "run.choice_candidates, comma-separated), from their recorded schedules")
 ap.add_argument("--no-gluon", action="store_true", help="leave out the Gluon variants")
+ap.add_argument("--causal", action="store_true",
+                help="causal attention: twill's recorded causal plan against Triton's causal configurations")
 ap.add_argument("--record", action="store_true",
                 help="(on a machine with twill-opt, no GPU needed) record the schedules of --candidates into "
                      "CANDIDATES_REPLAY for this Triton, then exit")
@@ -127,6 +132,24 @@ if D == 64:
         "gluon hd64 BN64 turn order, 3 stages, 2 CTAs/SM": dict(HD64, STAGES=3, **LENGTH, **TWO),
         "gluon hd64 BN128 turn order": dict(HD64, BLOCK_N=128, **LENGTH),
     }
+CAUSAL = args.causal
+if CAUSAL:
+    import json
+
+    if D != 128:
+        ap.error("--causal is head dim 128 (the recorded causal plan's)")
+    PLANC = json.loads((bench_run.GLUON / "causal" / "plan.json").read_text())["plan"]
+    GLUON = {"gluon causal twill plan": PLANC}
+
+
+def causal_mask(s_):
+    """Scores of keys after their query set to -inf (in place), with --causal."""
+    if CAUSAL:
+        n = s_.shape[-1]
+        s_.masked_fill_(torch.ones(n, n, device=s_.device, dtype=torch.bool).triu(1), float("-inf"))
+    return s_
+
+
 if args.smoke:
     # One launch on a small problem: a wrong barrier protocol hangs here, in
     # a child process the parent kills, instead of hanging the whole probe.
@@ -137,7 +160,7 @@ if args.smoke:
     lse = torch.empty(2 * 512, device="cuda", dtype=torch.float32)
     fa_fwd_gluon.launcher(kern, q, k, v, o, lse, 1 / math.sqrt(D), **cfg)()
     torch.cuda.synchronize()
-    ref = torch.softmax((q.float() @ k.float().transpose(-1, -2)) / math.sqrt(D), -1) @ v.float()
+    ref = torch.softmax(causal_mask((q.float() @ k.float().transpose(-1, -2)) / math.sqrt(D)), -1) @ v.float()
     print("smoke", args.smoke, "max err", (o.float() - ref).abs().max().item(), flush=True)
     sys.exit(0)
 
@@ -147,7 +170,8 @@ if args.no_gluon:
 for name, cfg in GLUON.items():
     t0 = time.time()
     try:
-        r = subprocess.run([sys.executable, __file__, "--smoke", name, "--head-dim", str(D)], timeout=90,
+        r = subprocess.run([sys.executable, __file__, "--smoke", name, "--head-dim", str(D)]
+                           + (["--causal"] if CAUSAL else []), timeout=90,
                            capture_output=True, text=True)
         print((r.stdout + r.stderr).strip()[-400:], flush=True)
         if r.returncode != 0:
@@ -171,6 +195,15 @@ if D == 64:
     STOCK = {f"triton BN64 w{nw} s{ns}{' ws' if ws else ''}":
              (dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, WARP_SPECIALIZE=ws), nw, ns)
              for nw, ns, ws in ((4, 2, False), (4, 3, False), (8, 3, False), (8, 3, True))}
+if CAUSAL:
+    # The causal grid's best in every run so far (BN64 w4 s2), and the
+    # sub-tiled causal kernel whose loops twill reads.
+    STOCK = {"triton causal BN64 w4 s2": (dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, WARP_SPECIALIZE=False,
+                                                CAUSAL=True, SUBTILE=False), 4, 2),
+             "triton causal BN64 w4 s3": (dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, WARP_SPECIALIZE=False,
+                                                CAUSAL=True, SUBTILE=False), 4, 3),
+             "triton causal sub-tiled BN128 w8 s3": (dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=128,
+                                                          WARP_SPECIALIZE=False, CAUSAL=True, SUBTILE=True), 8, 3)}
 for name, (cx, nw, ns) in STOCK.items():
     try:
         kernels[name] = ("triton", cx, triton.compile(fa_fwd.make_ast_source(**cx),
@@ -208,11 +241,11 @@ for N in SIZES:
     heads = ((0, 0), (Z - 1, H - 1))
     refs = {}
     for z, h in heads:
-        s_ = (q[z, h].float() @ k[z, h].float().T) * sm
+        s_ = causal_mask((q[z, h].float() @ k[z, h].float().T) * sm)
         lse2 = torch.logsumexp(s_, -1) / math.log(2)  # log2-sum-exp of the scaled scores
         refs[(z, h)] = (torch.softmax(s_, -1) @ v[z, h].float(), lse2)
         del s_
-    flops = 4.0 * Z * H * N * N * D
+    flops = 4.0 * Z * H * N * N * D * (0.5 if CAUSAL else 1.0)
     for name, (kind, cfg, kern) in kernels.items():
         o = torch.empty_like(q)
         lse = torch.empty(Z * H * N, device="cuda", dtype=torch.float32)
@@ -223,11 +256,13 @@ for N in SIZES:
             if cfg.get("DEVICE_DESC"):
                 args_ = (q, k, v, o)
             else:
+                qr = 64 if cfg.get("SUBTILE") else 128
                 args_ = tuple(TensorDescriptor.from_tensor(t.view(Z * H * N, D), [rows, D])
-                              for t, rows in ((q, 128), (k, cfg["BLOCK_N"]), (v, cfg["BLOCK_N"]), (o, 128)))
+                              for t, rows in ((q, qr), (k, cfg["BLOCK_N"]), (v, cfg["BLOCK_N"]), (o, qr)))
+            general = (cfg["CAUSAL"], cfg["SUBTILE"]) if "CAUSAL" in cfg else ()
 
-            def fn(kern=kern, cfg=cfg, args_=args_, o=o, lse=lse):
-                kern[(N // 128, Z * H, 1)](sm, lse, Z, H, *args_, N, D, 128, cfg["BLOCK_N"],
+            def fn(kern=kern, cfg=cfg, args_=args_, o=o, lse=lse, general=general):
+                kern[(N // 128, Z * H, 1)](sm, lse, Z, H, *args_, N, D, 128, cfg["BLOCK_N"], *general,
                                            cfg["WARP_SPECIALIZE"])
         try:
             o.fill_(float("nan"))
@@ -252,14 +287,14 @@ for N in SIZES:
         import torch.nn.functional as F
 
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            f = lambda: F.scaled_dot_product_attention(q, k, v, scale=sm)  # noqa: E731
+            f = lambda: F.scaled_dot_product_attention(q, k, v, scale=sm, is_causal=CAUSAL)  # noqa: E731
             ms = do_bench(f, warmup=25, rep=100, return_mode="median")
             table[("cudnn", N)] = flops / ms / 1e9
             print(f"N={N:6d} {'cudnn (torch sdpa)':52s} {ms:8.3f} ms {flops / ms / 1e9:7.1f} TFLOPS", flush=True)
 
             def cudnn():
                 with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                    F.scaled_dot_product_attention(q, k, v, scale=sm)
+                    F.scaled_dot_product_attention(q, k, v, scale=sm, is_causal=CAUSAL)
 
             fns["cudnn"] = cudnn
     except Exception as e:
