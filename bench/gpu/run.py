@@ -928,6 +928,91 @@ def bwd_inputs(cfg_name, Z, H, N):
     check._launch(pre, (N // pre_kw["BLOCK_M"], Z * H, 1), sig, cst, dict(O=o, DO=do, Delta=delta, N_CTX=N))
     return q, k, v, do, o, lse, delta, sm_scale
 
+# twill's configuration of each kernel: the Gluon plan where twill has one
+# (its joint schedule, lowered where Triton cannot lower it: GLUON_KINDS and
+# the GEMM), else the configuration its model chooses on the Triton path.
+# The rule is per kernel, not per size, and fixed before the measurement:
+# the better of twill's two rows is never picked.
+CONFIG_ROUTE = dict({FA_ROWS[k]: "gluon" for k in GLUON_KINDS}, matmul="gluon")
+
+
+def summarize(results):
+    """Prints the run's summaries (and stores them in `results`): twill's
+    Triton-path choice, the Gluon plans, and twill's configuration of each
+    kernel (CONFIG_ROUTE), each against the best stock configuration of the
+    grid measured in the same run, with the paired ratio. `run.py
+    --summarize results.json[.gz]` prints them again for a recorded run."""
+    rows_all = results["rows"]
+
+    def cell(kernel, size):
+        rows = [r for r in rows_all if r["kernel"] == kernel and r["size"] == size and r["tflops"] and r["correct"]]
+        stock = max((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["tflops"], default=None)
+        ref = next((r for r in rows if r["variant"].startswith(("cudnn", "cublas"))), None)
+        return rows, stock, ref
+
+    def pair_of(key, kernel, size):
+        return next((p for p in results.get(key, []) if p["kernel"] == kernel and p["size"] == size), None)
+
+    kernels = sorted({r["kernel"] for r in rows_all})
+    sizes_of = {k: sorted({r["size"] for r in rows_all if r["kernel"] == k}) for k in kernels}
+    print("\nsummary: kernel size | best stock (config) | twill's choice (config) | ratio | paired ratio",
+          flush=True)
+    summary = []
+    for kernel in kernels:
+        for size in sizes_of[kernel]:
+            rows, stock, _ = cell(kernel, size)
+            ours = next((r for r in rows if r["variant"].startswith("twill choice")), None)
+            if stock and ours:
+                ratio = ours["tflops"] / stock["tflops"]
+                pair = pair_of("paired", kernel, size)
+                summary.append(dict(kernel=kernel, size=size, stock=stock["variant"], stock_tflops=stock["tflops"],
+                                    twill=ours["variant"], twill_tflops=ours["tflops"], ratio=ratio,
+                                    paired_ratio=pair["ratio"] if pair else None,
+                                    same_code=pair.get("same_code") if pair else None))
+                print(f"{kernel:16s} {size:>6} | {stock['tflops']:6.1f} ({stock['variant'][7:]}) | "
+                      f"{ours['tflops']:6.1f} ({ours['variant'][13:]}) | {ratio:.3f}"
+                      + (f" | paired {pair['ratio']:.3f}" if pair else "")
+                      + (" | the same code" if pair and pair.get("same_code") else ""), flush=True)
+    results["summary"] = summary
+    print("\nsummary: twill's Hopper joint schedules through Gluon | best stock (config) | ratio | paired ratio "
+          "| cuDNN / cuBLAS", flush=True)
+    for kernel in kernels:
+        for size in sizes_of[kernel]:
+            rows, stock, ref = cell(kernel, size)
+            ours = next((r for r in rows if r["variant"] == GLUON_ROW), None)
+            if stock and ours:
+                pair = pair_of("paired_gluon", kernel, size)
+                print(f"{kernel:14s} {size:>6} | {ours['tflops']:6.1f} ({ours['note']}) | {stock['tflops']:6.1f} "
+                      f"({stock['variant'][7:]}) | {ours['tflops'] / stock['tflops']:.3f}"
+                      + (f" | paired {pair['ratio']:.3f}" if pair else "")
+                      + (f" | {ref['tflops']:.1f}" if ref else ""), flush=True)
+    print("\nsummary: twill's configuration of each kernel (the Gluon plan where twill has one, else its Triton-path "
+          "choice) | best stock (config) | ratio | paired ratio | correct", flush=True)
+    config = []
+    for kernel in kernels:
+        route = CONFIG_ROUTE.get(kernel, "triton")
+        for size in sizes_of[kernel]:
+            _, stock, _ = cell(kernel, size)
+            want = (lambda v: v == GLUON_ROW) if route == "gluon" else (lambda v: v.startswith("twill choice"))
+            mine = [r for r in rows_all if r["kernel"] == kernel and r["size"] == size and want(r["variant"])]
+            if not stock or not mine:
+                continue
+            ours = mine[0]
+            pair = pair_of("paired_gluon" if route == "gluon" else "paired", kernel, size)
+            ratio = ours["tflops"] / stock["tflops"] if ours["tflops"] and ours["correct"] else None
+            config.append(dict(kernel=kernel, size=size, route=route, twill=ours["variant"],
+                               twill_tflops=ours["tflops"], correct=ours["correct"], stock=stock["variant"],
+                               stock_tflops=stock["tflops"], ratio=ratio,
+                               paired_ratio=pair["ratio"] if pair else None,
+                               same_code=pair.get("same_code") if pair else None))
+            print(f"{kernel:16s} {size:>6} | {route:6s} {(ours['tflops'] or 0):6.1f} | {stock['tflops']:6.1f} "
+                  f"({stock['variant'][7:]}) | " + (f"{ratio:.3f}" if ratio else "-")
+                  + (f" | paired {pair['ratio']:.3f}" if pair else " | -")
+                  + f" | {ours['correct']}" + (" | the same code" if pair and pair.get("same_code") else ""),
+                  flush=True)
+    results["summary_config"] = config
+
+
 def bench_all(out):
     import torch
     from triton.testing import do_bench
@@ -1370,48 +1455,7 @@ def bench_all(out):
         del a, b, ref
         torch.cuda.empty_cache()
 
-    # Summary: twill's single configuration (the model's choice) against the
-    # best stock configuration of the grid, measured in this run.
-    print("\nsummary: kernel size | best stock (config) | twill's choice (config) | ratio | paired ratio",
-          flush=True)
-    summary = []
-    for kernel in sorted({r["kernel"] for r in results["rows"]}):
-        for size in sorted({r["size"] for r in results["rows"] if r["kernel"] == kernel}):
-            rows = [r for r in results["rows"] if r["kernel"] == kernel and r["size"] == size and r["tflops"]
-                    and r["correct"]]
-            stock = max((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["tflops"],
-                        default=None)
-            ours = next((r for r in rows if r["variant"].startswith("twill choice")), None)
-            if stock and ours:
-                ratio = ours["tflops"] / stock["tflops"]
-                pair = next((p for p in results.get("paired", []) if p["kernel"] == kernel and p["size"] == size),
-                            None)
-                summary.append(dict(kernel=kernel, size=size, stock=stock["variant"], stock_tflops=stock["tflops"],
-                                    twill=ours["variant"], twill_tflops=ours["tflops"], ratio=ratio,
-                                    paired_ratio=pair["ratio"] if pair else None,
-                                    same_code=pair.get("same_code") if pair else None))
-                print(f"{kernel:16s} {size:>6} | {stock['tflops']:6.1f} ({stock['variant'][7:]}) | "
-                      f"{ours['tflops']:6.1f} ({ours['variant'][13:]}) | {ratio:.3f}"
-                      + (f" | paired {pair['ratio']:.3f}" if pair else "")
-                      + (" | the same code" if pair and pair.get("same_code") else ""), flush=True)
-    results["summary"] = summary
-    print("\nsummary: twill's Hopper joint schedules through Gluon | best stock (config) | ratio | paired ratio "
-          "| cuDNN / cuBLAS", flush=True)
-    for kernel, sizes in [(FA_ROWS[k], FA_SIZES) for k in GLUON_KINDS] + [("matmul", GEMM_SIZES)]:
-        for size in sizes:
-            rows = [r for r in results["rows"] if r["kernel"] == kernel and r["size"] == size and r["tflops"]
-                    and r["correct"]]
-            stock = max((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["tflops"],
-                        default=None)
-            ours = next((r for r in rows if r["variant"] == GLUON_ROW), None)
-            ref = next((r for r in rows if r["variant"].startswith(("cudnn", "cublas"))), None)
-            if stock and ours:
-                pair = next((p for p in results.get("paired_gluon", []) if p["kernel"] == kernel
-                             and p["size"] == size), None)
-                print(f"{kernel:11s} {size:>6} | {ours['tflops']:6.1f} ({ours['note']}) | {stock['tflops']:6.1f} "
-                      f"({stock['variant'][7:]}) | {ours['tflops'] / stock['tflops']:.3f}"
-                      + (f" | paired {pair['ratio']:.3f}" if pair else "")
-                      + (f" | {ref['tflops']:.1f}" if ref else ""), flush=True)
+    summarize(results)
 
     Path(out).mkdir(parents=True, exist_ok=True)
     (Path(out) / "results.json").write_text(json.dumps(results, indent=1))
@@ -1461,11 +1505,19 @@ if __name__ == "__main__":
                     help="record only the Gluon plans (FA forward, GEMM; machine with twill)")
     ap.add_argument("--record-gluon-only", metavar="PLAN",
                     help="record one Gluon plan alone: hd64, causal or gemm (machine with twill)")
+    ap.add_argument("--summarize", metavar="RESULTS",
+                    help="print the summaries of a recorded run's results.json (or .json.gz) again")
     ap.add_argument("--all-variants", action="store_true",
                     help="also the twill variants of earlier runs (prefetch+1, slot order, BN64 w4 s2)")
     args = ap.parse_args()
     ALL_VARIANTS = args.all_variants
-    if args.record_gluon:
+    if args.summarize:
+        import gzip
+
+        opener = gzip.open if args.summarize.endswith(".gz") else open
+        with opener(args.summarize, "rt") as f:
+            summarize(json.load(f))
+    elif args.record_gluon:
         record_gluon()
     elif args.record_gluon_only:
         record_gluon_only(args.record_gluon_only)

@@ -1,0 +1,72 @@
+"""bench/gpu/run.py's summaries, on the CPU: twill's configuration of a
+kernel is the Gluon plan where twill has one (the FA forward kinds and the
+GEMM) and the Triton-path choice elsewhere, fixed per kernel; the faster
+of twill's two rows is never picked. Checked on a synthetic run and on a
+recorded H100 run (run 38)."""
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "bench" / "gpu"))
+pytest.importorskip("triton")
+import run  # noqa: E402
+
+
+def _row(kernel, size, variant, tflops, correct=True, note=""):
+    return dict(kernel=kernel, size=size, variant=variant, ms=1.0, tflops=tflops, correct=correct, max_err=0.0,
+                note=note)
+
+
+def test_routes_are_fixed_per_kernel():
+    assert run.CONFIG_ROUTE["fa_fwd"] == run.CONFIG_ROUTE["fa_fwd_causal"] == "gluon"
+    assert run.CONFIG_ROUTE["fa_fwd_subtile"] == run.CONFIG_ROUTE["fa_fwd_hd64"] == run.CONFIG_ROUTE["matmul"]
+    assert "fa_bwd_hd128" not in run.CONFIG_ROUTE  # the Triton path
+
+
+def test_configuration_summary_takes_the_route_not_the_faster_row(capsys):
+    """A Gluon kernel whose Triton-path row is faster than its Gluon row
+    still reports the Gluon row; a wrong Gluon row reports no ratio; a
+    kernel without a Gluon plan reports the Triton-path choice."""
+    results = {"rows": [
+        _row("fa_fwd", 1024, "triton BN64 w4 s2", 400.0),
+        _row("fa_fwd", 1024, "twill choice BN64 w4 s2", 450.0),
+        _row("fa_fwd", 1024, run.GLUON_ROW, 420.0),
+        _row("fa_fwd_causal", 1024, "triton BN64 w4 s2", 300.0),
+        _row("fa_fwd_causal", 1024, run.GLUON_ROW, 900.0, correct=False),
+        _row("fa_bwd_hd64", 1024, "triton b32 w4 s3", 300.0),
+        _row("fa_bwd_hd64", 1024, "twill choice b32 w4 s2", 297.0),
+    ], "paired_gluon": [dict(kernel="fa_fwd", size=1024, ratio=1.04, same_code=None)],
+        "paired": [dict(kernel="fa_bwd_hd64", size=1024, ratio=0.995, same_code=True)]}
+    run.summarize(results)
+    got = {(c["kernel"], c["size"]): c for c in results["summary_config"]}
+    fwd = got[("fa_fwd", 1024)]
+    assert fwd["route"] == "gluon" and fwd["twill"] == run.GLUON_ROW
+    assert fwd["ratio"] == pytest.approx(420 / 400) and fwd["paired_ratio"] == 1.04
+    causal = got[("fa_fwd_causal", 1024)]
+    assert causal["route"] == "gluon" and not causal["correct"] and causal["ratio"] is None
+    bwd = got[("fa_bwd_hd64", 1024)]
+    assert bwd["route"] == "triton" and bwd["twill"].startswith("twill choice") and bwd["same_code"]
+    assert bwd["ratio"] == pytest.approx(0.99)
+    assert "twill's configuration of each kernel" in capsys.readouterr().out
+
+
+def test_recorded_run_38():
+    """Run 38 (Triton 3.6.0 on the H100): every kernel at every size has
+    twill's configuration, correct; each Gluon plan's paired ratio is above
+    1.01; what remains below 1 is the backward on the Triton path."""
+    path = REPO / "bench" / "gpu" / "results" / "2026-11-25-h100-run38-triton36" / "results.json.gz"
+    with gzip.open(path, "rt") as f:
+        results = json.load(f)
+    run.summarize(results)
+    config = results["summary_config"]
+    assert len(config) == 20 and all(c["correct"] for c in config)
+    for c in config:
+        if c["route"] == "gluon":
+            assert c["paired_ratio"] > 1.01, c
+        else:
+            assert c["kernel"].startswith("fa_bwd"), c
