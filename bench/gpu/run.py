@@ -670,8 +670,8 @@ def gluon_occupancy(twill, out, graph, sched, plan, remarks, regs):
     bm = fa_fwd_gluon.DEFAULT_CONFIG["BLOCK_M"]
 
     def iterations(n):
-        if causal:  # CTA m runs (m + 1) * BLOCK_M / BLOCK_N iterations, m < n / BLOCK_M
-            return round((n // bm + 1) / 2 * (bm // plan["BLOCK_N"]))
+        if causal:  # CTA m runs (m + 1) * BLOCK_M / BLOCK_N iterations, m < n / BLOCK_M: their mean
+            return (n // bm + 1) / 2 * (bm // plan["BLOCK_N"])
         return n // plan["BLOCK_N"]
 
     problems = {str(n): ((n // bm) * FA_SHAPE["Z"] * FA_SHAPE["H"], iterations(n)) for n in FA_SIZES}
@@ -996,6 +996,12 @@ def summarize(results):
             want = (lambda v: v == GLUON_ROW) if route == "gluon" else (lambda v: v.startswith("twill choice"))
             mine = [r for r in rows_all if r["kernel"] == kernel and r["size"] == size and want(r["variant"])]
             if not stock or not mine:
+                # Not measured (no recorded plan, a failed compile): shown,
+                # never dropped from the table.
+                config.append(dict(kernel=kernel, size=size, route=route, twill=None, correct=False, ratio=None,
+                                   missing=True))
+                print(f"{kernel:16s} {size:>6} | {route:6s} MISSING: no {'Gluon' if route == 'gluon' else 'twill'} "
+                      f"row" + ("" if stock else " and no correct stock row"), flush=True)
                 continue
             ours = mine[0]
             pair = pair_of("paired_gluon" if route == "gluon" else "paired", kernel, size)
@@ -1138,7 +1144,7 @@ def bench_all(out):
         return (kind, variant) in only_sizes and size not in only_sizes[(kind, variant)]
 
     # twill's FA forward schedules through Gluon (recorded plans: head dim
-    # 128 and 64), each at the CTAs per SM twill's model chose for the size,
+    # 128, 64 and causal; GLUON_KINDS), each at the CTAs per SM twill's model chose for the size,
     # and two ablations of the head-dim-128 plan: the groups' turns on the
     # tensor core enforced with mbarriers, and the plan of the paper's
     # objective (the shortest L: the turn order, PV before QK^T) instead of
@@ -1519,7 +1525,7 @@ if __name__ == "__main__":
             summarize(json.load(f))
     elif args.record_gluon:
         record_gluon()
-    elif args.record_gluon_only:
+    elif args.record_gluon_only is not None:
         record_gluon_only(args.record_gluon_only)
     elif args.record:
         record()

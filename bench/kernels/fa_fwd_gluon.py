@@ -40,6 +40,12 @@ derives them from twill's JSON):
   softmax while its own PV is still on the tensor core, and waits for PV
   just before it rescales the accumulator (FA3's intra-warpgroup overlap).
 * STAGES: buffers per K and V ring (the loads' prefetch depth + 1).
+* CAUSAL: causal attention, as `fa_fwd.attn_fwd_general_kernel` computes
+  it: the K blocks left of the diagonal in the loop above, then the
+  diagonal's BLOCK_M // BLOCK_N blocks in a second copy of the turn with
+  the scores of later keys masked; blocks right of it skipped. twill's
+  plan for it is its schedule of the causal kernel's first loop
+  (`run.py --record-gluon`, `gluon/causal/plan.json`).
 
 Partitions: the default partition (4 warps) and one 4-warp worker are the
 two consumer groups (rows [0, 64) and [64, 128) of the CTA's 128-row Q
@@ -104,9 +110,11 @@ def _softmax(s_val, m_i, l_i, qk_scale):
 @gluon.jit
 def _causal_mask(s_val, q_pos, k_pos, s_layout: gl.constexpr):
     """Scores of keys after their query set to -inf (causal attention).
-    `q_pos`, `k_pos`: the positions of the tile's first query and key. Every
-    row keeps at least its own key, and the rows' running max is finite
-    from the first K block on, so no -inf - -inf arises."""
+    `q_pos`, `k_pos`: the positions of the tile's first query and key. A
+    row of a tile may be masked whole (BLOCK_N < BLOCK_M: the second
+    diagonal block for the first sub-tile), but key 0 is kept in turn 0,
+    so every row's running max is finite from then on and no -inf - -inf
+    arises in the softmax."""
     rows = q_pos + gl.arange(0, s_val.shape[0], layout=gl.SliceLayout(1, s_layout))
     cols = k_pos + gl.arange(0, s_val.shape[1], layout=gl.SliceLayout(0, s_layout))
     keep = gl.expand_dims(rows, 1) >= gl.expand_dims(cols, 0)

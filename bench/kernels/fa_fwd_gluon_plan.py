@@ -73,7 +73,11 @@ def export_graphs(twill_opt: str, ttgir: Path, out_dir: Path, arch: str = "sm90"
     subprocess.run([twill_opt, str(ttgir), f"--twill-export-graph=dir={out_dir} arch={arch} scope={scope}", "-o",
                     "/dev/null"],
                    check=True, capture_output=True, text=True)
-    return sorted(out_dir.glob("*.toml"))
+    def loop_number(path):  # NAME_loopK.toml, in program order (loop10 after loop9)
+        m = re.search(r"_loop(\d+)\.toml$", path.name)
+        return (int(m.group(1)) if m else 0, path.name)
+
+    return sorted(out_dir.glob("*.toml"), key=loop_number)
 
 
 # What twill optimizes after I for the Gluon kernel (`twill solve
