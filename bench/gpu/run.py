@@ -507,8 +507,7 @@ def record_gluon_plan(twill_opt, twill, out, cfg_name, changes):
     kernel has two loops, the K blocks left of the diagonal (all but
     BLOCK_M / BLOCK_N iterations of a CTA) and the diagonal's, masked: the
     plan is the first loop's schedule, and the second's is solved and
-    recorded next to it (the kernel runs both with one set of flags; they
-    must agree)."""
+    recorded next to it (the kernel runs both with the plan's flags)."""
     import re
 
     P = fa_fwd_gluon_plan
@@ -540,6 +539,12 @@ def record_gluon_plan(twill_opt, twill, out, cfg_name, changes):
     if causal:
         shape["CAUSAL"] = True
     plan = dict(shape, **P.plan_from_schedule(sched, graph))
+
+    def brief(j):
+        b = {k: j[k] for k in ("ii", "length", "stages", "proven", "ii_proven", "res_mii", "seconds")}
+        b["latency_slack"] = j["warp_specialization"].get("latency_slack")
+        return b
+
     diagonal = None
     if causal:
         # The diagonal loop, solved alike and recorded. It runs BLOCK_M /
@@ -552,18 +557,12 @@ def record_gluon_plan(twill_opt, twill, out, cfg_name, changes):
         (out / "schedule_diagonal.json").write_text(json.dumps(diag, indent=1))
         diag_graph = P.load_graph(out / "graph_diagonal.toml")
         diagonal = dict(iterations_per_cta=cx["BLOCK_M"] // cx["BLOCK_N"],
-                        schedule=dict(ii=diag["ii"], length=diag["length"], stages=diag["stages"],
-                                      proven=diag["proven"], res_mii=diag["res_mii"]))
+                        schedule=brief(diag))
         try:
             diagonal["plan"] = dict(shape, **P.plan_from_schedule(diag, diag_graph))
             diagonal["schedule_facts"] = P.describe(diag, diag_graph)
         except P.PlanError as e:
             diagonal["plan"], diagonal["refused"] = None, str(e)
-
-    def brief(j):
-        b = {k: j[k] for k in ("ii", "length", "stages", "proven", "ii_proven", "res_mii", "seconds")}
-        b["latency_slack"] = j["warp_specialization"].get("latency_slack")
-        return b
 
     # The paper's objective (the shortest L) at the same I: the ablation of
     # the GPU run, or why the kernel cannot lower that schedule (3.9's

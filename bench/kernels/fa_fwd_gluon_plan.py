@@ -101,7 +101,20 @@ def solve(twill: str, graph: Path, consumer_regs: int, groups: int = 2, u: int =
     return json.loads(r.stdout)
 
 
+def same_iteration_edges(graph: dict):
+    """(preds, succs) of `graph`'s dependences within one iteration
+    (distance 0): {op: set of ops}."""
+    preds, succs = {}, {}
+    for e in graph.get("edge", []):
+        if e.get("distance", 0) == 0:
+            preds.setdefault(e["to"], set()).add(e["from"])
+            succs.setdefault(e["from"], set()).add(e["to"])
+    return preds, succs
+
+
 def _ancestors(op, preds):
+    """The ops `op` depends on, transitively (with `succs` for `preds`: the
+    ops that depend on it)."""
     seen, todo = set(), [op]
     while todo:
         for p in preds.get(todo.pop(), ()):
@@ -132,10 +145,7 @@ def describe(schedule: dict, graph: dict) -> dict:
         raise PlanError("the schedule has no warp groups (a modulo schedule alone; solve with --groups)")
     ops = {o["name"]: o for o in schedule["ops"]}
     variable = {o["name"] for o in graph.get("op", []) if o.get("variable_latency")}
-    preds = {}
-    for e in graph.get("edge", []):
-        if e.get("distance", 0) == 0:
-            preds.setdefault(e["to"], set()).add(e["from"])
+    preds, succs = same_iteration_edges(graph)
     tc = [n for n, o in ops.items() if "TC" in o["units"]]
     if len(tc) != 4:
         raise PlanError(f"{len(tc)} tensor-core ops; the kernel has two sub-tiles of QK^T and PV")
@@ -159,8 +169,7 @@ def describe(schedule: dict, graph: dict) -> dict:
         # too. Ops that feed a sub-tile's softmax without depending on its
         # QK^T (the causal mask's key positions, shared by both sub-tiles)
         # are not on such a path: the kernel computes them in each group.
-        up_pv = _ancestors(pv, preds)
-        between = {a for a in up_pv if qk in _ancestors(a, preds)}
+        between = _ancestors(pv, preds) & _ancestors(qk, succs)
         g |= {ops[b]["warp_group"] for b in between if b in ops and b not in variable}
         if len(g) != 1 or 0 in g:
             raise PlanError(f"sub-tile {qk}/{pv} spans warp groups {sorted(g)}")

@@ -179,7 +179,6 @@ for name, cfg in GLUON.items():
         print(r.stdout.strip()[-300:], flush=True)
         if r.returncode != 0:
             print(r.stderr.strip()[-400:], flush=True)
-        if r.returncode != 0:
             print(f"smoke test failed: {name}: exit {r.returncode}", flush=True)
             continue
     except subprocess.TimeoutExpired:

@@ -40,6 +40,7 @@ SIZES = [int(s) for s in args.sizes.split(",")]
 
 if args.child:
     import torch
+    import check
     import fa_fwd_gluon
 
     cfg0 = CONFIGS[args.child]
@@ -56,9 +57,7 @@ if args.child:
             sm = 1 / math.sqrt(d)
             fa_fwd_gluon.launcher(kern, q, k, v, o, lse, sm, **cfg)()
             torch.cuda.synchronize()
-            s_ = (q.float() @ k.float().transpose(-1, -2)) * sm
-            if causal:
-                s_ = s_.masked_fill(torch.ones(n, n, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
+            s_ = check._reference(q, k, v, sm, causal)  # scaled scores, masked where causal
             ref = torch.softmax(s_, -1) @ v.float()
             ref_m = torch.logsumexp(s_, -1) / math.log(2)
             finite = bool(torch.isfinite(o).all()) and bool(torch.isfinite(lse).all())

@@ -358,10 +358,7 @@ def test_causal_loops_give_the_plan(tmp_path):
     # The diagonal loop: an op that feeds both sub-tiles' PV and depends on
     # no tensor-core op (the mask's key positions).
     graph = P.load_graph(paths[1])
-    preds = {}
-    for e in graph["edge"]:
-        if e.get("distance", 0) == 0:
-            preds.setdefault(e["to"], set()).add(e["from"])
+    preds, _ = P.same_iteration_edges(graph)
     tc = [o["name"] for o in graph["op"] if o["cost"].get("class") == "mma"]
     pvs = [t for t in tc if any(a in tc for a in P._ancestors(t, preds))]
     assert len(pvs) == 2
