@@ -64,3 +64,9 @@ def register_split(ctas_per_sm, consumers, regs_per_sm=64 * 1024):
         raise ValueError(f"{consumers} consumer groups: the kernels have one or two")
     return (dict(MAXNREG=None if ctas_per_sm == 1 else maxnreg, CONSUMER_REGS=consumer,
                  PRODUCER_REGS=PRODUCER_WARPGROUP_REGS), limit)
+
+
+# A barrier among the warps of one partition (a group publishes a buffer it
+# wrote from registers before one of its threads arrives on the buffer's
+# mbarrier). Triton 3.7 renamed thread_barrier to barrier.
+group_barrier = getattr(gl, "thread_barrier", None) or gl.barrier

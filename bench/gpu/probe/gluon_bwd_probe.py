@@ -1,0 +1,208 @@
+"""Probe on the H100: the FlashAttention backward through Gluon
+(bench/kernels/fa_bwd_gluon.py, twill's two-group schedules of the two
+loops) against stock Triton's best backward configurations of the bench
+grid and twill's Triton-path choice.
+
+    python3 bench/gpu/probe/gluon_bwd_probe.py [--head-dims 128,64] [--sizes 1024,4096,16384] [--rounds 5]
+
+First a correctness sweep: every Gluon variant in a child process with a
+time limit (a wrong barrier protocol hangs there, not here) at N = 128, 256,
+640, 2048 (Z=1, H=2), every head's dQ, dK, dV against float32 autograd.
+Then, per head dim and size (Z=4, H=32, fp16, non-causal): fresh random
+inputs, the forward's M and the preprocess's Delta from the stock kernels
+(run.bwd_inputs), every variant's outputs poisoned with NaN, run once,
+checked against float32 on two heads, timed (do_bench median), then the
+correct variants timed again in --rounds interleaved rounds (order rotated).
+TFLOPS count the five matmuls (2.5 x the forward's), as run.py does.
+"""
+import argparse
+import math
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import triton
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench" / "kernels"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import fa_bwd  # noqa: E402
+import fa_bwd_gluon  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--head-dims", default="128,64")
+ap.add_argument("--sizes", default="1024,4096,16384")
+ap.add_argument("--rounds", type=int, default=5)
+ap.add_argument("--rep", type=int, default=300, help="do_bench repetition time (ms) per variant and round")
+ap.add_argument("--check", help="(child process) correctness sweep of one variant: 'HEAD_DIM:name'")
+ap.add_argument("--variants", default="", help="only these Gluon variants (names, comma-separated)")
+args = ap.parse_args()
+
+
+def gluon_variants(d):
+    """Gluon variants per head dim: twill's plan (the kernel's defaults at
+    this head dim) and deeper rings."""
+    base = dict(fa_bwd_gluon.DEFAULT_CONFIG, HEAD_DIM=d)
+    out = {"gluon twill plan (2 groups, split by function)": base,
+           "gluon, 3-slot rings": dict(base, STAGES1=3, STAGES2=3),
+           "gluon, 3-slot rings, S one block ahead in dQ": dict(base, STAGES1=3, STAGES2=3, EARLY_S=True)}
+    if args.variants:
+        out = {k: v for k, v in out.items() if k in args.variants.split(",")}
+    return out
+
+
+import torch  # noqa: E402
+from triton.testing import do_bench  # noqa: E402
+
+triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+
+
+def reference(q, k, v, do, sm_scale, heads):
+    ref = {}
+    for z, h in heads:
+        qr, kr, vr = (t[z, h].detach().float().requires_grad_() for t in (q, k, v))
+        (torch.softmax((qr @ kr.T) * sm_scale, dim=-1) @ vr).backward(do[z, h].float())
+        ref[(z, h)] = (qr.grad, kr.grad, vr.grad)
+    return ref
+
+
+def grads_error(got, ref):
+    """Largest error of dQ, dK, dV over the reference heads, relative to
+    each reference's largest magnitude; NaN where an output is not finite."""
+    if not all(torch.isfinite(t).all() for t in got):
+        return float("nan")
+    return max((g[z, h].float() - w).abs().max().item() / w.abs().max().item()
+               for (z, h), want in ref.items() for g, w in zip(got, want))
+
+
+def torch_stats(q, k, v, do, sm_scale):
+    """The forward's log2-sum-exp M and the preprocess's Delta, in float32
+    by torch (the correctness sweep's own, independent of the kernels)."""
+    s_ = (q.float() @ k.float().transpose(-1, -2)) * sm_scale
+    lse = (torch.logsumexp(s_, dim=-1) / math.log(2)).reshape(-1).contiguous()
+    o = torch.softmax(s_, dim=-1) @ v.float()
+    delta = (o * do.float()).sum(-1).reshape(-1).contiguous()
+    return lse, delta
+
+
+def run_check(d, name):
+    """The correctness sweep of one variant (a child process)."""
+    cfg = gluon_variants(d)[name]
+    kernels = fa_bwd_gluon.compile_for(None, **cfg)
+    worst = 0.0
+    for n in (128, 256, 640, 2048):
+        torch.manual_seed(n)
+        q, k, v, do = (torch.empty(1, 2, n, d, device="cuda", dtype=torch.float16).normal_(0, 0.5) for _ in range(4))
+        sm_scale = 1.0 / math.sqrt(d)
+        lse, delta = torch_stats(q, k, v, do, sm_scale)
+        dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
+        fa_bwd_gluon.launcher(kernels, q, k, v, do, lse, delta, dq, dk, dv, sm_scale, **cfg)()
+        torch.cuda.synchronize()
+        err = grads_error((dq, dk, dv), reference(q, k, v, do, sm_scale, [(0, 0), (0, 1)]))
+        ok = err < 1e-2
+        print(f"check {name} hd{d} N={n}: max rel err {err:.2e} {'ok' if ok else 'WRONG'}", flush=True)
+        worst = max(worst, err) if ok else float("nan")
+    print(f"CHECK {'PASS' if worst == worst else 'FAIL'} {name} hd{d}", flush=True)
+    sys.exit(0 if worst == worst else 1)
+
+
+if args.check:
+    d_, name_ = args.check.split(":", 1)
+    run_check(int(d_), name_)
+
+import run as bench_run  # noqa: E402
+import check as kcheck  # noqa: E402
+
+print("triton", triton.__version__, "torch", torch.__version__, torch.cuda.get_device_name(),
+      time.strftime("%Y-%m-%d %H:%M:%S %Z"), flush=True)
+
+# Stock Triton: the best configurations of the bench grid (runs 38 / 39:
+# hd128 w8 s3 and w8 s3 ws; hd64 b32 w4 s3, s4, s5) and twill's Triton-path
+# choice (fa_bwd's CONFIGS: hd128 w8 s2 ws, hd64 w8 s3 ws; the bench's
+# "twill" rows add the pass, whose schedule there is Triton's own).
+STOCK = {
+    128: {"triton w8 s3": (dict(BLOCK_M1=64, BLOCK_N2=64, WARP_SPECIALIZE=False), 8, 3),
+          "triton w8 s3 ws": (dict(BLOCK_M1=64, BLOCK_N2=64, WARP_SPECIALIZE=True), 8, 3),
+          "triton w8 s2 ws": (dict(BLOCK_M1=64, BLOCK_N2=64, WARP_SPECIALIZE=True), 8, 2)},
+    64: {"triton b32 w4 s3": (dict(BLOCK_M1=32, BLOCK_N2=32, WARP_SPECIALIZE=False), 4, 3),
+         "triton b32 w4 s5": (dict(BLOCK_M1=32, BLOCK_N2=32, WARP_SPECIALIZE=False), 4, 5),
+         "triton w8 s3 ws": (dict(BLOCK_M1=64, BLOCK_N2=64, WARP_SPECIALIZE=True), 8, 3)},
+}
+CFG_NAME = {128: "hd128", 64: "hd64"}
+Z, H = 4, 32
+summary = []
+for d in [int(x) for x in args.head_dims.split(",")]:
+    variants = {}
+    for name, cfg in gluon_variants(d).items():
+        t0 = time.time()
+        try:
+            r = subprocess.run([sys.executable, __file__, "--check", f"{d}:{name}"], timeout=120,
+                               capture_output=True, text=True)
+            print(r.stdout.strip()[-1500:], flush=True)
+            if r.returncode != 0:
+                print(r.stderr.strip()[-600:], flush=True)
+                print(f"correctness sweep failed: {name} hd{d}: exit {r.returncode}", flush=True)
+                continue
+        except subprocess.TimeoutExpired:
+            print(f"correctness sweep HUNG (killed after 120 s): {name} hd{d}", flush=True)
+            continue
+        variants[name] = ("gluon", cfg, fa_bwd_gluon.compile_for(None, **cfg))
+        print(f"compiled {name} hd{d} in {time.time() - t0:.1f} s (with its sweep)", flush=True)
+    for name, (over, nw, ns) in STOCK[d].items():
+        cx, _ = fa_bwd.split_config(dict(fa_bwd.CONFIGS[CFG_NAME[d]][90], **over))
+        variants[name] = ("triton", cx, triton.compile(fa_bwd.make_ast_source(**cx), target=bench_run.TARGET,
+                                                       options=dict(num_warps=nw, num_stages=ns)))
+    for n in [int(x) for x in args.sizes.split(",")]:
+        torch.manual_seed(n)
+        q, k, v, do, o, lse, delta, sm_scale = bench_run.bwd_inputs(CFG_NAME[d], Z, H, n)
+        flops = 2.5 * 4.0 * Z * H * n * n * d
+        heads = [(0, 0), (Z - 1, H - 1)]
+        ref = reference(q, k, v, do, sm_scale, heads)
+        fns, first = {}, {}
+        for name, (how, cfg, kern) in variants.items():
+            dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+            if how == "gluon":
+                fn = fa_bwd_gluon.launcher(kern, q, k, v, do, lse, delta, dq, dk, dv, sm_scale, **cfg)
+            else:
+                values = kcheck.bwd_values(cfg, sm_scale, lse, delta, q, k, v, do, dq, dk, dv)
+                sig, cst, _ = fa_bwd.ast_source_args(**cfg)
+
+                def fn(kern=kern, sig=sig, cst=cst, values=values, n1=cfg["BLOCK_N1"], n=n):
+                    kcheck._launch(kern, (n // n1, Z * H, 1), sig, cst, values)
+            try:
+                for t in (dq, dk, dv):
+                    t.fill_(float("nan"))
+                fn()
+                torch.cuda.synchronize()
+                err = grads_error((dq, dk, dv), ref)
+                ms = do_bench(fn, warmup=25, rep=100, return_mode="median")
+            except Exception as e:
+                print(f"hd{d} N={n} {name}: launch failed: {type(e).__name__}: {str(e)[:200]}", flush=True)
+                continue
+            ok = err < 1e-2
+            print(f"hd{d} N={n} {name}: {ms:.4f} ms {flops / ms / 1e9:.1f} TFLOPS err {err:.2e} "
+                  f"{'ok' if ok else 'WRONG'}", flush=True)
+            if ok:
+                fns[name] = fn
+                first[name] = ms
+                for part, pfn in getattr(fn, "parts", {}).items():
+                    pms = do_bench(pfn, warmup=25, rep=100, return_mode="median")
+                    print(f"  {part}: {pms:.4f} ms ({pms / ms:.2f} of the pair)", flush=True)
+        times = {name: [] for name in fns}
+        names = list(fns)
+        for r_ in range(args.rounds):
+            for name in names[r_ % len(names):] + names[:r_ % len(names)]:
+                times[name].append(do_bench(fns[name], warmup=10, rep=args.rep, return_mode="median"))
+        if args.rounds:
+            med = {name: statistics.median(t) for name, t in times.items()}
+            best_stock = min((x for x in med if x.startswith("triton")), key=med.get, default=None)
+            for name in names:
+                line = (f"ROUNDS hd{d} N={n} {name}: median {med[name]:.4f} ms {flops / med[name] / 1e9:.1f} TFLOPS"
+                        + (f", best stock ({best_stock}) / this = {med[best_stock] / med[name]:.3f}"
+                           if best_stock else ""))
+                print(line, flush=True)
+                summary.append(line)
+        del q, k, v, do, o, lse, delta, ref
+        torch.cuda.empty_cache()
+print("\n".join(["SUMMARY"] + summary), flush=True)

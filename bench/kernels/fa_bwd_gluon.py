@@ -1,0 +1,559 @@
+"""FlashAttention backward for Hopper in Gluon: twill's joint SWP + WS schedules
+of the two loops of `fa_bwd.attn_bwd_kernel`, lowered by hand.
+
+The same algorithm as `fa_bwd.py` (the Triton tutorial's, FlashAttention-2's
+without atomics): P is recomputed from the forward's log2-sum-exp M, Delta =
+rowsum(dO * O) comes from fa_bwd's preprocess kernel, and
+
+* the dK/dV loop (one program per BLOCK_N1 = 128 key rows, streaming the
+  query blocks of BLOCK_M1 rows) computes, in the tutorial's transposed
+  form, S^T = K Q^T, P^T = exp2(S^T * scale - M), dV += P^T dO,
+  dP^T = V dO^T, dS^T = P^T (dP^T - Delta), dK += dS^T Q;
+* the dQ loop (one program per BLOCK_M2 = 128 query rows, streaming the
+  key blocks of BLOCK_N2 rows) computes S = Q K^T, P, dP = dO V^T,
+  dS = P (dP - Delta), dQ += dS K.
+
+twill's joint schedule of each loop with two compute groups (the loops of
+the kernel's TTGIR, exported by the pass and solved without Triton 3.6's
+"every wgmma in the last stage" rule; `fa_bwd_gluon_plan.py` reads the
+schedules and refuses one outside what this file lowers) is a split by
+function, not by rows:
+
+* dK/dV loop: group P issues S^T and dV (it holds dV's accumulator), group
+  dS issues dP^T and dK (it holds dK's). P^T is the value that crosses
+  between them: group P writes it to shared memory, group dS reads it to
+  form dS^T. Each group issues its first wgmma of iteration j before its
+  second of iteration j - 1 and waits only for the first, so that the
+  second runs under the exponentials (group P) or under the dS^T
+  arithmetic (group dS).
+* dQ loop: group P issues S and dP and computes dS (the exponentials run
+  under dP), group dQ holds dQ's accumulator and issues dQ += dS K, one
+  wgmma kept in flight. dS crosses through shared memory.
+* a 1-warp producer streams the loop's operands with TMA (Q and dO, or K
+  and V) into rings of STAGES slots: the schedule's prefetch depth + 1.
+
+The operands that cross between groups, and the wgmma operands written from
+registers (dS^T for dK), go through shared memory: a wgmma reads its A
+operand from there, and every register the groups do not need for their
+accumulators is left free. A group publishes a buffer with a fence (generic
+to async proxy), a barrier among its own warps, then one arrive on the
+buffer's "ready" mbarrier; the reader arrives on its "empty" mbarrier when
+done. The loads of M and Delta (64 floats per step) are plain global loads
+by the group that uses them, issued before the wgmma they wait behind.
+
+Two kernels (the dK/dV loop, then the dQ loop), each one program per 128
+rows of (z, h): each keeps its buffers for its own loop (192 KB of shared
+memory), and a program of one never waits for the other's. Arguments follow
+`fa_bwd.attn_bwd_kernel`. Compile on a machine without a GPU with
+`compile_for(target, ...)`; launch both with `launcher(...)`.
+"""
+
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
+
+import gluon_hopper
+from gluon_hopper import desc_type as _desc_type
+from gluon_hopper import group_barrier as _group_barrier
+from gluon_hopper import nvmma_layout as _layout
+from gluon_hopper import tma_load as _tma_load
+from gluon_hopper import tma_store as _tma_store
+
+# Rows a program owns: BLOCK_N1 key rows (dK/dV), BLOCK_M2 query rows (dQ).
+TILE_ROWS = 128
+TILE = gl.constexpr(TILE_ROWS)
+LOG2E = gl.constexpr(1.44269504)
+
+
+# ---------------------------------------------------------------------------
+# The dK/dV loop.
+# ---------------------------------------------------------------------------
+
+@gluon.jit
+def _dkdv_producer(desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_ready, q_ready, do_ready, q_empty,
+                   do_empty, kv_row, row0, n_m, BLOCK_M: gl.constexpr, STAGES: gl.constexpr):
+    """One warp: the program's K and V tiles, then Q and dO of every query
+    block into their rings (a slot is refilled once both groups released
+    it; the first lap waits on parity 1 of a fresh barrier, which returns at
+    once)."""
+    mbarrier.expect(kv_ready, 2 * desc_k.block_type.nbytes)
+    _tma_load(desc_k, [kv_row, 0], kv_ready, k_s)
+    _tma_load(desc_v, [kv_row, 0], kv_ready, v_s)
+    for j in range(n_m):
+        s = j % STAGES
+        ph = ((j // STAGES) & 1) ^ 1
+        mbarrier.wait(q_empty.index(s), ph)
+        mbarrier.expect(q_ready.index(s), desc_q.block_type.nbytes)
+        _tma_load(desc_q, [row0 + j * BLOCK_M, 0], q_ready.index(s), q_s.index(s))
+        mbarrier.wait(do_empty.index(s), ph)
+        mbarrier.expect(do_ready.index(s), desc_do.block_type.nbytes)
+        _tma_load(desc_do, [row0 + j * BLOCK_M, 0], do_ready.index(s), do_s.index(s))
+
+
+@gluon.jit
+def _dkdv_group_p(desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, q_ready, do_ready, q_empty, do_empty, pt_ready,
+                  pt_empty, kv_row, m_row, n_m, qk_scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
+                  STAGES: gl.constexpr):
+    """Group P (the default partition): S^T = K Q^T and P^T of query block
+    j, then dV += P^T dO of block j - 1, with S^T issued first and P^T's
+    exponentials under that dV. P^T goes to shared memory (a ring of two)
+    for group dS and for dV's A operand."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
+    s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
+    dv = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
+    mbarrier.wait(kv_ready, 0)
+
+    # Block 0: S^T and P^T alone.
+    mbarrier.wait(q_ready.index(0), 0)
+    s_tok = warpgroup_mma(k_s, q_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    m = gl.load(M + m_row + cols)
+    st = warpgroup_mma_wait(0, deps=[s_tok])
+    mbarrier.arrive(q_empty.index(0), count=1)
+    pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
+    pt_s.index(0).store(pt.to(gl.float16))
+    fence_async_shared()
+    _group_barrier()
+    mbarrier.arrive(pt_ready.index(0), count=1)
+
+    for j in range(1, n_m):
+        s = j % STAGES
+        sp = (j - 1) % STAGES
+        b = j % 2
+        bp = (j - 1) % 2
+        mbarrier.wait(q_ready.index(s), (j // STAGES) & 1)
+        s_tok = warpgroup_mma(k_s, q_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        mbarrier.wait(do_ready.index(sp), ((j - 1) // STAGES) & 1)
+        dv_tok = warpgroup_mma(pt_s.index(bp), do_s.index(sp), dv, is_async=True)
+        m = gl.load(M + m_row + j * BLOCK_M + cols)
+        st = warpgroup_mma_wait(1, deps=[s_tok])
+        mbarrier.arrive(q_empty.index(s), count=1)
+        pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
+        # Slot b last held P^T of block j - 2: group dS has read it, and this
+        # group's dV of j - 2 completed in the previous iteration.
+        mbarrier.wait(pt_empty.index(b), ((j // 2) & 1) ^ 1)
+        pt_s.index(b).store(pt.to(gl.float16))
+        fence_async_shared()
+        _group_barrier()
+        mbarrier.arrive(pt_ready.index(b), count=1)
+        dv = warpgroup_mma_wait(0, deps=[dv_tok])
+        mbarrier.arrive(do_empty.index(sp), count=1)
+        mbarrier.arrive(pt_empty.index(bp), count=1)
+
+    sl = (n_m - 1) % STAGES
+    bl = (n_m - 1) % 2
+    mbarrier.wait(do_ready.index(sl), ((n_m - 1) // STAGES) & 1)
+    dv_tok = warpgroup_mma(pt_s.index(bl), do_s.index(sl), dv, is_async=True)
+    dv = warpgroup_mma_wait(0, deps=[dv_tok])
+    mbarrier.arrive(do_empty.index(sl), count=1)
+    mbarrier.arrive(pt_empty.index(bl), count=1)
+
+    # Epilogue through K's buffer (only this group reads K, and its last
+    # S^T has completed).
+    k_s.store(dv.to(gl.float16))
+    fence_async_shared()
+    _group_barrier()
+    _tma_store(desc_dv, [kv_row, 0], k_s)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _dkdv_group_ds(desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready, do_ready, q_empty, do_empty,
+                   pt_ready, pt_empty, kv_row, m_row, n_m, sm_scale, HEAD_DIM: gl.constexpr,
+                   BLOCK_M: gl.constexpr, STAGES: gl.constexpr):
+    """Group dS (a 4-warp worker): dP^T = V dO^T of query block j, then
+    dK += dS^T Q of block j - 1, with dP^T issued first and dS^T of block j
+    (from group P's P^T) formed under that dK. dS^T goes to shared memory
+    (a ring of two, this group's own) as dK's A operand."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
+    s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
+    dk = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
+    mbarrier.wait(kv_ready, 0)
+
+    # Block 0: dP^T and dS^T alone.
+    mbarrier.wait(do_ready.index(0), 0)
+    dp_tok = warpgroup_mma(v_s, do_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    delta = gl.load(Delta + m_row + cols)
+    dpt = warpgroup_mma_wait(0, deps=[dp_tok])
+    mbarrier.arrive(do_empty.index(0), count=1)
+    mbarrier.wait(pt_ready.index(0), 0)
+    pt = pt_s.index(0).load(s_layout)
+    _group_barrier()
+    mbarrier.arrive(pt_empty.index(0), count=1)
+    dst = pt.to(gl.float32) * (dpt - gl.expand_dims(delta, 0))
+    ds_s.index(0).store(dst.to(gl.float16))
+    fence_async_shared()
+    _group_barrier()
+
+    for j in range(1, n_m):
+        s = j % STAGES
+        sp = (j - 1) % STAGES
+        b = j % 2
+        mbarrier.wait(do_ready.index(s), (j // STAGES) & 1)
+        dp_tok = warpgroup_mma(v_s, do_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        mbarrier.wait(q_ready.index(sp), ((j - 1) // STAGES) & 1)
+        dk_tok = warpgroup_mma(ds_s.index((j - 1) % 2), q_s.index(sp), dk, is_async=True)
+        delta = gl.load(Delta + m_row + j * BLOCK_M + cols)
+        dpt = warpgroup_mma_wait(1, deps=[dp_tok])
+        mbarrier.arrive(do_empty.index(s), count=1)
+        mbarrier.wait(pt_ready.index(b), (j // 2) & 1)
+        pt = pt_s.index(b).load(s_layout)
+        _group_barrier()
+        mbarrier.arrive(pt_empty.index(b), count=1)
+        dst = pt.to(gl.float32) * (dpt - gl.expand_dims(delta, 0))
+        dk = warpgroup_mma_wait(0, deps=[dk_tok])
+        mbarrier.arrive(q_empty.index(sp), count=1)
+        # Slot b last held dS^T of block j - 2, whose dK has completed.
+        ds_s.index(b).store(dst.to(gl.float16))
+        fence_async_shared()
+        _group_barrier()
+
+    sl = (n_m - 1) % STAGES
+    mbarrier.wait(q_ready.index(sl), ((n_m - 1) // STAGES) & 1)
+    dk_tok = warpgroup_mma(ds_s.index((n_m - 1) % 2), q_s.index(sl), dk, is_async=True)
+    dk = warpgroup_mma_wait(0, deps=[dk_tok])
+    mbarrier.arrive(q_empty.index(sl), count=1)
+
+    # Epilogue through V's buffer (only this group reads V).
+    v_s.store((dk * sm_scale).to(gl.float16))
+    fence_async_shared()
+    _group_barrier()
+    _tma_store(desc_dk, [kv_row, 0], v_s)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def attn_bwd_dkdv_gluon_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v, desc_dk, desc_dv, N_CTX,
+                               HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr,
+                               CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    gl.static_assert(desc_k.block_type.shape[0] == TILE)
+    pid = gl.program_id(0)
+    off_hz = gl.program_id(1)
+    row0 = off_hz * N_CTX
+    kv_row = row0 + pid * TILE
+    n_m = N_CTX // BLOCK_M
+    qk_scale = sm_scale * LOG2E
+
+    k_s = gl.allocate_shared_memory(desc_k.dtype, desc_k.block_type.shape, desc_k.layout)
+    v_s = gl.allocate_shared_memory(desc_v.dtype, desc_v.block_type.shape, desc_v.layout)
+    q_s = gl.allocate_shared_memory(desc_q.dtype, [STAGES] + desc_q.block_type.shape, desc_q.layout)
+    do_s = gl.allocate_shared_memory(desc_do.dtype, [STAGES] + desc_do.block_type.shape, desc_do.layout)
+    t_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([TILE, BLOCK_M], gl.float16)
+    pt_s = gl.allocate_shared_memory(gl.float16, [2, TILE, BLOCK_M], t_layout)
+    ds_s = gl.allocate_shared_memory(gl.float16, [2, TILE, BLOCK_M], t_layout)
+    kv_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    do_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    do_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    pt_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    pt_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(kv_ready, count=1)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(q_ready.index(s), count=1)
+        mbarrier.init(do_ready.index(s), count=1)
+        mbarrier.init(q_empty.index(s), count=2)  # S^T (group P) and dK (group dS)
+        mbarrier.init(do_empty.index(s), count=2)  # dV (group P) and dP^T (group dS)
+    for b in gl.static_range(2):
+        mbarrier.init(pt_ready.index(b), count=1)
+        mbarrier.init(pt_empty.index(b), count=2)  # dV (group P) and dS^T (group dS)
+
+    gl.warp_specialize(
+        [(_dkdv_group_p, (desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, q_ready, do_ready, q_empty, do_empty,
+                          pt_ready, pt_empty, kv_row, row0, n_m, qk_scale, HEAD_DIM, BLOCK_M, STAGES)),
+         (_dkdv_group_ds, (desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready, do_ready, q_empty,
+                           do_empty, pt_ready, pt_empty, kv_row, row0, n_m, sm_scale, HEAD_DIM, BLOCK_M, STAGES)),
+         (_dkdv_producer, (desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_ready, q_ready, do_ready,
+                           q_empty, do_empty, kv_row, row0, n_m, BLOCK_M, STAGES))],
+        [4, 1],
+        [CONSUMER_REGS, PRODUCER_REGS])
+
+    mbarrier.invalidate(kv_ready)
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(q_ready.index(s))
+        mbarrier.invalidate(do_ready.index(s))
+        mbarrier.invalidate(q_empty.index(s))
+        mbarrier.invalidate(do_empty.index(s))
+    for b in gl.static_range(2):
+        mbarrier.invalidate(pt_ready.index(b))
+        mbarrier.invalidate(pt_empty.index(b))
+
+
+# ---------------------------------------------------------------------------
+# The dQ loop.
+# ---------------------------------------------------------------------------
+
+@gluon.jit
+def _dq_producer(desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_ready, k_empty,
+                 v_empty, q_row, row0, n_n, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """One warp: the program's Q and dO tiles, then K and V of every key
+    block into their rings."""
+    mbarrier.expect(qd_ready, 2 * desc_q.block_type.nbytes)
+    _tma_load(desc_q, [q_row, 0], qd_ready, q_s)
+    _tma_load(desc_do, [q_row, 0], qd_ready, do_s)
+    for j in range(n_n):
+        s = j % STAGES
+        ph = ((j // STAGES) & 1) ^ 1
+        mbarrier.wait(k_empty.index(s), ph)
+        mbarrier.expect(k_ready.index(s), desc_k.block_type.nbytes)
+        _tma_load(desc_k, [row0 + j * BLOCK_N, 0], k_ready.index(s), k_s.index(s))
+        mbarrier.wait(v_empty.index(s), ph)
+        mbarrier.expect(v_ready.index(s), desc_v.block_type.nbytes)
+        _tma_load(desc_v, [row0 + j * BLOCK_N, 0], v_ready.index(s), v_s.index(s))
+
+
+@gluon.jit
+def _dq_group_p(M, Delta, q_s, do_s, k_s, v_s, ds_s, qd_ready, k_ready, v_ready, k_empty, v_empty, ds_ready,
+                ds_empty, m_row, n_n, qk_scale, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """Group P (the default partition): S = Q K^T and dP = dO V^T of key
+    block j, the exponentials of P under dP, dS = P (dP - Delta) into
+    shared memory (a ring of two) for group dQ."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16])
+    rows = gl.arange(0, TILE, layout=gl.SliceLayout(1, s_layout))
+    s_zero = gl.zeros([TILE, BLOCK_N], gl.float32, s_layout)
+    mbarrier.wait(qd_ready, 0)
+    m = gl.expand_dims(gl.load(M + m_row + rows), 1)
+    delta = gl.expand_dims(gl.load(Delta + m_row + rows), 1)
+    for j in range(n_n):
+        s = j % STAGES
+        ph = (j // STAGES) & 1
+        b = j % 2
+        mbarrier.wait(k_ready.index(s), ph)
+        s_tok = warpgroup_mma(q_s, k_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        mbarrier.wait(v_ready.index(s), ph)
+        dp_tok = warpgroup_mma(do_s, v_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        st = warpgroup_mma_wait(1, deps=[s_tok])
+        mbarrier.arrive(k_empty.index(s), count=1)
+        p = gl.exp2(st * qk_scale - m)
+        dp = warpgroup_mma_wait(0, deps=[dp_tok])
+        mbarrier.arrive(v_empty.index(s), count=1)
+        ds = p * (dp - delta)
+        mbarrier.wait(ds_empty.index(b), ((j // 2) & 1) ^ 1)
+        ds_s.index(b).store(ds.to(gl.float16))
+        fence_async_shared()
+        _group_barrier()
+        mbarrier.arrive(ds_ready.index(b), count=1)
+
+
+@gluon.jit
+def _dq_p_step(j, q_s, do_s, k_s, v_s, ds_s, k_ready, v_ready, k_empty, v_empty, ds_ready, ds_empty, s_tok, s_zero,
+               m, delta, qk_scale, STAGES: gl.constexpr, NEXT: gl.constexpr):
+    """Iteration j of group P with S one block ahead (EARLY_S): S of block j
+    is in flight; issue dP of block j, form P, then (NEXT) issue S of
+    block j + 1 before dS of block j, so that it runs under dS's arithmetic
+    and the store. Returns the next S's token (NEXT) or None."""
+    s = j % STAGES
+    b = j % 2
+    mbarrier.wait(v_ready.index(s), (j // STAGES) & 1)
+    dp_tok = warpgroup_mma(do_s, v_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    st = warpgroup_mma_wait(1, deps=[s_tok])
+    mbarrier.arrive(k_empty.index(s), count=1)
+    p = gl.exp2(st * qk_scale - m)
+    dp = warpgroup_mma_wait(0, deps=[dp_tok])
+    mbarrier.arrive(v_empty.index(s), count=1)
+    next_tok = None
+    if NEXT:
+        sn = (j + 1) % STAGES
+        mbarrier.wait(k_ready.index(sn), ((j + 1) // STAGES) & 1)
+        next_tok = warpgroup_mma(q_s, k_s.index(sn).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    ds = p * (dp - delta)
+    mbarrier.wait(ds_empty.index(b), ((j // 2) & 1) ^ 1)
+    ds_s.index(b).store(ds.to(gl.float16))
+    fence_async_shared()
+    _group_barrier()
+    mbarrier.arrive(ds_ready.index(b), count=1)
+    return next_tok
+
+
+@gluon.jit
+def _dq_group_p_early(M, Delta, q_s, do_s, k_s, v_s, ds_s, qd_ready, k_ready, v_ready, k_empty, v_empty, ds_ready,
+                      ds_empty, m_row, n_n, qk_scale, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """Group P with S issued one block ahead (EARLY_S; see _dq_p_step)."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_N, 16])
+    rows = gl.arange(0, TILE, layout=gl.SliceLayout(1, s_layout))
+    s_zero = gl.zeros([TILE, BLOCK_N], gl.float32, s_layout)
+    mbarrier.wait(qd_ready, 0)
+    m = gl.expand_dims(gl.load(M + m_row + rows), 1)
+    delta = gl.expand_dims(gl.load(Delta + m_row + rows), 1)
+    mbarrier.wait(k_ready.index(0), 0)
+    s_tok = warpgroup_mma(q_s, k_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    for j in range(n_n - 1):
+        s_tok = _dq_p_step(j, q_s, do_s, k_s, v_s, ds_s, k_ready, v_ready, k_empty, v_empty, ds_ready, ds_empty,
+                           s_tok, s_zero, m, delta, qk_scale, STAGES, True)
+    _dq_p_step(n_n - 1, q_s, do_s, k_s, v_s, ds_s, k_ready, v_ready, k_empty, v_empty, ds_ready, ds_empty, s_tok,
+               s_zero, m, delta, qk_scale, STAGES, False)
+
+
+@gluon.jit
+def _dq_group_dq(desc_dq, q_s, k_s, ds_s, out_s, k_ready, k_empty, ds_ready, ds_empty, q_row, n_n, sm_scale,
+                 HEAD_DIM: gl.constexpr, STAGES: gl.constexpr):
+    """Group dQ (a 4-warp worker): dQ += dS K of key block j, keeping one
+    wgmma in flight: block j's is issued before block j - 1's is waited
+    for (and its dS slot and K slot released)."""
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    dq = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
+    for j in range(n_n):
+        s = j % STAGES
+        b = j % 2
+        mbarrier.wait(ds_ready.index(b), (j // 2) & 1)
+        mbarrier.wait(k_ready.index(s), (j // STAGES) & 1)
+        dq_tok = warpgroup_mma(ds_s.index(b), k_s.index(s), dq, is_async=True)
+        dq = warpgroup_mma_wait(1, deps=[dq_tok])
+        if j > 0:
+            mbarrier.arrive(ds_empty.index((j - 1) % 2), count=1)
+            mbarrier.arrive(k_empty.index((j - 1) % STAGES), count=1)
+    dq = warpgroup_mma_wait(0, deps=[dq])
+    mbarrier.arrive(ds_empty.index((n_n - 1) % 2), count=1)
+    mbarrier.arrive(k_empty.index((n_n - 1) % STAGES), count=1)
+
+    out_s.store((dq * sm_scale).to(gl.float16))
+    fence_async_shared()
+    _group_barrier()
+    _tma_store(desc_dq, [q_row, 0], out_s)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def attn_bwd_dq_gluon_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v, desc_dq, N_CTX,
+                             HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                             EARLY_S: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    gl.static_assert(desc_q.block_type.shape[0] == TILE)
+    pid = gl.program_id(0)
+    off_hz = gl.program_id(1)
+    row0 = off_hz * N_CTX
+    q_row = row0 + pid * TILE
+    n_n = N_CTX // BLOCK_N
+    qk_scale = sm_scale * LOG2E
+
+    q_s = gl.allocate_shared_memory(desc_q.dtype, desc_q.block_type.shape, desc_q.layout)
+    do_s = gl.allocate_shared_memory(desc_do.dtype, desc_do.block_type.shape, desc_do.layout)
+    out_s = gl.allocate_shared_memory(desc_dq.dtype, desc_dq.block_type.shape, desc_dq.layout)
+    k_s = gl.allocate_shared_memory(desc_k.dtype, [STAGES] + desc_k.block_type.shape, desc_k.layout)
+    v_s = gl.allocate_shared_memory(desc_v.dtype, [STAGES] + desc_v.block_type.shape, desc_v.layout)
+    t_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([TILE, BLOCK_N], gl.float16)
+    ds_s = gl.allocate_shared_memory(gl.float16, [2, TILE, BLOCK_N], t_layout)
+    qd_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ds_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    ds_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(qd_ready, count=1)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(k_ready.index(s), count=1)
+        mbarrier.init(v_ready.index(s), count=1)
+        mbarrier.init(k_empty.index(s), count=2)  # S (group P) and dQ (group dQ)
+        mbarrier.init(v_empty.index(s), count=1)  # dP (group P)
+    for b in gl.static_range(2):
+        mbarrier.init(ds_ready.index(b), count=1)
+        mbarrier.init(ds_empty.index(b), count=1)
+
+    gl.warp_specialize(
+        [(_dq_group_p_early if EARLY_S else _dq_group_p, (M, Delta, q_s, do_s, k_s, v_s, ds_s, qd_ready, k_ready, v_ready, k_empty, v_empty, ds_ready,
+                        ds_empty, q_row, n_n, qk_scale, BLOCK_N, STAGES)),
+         (_dq_group_dq, (desc_dq, q_s, k_s, ds_s, out_s, k_ready, k_empty, ds_ready, ds_empty, q_row, n_n, sm_scale,
+                         HEAD_DIM, STAGES)),
+         (_dq_producer, (desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_ready, k_empty,
+                         v_empty, q_row, row0, n_n, BLOCK_N, STAGES))],
+        [4, 1],
+        [CONSUMER_REGS, PRODUCER_REGS])
+
+    mbarrier.invalidate(qd_ready)
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(k_ready.index(s))
+        mbarrier.invalidate(v_ready.index(s))
+        mbarrier.invalidate(k_empty.index(s))
+        mbarrier.invalidate(v_empty.index(s))
+    for b in gl.static_range(2):
+        mbarrier.invalidate(ds_ready.index(b))
+        mbarrier.invalidate(ds_empty.index(b))
+
+
+# ---------------------------------------------------------------------------
+# Configuration, compilation, launch.
+# ---------------------------------------------------------------------------
+
+# twill's plan for the H100 (fa_bwd_gluon_plan.plan_from_schedules; the
+# recorded plan is in bench/gpu/replay/gluon/bwd*/plan.json): query steps of
+# BLOCK_M1 rows in the dK/dV loop, key steps of BLOCK_N2 rows in the dQ
+# loop, one iteration of prefetch in each (rings of STAGES1 / STAGES2), the
+# two compute groups at 240 registers and the producer at 24 (one CTA per
+# SM: 192 KB of shared memory each).
+DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=64, STAGES1=2, STAGES2=2, EARLY_S=False,
+                      CONSUMER_REGS=240, PRODUCER_REGS=24)
+
+CTA_WARPS = gluon_hopper.cta_warps(2)
+
+
+def ast_sources(**config):
+    """The GluonASTSources of the two kernels at `config`."""
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    cfg = dict(DEFAULT_CONFIG, **config)
+    d = cfg["HEAD_DIM"]
+    tile, qm, kn = [TILE_ROWS, d], [cfg["BLOCK_M1"], d], [cfg["BLOCK_N2"], d]
+    regs = dict(CONSUMER_REGS=cfg["CONSUMER_REGS"], PRODUCER_REGS=cfg["PRODUCER_REGS"])
+    common = {"sm_scale": "fp32", "M": "*fp32", "Delta": "*fp32"}
+    dkdv_sig = dict(common, desc_q=_desc_type(qm), desc_do=_desc_type(qm), desc_k=_desc_type(tile),
+                    desc_v=_desc_type(tile), desc_dk=_desc_type(tile), desc_dv=_desc_type(tile), N_CTX="i32")
+    dkdv_cst = dict(HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M1"], STAGES=cfg["STAGES1"], **regs)
+    dq_sig = dict(common, desc_q=_desc_type(tile), desc_do=_desc_type(tile), desc_k=_desc_type(kn),
+                  desc_v=_desc_type(kn), desc_dq=_desc_type(tile), N_CTX="i32")
+    dq_cst = dict(HEAD_DIM=d, BLOCK_N=cfg["BLOCK_N2"], STAGES=cfg["STAGES2"], EARLY_S=cfg["EARLY_S"], **regs)
+    dkdv_sig.update({k: "constexpr" for k in dkdv_cst})
+    dq_sig.update({k: "constexpr" for k in dq_cst})
+    return (GluonASTSource(fn=attn_bwd_dkdv_gluon_kernel, signature=dkdv_sig, constexprs=dkdv_cst, attrs={}),
+            GluonASTSource(fn=attn_bwd_dq_gluon_kernel, signature=dq_sig, constexprs=dq_cst, attrs={}))
+
+
+def compile_for(target=None, **config):
+    """Compiles both kernels (num_warps 4: the default partition; the
+    workers add their own warps): (dK/dV kernel, dQ kernel). `target`
+    None: the current GPU."""
+    return tuple(triton.compile(src, target=target, options=dict(num_warps=4)) for src in ast_sources(**config))
+
+
+def launcher(kernels, q, k, v, do, lse, delta, dq, dk, dv, sm_scale, **config):
+    """A function that launches the compiled `kernels` (compile_for's pair)
+    on q, k, v, do ([Z, H, N_CTX, HEAD_DIM] fp16, contiguous), the forward's
+    log2-sum-exp `lse` and the preprocess's `delta` ([Z * H * N_CTX] fp32),
+    writing dq, dk, dv."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    cfg = dict(DEFAULT_CONFIG, **config)
+    Z, H, N, D = q.shape
+    assert D == cfg["HEAD_DIM"] and N % TILE_ROWS == 0 and N % cfg["BLOCK_M1"] == 0 and N % cfg["BLOCK_N2"] == 0
+    rows = Z * H * N
+
+    def desc(t, block_rows):
+        block = [block_rows, D]
+        return TensorDescriptor.from_tensor(t.view(rows, D), block, _layout(block))
+
+    bm, bn = cfg["BLOCK_M1"], cfg["BLOCK_N2"]
+    dkdv_args = (desc(q, bm), desc(do, bm), desc(k, TILE_ROWS), desc(v, TILE_ROWS), desc(dk, TILE_ROWS), desc(dv, TILE_ROWS), N)
+    dq_args = (desc(q, TILE_ROWS), desc(do, TILE_ROWS), desc(k, bn), desc(v, bn), desc(dq, TILE_ROWS), N)
+    regs = (cfg["CONSUMER_REGS"], cfg["PRODUCER_REGS"])
+    dkdv_cst = (D, bm, cfg["STAGES1"]) + regs
+    dq_cst = (D, bn, cfg["STAGES2"], cfg["EARLY_S"]) + regs
+    grid = (N // TILE_ROWS, Z * H, 1)
+    dkdv_kernel, dq_kernel = kernels
+
+    def run_dkdv():
+        dkdv_kernel[grid](sm_scale, lse, delta, *dkdv_args, *dkdv_cst)
+
+    def run_dq():
+        dq_kernel[grid](sm_scale, lse, delta, *dq_args, *dq_cst)
+
+    def run():
+        run_dkdv()
+        run_dq()
+
+    run.parts = {"dK/dV kernel": run_dkdv, "dQ kernel": run_dq}
+    return run
