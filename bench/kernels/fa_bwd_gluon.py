@@ -52,7 +52,7 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
-                                                              warpgroup_mma_wait)
+                                                              warpgroup_mma_init, warpgroup_mma_wait)
 
 import gluon_hopper
 from gluon_hopper import desc_type as _desc_type
@@ -477,19 +477,293 @@ def attn_bwd_dq_gluon_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v
 
 
 # ---------------------------------------------------------------------------
+# The split by rows (SPLIT = "rows"): each compute group owns 64 of the
+# program's 128 rows and runs the whole loop body on them, as the forward's
+# sub-tiles do (fa_fwd_gluon.py).
+# ---------------------------------------------------------------------------
+
+@gluon.jit
+def _rows_dkdv_producer(desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_ready, q_ready, do_ready, q_empty,
+                        do_empty, kv_row, row0, n_m, BLOCK_M: gl.constexpr, STAGES: gl.constexpr):
+    """One warp: each group's halves of K and V, then Q and dO of every
+    query block into rings both groups read."""
+    SUB: gl.constexpr = desc_k.block_type.shape[0]
+    for c in gl.static_range(2):
+        mbarrier.expect(kv_ready.index(c), 2 * desc_k.block_type.nbytes)
+        _tma_load(desc_k, [kv_row + c * SUB, 0], kv_ready.index(c), k_s.index(c))
+        _tma_load(desc_v, [kv_row + c * SUB, 0], kv_ready.index(c), v_s.index(c))
+    for j in range(n_m):
+        s = j % STAGES
+        ph = ((j // STAGES) & 1) ^ 1
+        mbarrier.wait(q_empty.index(s), ph)
+        mbarrier.expect(q_ready.index(s), desc_q.block_type.nbytes)
+        _tma_load(desc_q, [row0 + j * BLOCK_M, 0], q_ready.index(s), q_s.index(s))
+        mbarrier.wait(do_empty.index(s), ph)
+        mbarrier.expect(do_ready.index(s), desc_do.block_type.nbytes)
+        _tma_load(desc_do, [row0 + j * BLOCK_M, 0], do_ready.index(s), do_s.index(s))
+
+
+@gluon.jit
+def _rows_dkdv_group(desc_dk, desc_dv, M, Delta, k_s, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready, do_ready,
+                     q_empty, do_empty, kv_row, m_row, n_m, qk_scale, sm_scale, C: gl.constexpr,
+                     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr):
+    """Compute group C: key rows [C * 64, C * 64 + 64) of the program's
+    tile. Iteration j issues S^T and dP^T of query block j, forms P^T under
+    dP^T, then dS^T, writes both to this group's shared buffers, and issues
+    dV += P^T dO and dK += dS^T Q, which complete before the next
+    iteration (ptxas serializes every wgmma of the kernel when both
+    accumulators stay in flight across the loop's back edge: C7515, "non
+    wgmma instructions defining accumulator registers"); the other group's
+    wgmmas fill the tensor core meanwhile."""
+    SUB: gl.constexpr = desc_dk.block_type.shape[0]
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_M, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 16])
+    cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
+    s_zero = gl.zeros([SUB, BLOCK_M], gl.float32, s_layout)
+    dv = gl.zeros([SUB, HEAD_DIM], gl.float32, o_layout)
+    dk = gl.zeros([SUB, HEAD_DIM], gl.float32, o_layout)
+    k_c = k_s.index(C)
+    v_c = v_s.index(C)
+    pt_c = pt_s.index(C)
+    ds_c = ds_s.index(C)
+    mbarrier.wait(kv_ready.index(C), 0)
+    for j in range(n_m):
+        s = j % STAGES
+        ph = (j // STAGES) & 1
+        mbarrier.wait(q_ready.index(s), ph)
+        s_tok = warpgroup_mma(k_c, q_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        mbarrier.wait(do_ready.index(s), ph)
+        dp_tok = warpgroup_mma(v_c, do_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        m = gl.load(M + m_row + j * BLOCK_M + cols)
+        delta = gl.load(Delta + m_row + j * BLOCK_M + cols)
+        st = warpgroup_mma_wait(1, deps=[s_tok])
+        pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
+        dpt = warpgroup_mma_wait(0, deps=[dp_tok])
+        dst = pt * (dpt - gl.expand_dims(delta, 0))
+        pt_c.store(pt.to(gl.float16))
+        ds_c.store(dst.to(gl.float16))
+        fence_async_shared()
+        _group_barrier()
+        dv_tok = warpgroup_mma(pt_c, do_s.index(s), dv, is_async=True)
+        dk_tok = warpgroup_mma(ds_c, q_s.index(s), dk, is_async=True)
+        dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
+        mbarrier.arrive(q_empty.index(s), count=1)
+        mbarrier.arrive(do_empty.index(s), count=1)
+
+    # Epilogue through this group's K and V halves (no other group reads them).
+    k_c.store(dv.to(gl.float16))
+    v_c.store((dk * sm_scale).to(gl.float16))
+    fence_async_shared()
+    _group_barrier()
+    _tma_store(desc_dv, [kv_row + C * SUB, 0], k_c)
+    _tma_store(desc_dk, [kv_row + C * SUB, 0], v_c)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def attn_bwd_dkdv_rows_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v, desc_dk, desc_dv, N_CTX,
+                              HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr,
+                              CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    gl.static_assert(2 * desc_k.block_type.shape[0] == TILE)
+    pid = gl.program_id(0)
+    off_hz = gl.program_id(1)
+    row0 = off_hz * N_CTX
+    kv_row = row0 + pid * TILE
+    n_m = N_CTX // BLOCK_M
+    qk_scale = sm_scale * LOG2E
+
+    k_s = gl.allocate_shared_memory(desc_k.dtype, [2] + desc_k.block_type.shape, desc_k.layout)
+    v_s = gl.allocate_shared_memory(desc_v.dtype, [2] + desc_v.block_type.shape, desc_v.layout)
+    q_s = gl.allocate_shared_memory(desc_q.dtype, [STAGES] + desc_q.block_type.shape, desc_q.layout)
+    do_s = gl.allocate_shared_memory(desc_do.dtype, [STAGES] + desc_do.block_type.shape, desc_do.layout)
+    # Each group's P^T and dS^T, the A operands of its dV and dK.
+    t_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([TILE // 2, BLOCK_M], gl.float16)
+    pt_s = gl.allocate_shared_memory(gl.float16, [2, TILE // 2, BLOCK_M], t_layout)
+    ds_s = gl.allocate_shared_memory(gl.float16, [2, TILE // 2, BLOCK_M], t_layout)
+    kv_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    do_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    do_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for c in gl.static_range(2):
+        mbarrier.init(kv_ready.index(c), count=1)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(q_ready.index(s), count=1)
+        mbarrier.init(do_ready.index(s), count=1)
+        mbarrier.init(q_empty.index(s), count=2)  # one arrival per group
+        mbarrier.init(do_empty.index(s), count=2)
+
+    gl.warp_specialize(
+        [(_rows_dkdv_group, (desc_dk, desc_dv, M, Delta, k_s, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready,
+                             do_ready, q_empty, do_empty, kv_row, row0, n_m, qk_scale, sm_scale, 0, HEAD_DIM, BLOCK_M,
+                             STAGES)),
+         (_rows_dkdv_group, (desc_dk, desc_dv, M, Delta, k_s, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready,
+                             do_ready, q_empty, do_empty, kv_row, row0, n_m, qk_scale, sm_scale, 1, HEAD_DIM, BLOCK_M,
+                             STAGES)),
+         (_rows_dkdv_producer, (desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_ready, q_ready, do_ready,
+                                q_empty, do_empty, kv_row, row0, n_m, BLOCK_M, STAGES))],
+        [4, 1],
+        [CONSUMER_REGS, PRODUCER_REGS])
+
+    for c in gl.static_range(2):
+        mbarrier.invalidate(kv_ready.index(c))
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(q_ready.index(s))
+        mbarrier.invalidate(do_ready.index(s))
+        mbarrier.invalidate(q_empty.index(s))
+        mbarrier.invalidate(do_empty.index(s))
+
+
+@gluon.jit
+def _rows_dq_producer(desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_ready, k_empty,
+                      v_empty, q_row, row0, n_n, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """One warp: each group's halves of Q and dO, then K and V of every key
+    block into rings both groups read."""
+    SUB: gl.constexpr = desc_q.block_type.shape[0]
+    for c in gl.static_range(2):
+        mbarrier.expect(qd_ready.index(c), 2 * desc_q.block_type.nbytes)
+        _tma_load(desc_q, [q_row + c * SUB, 0], qd_ready.index(c), q_s.index(c))
+        _tma_load(desc_do, [q_row + c * SUB, 0], qd_ready.index(c), do_s.index(c))
+    for j in range(n_n):
+        s = j % STAGES
+        ph = ((j // STAGES) & 1) ^ 1
+        mbarrier.wait(k_empty.index(s), ph)
+        mbarrier.expect(k_ready.index(s), desc_k.block_type.nbytes)
+        _tma_load(desc_k, [row0 + j * BLOCK_N, 0], k_ready.index(s), k_s.index(s))
+        mbarrier.wait(v_empty.index(s), ph)
+        mbarrier.expect(v_ready.index(s), desc_v.block_type.nbytes)
+        _tma_load(desc_v, [row0 + j * BLOCK_N, 0], v_ready.index(s), v_s.index(s))
+
+
+@gluon.jit
+def _rows_dq_group(desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_ready, k_empty, v_empty, q_row,
+                   m_row, n_n, qk_scale, sm_scale, C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
+                   STAGES: gl.constexpr):
+    """Compute group C: query rows [C * 64, C * 64 + 64). Iteration j issues
+    S and dP of key block j while dQ of block j - 1 may still run, forms P
+    under dP, then dS, and issues dQ += dS K (A from registers)."""
+    SUB: gl.constexpr = desc_dq.block_type.shape[0]
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_N, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 16])
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    rows = gl.arange(0, SUB, layout=gl.SliceLayout(1, s_layout))
+    s_zero = gl.zeros([SUB, BLOCK_N], gl.float32, s_layout)
+    dq = warpgroup_mma_init(gl.zeros([SUB, HEAD_DIM], gl.float32, o_layout))
+    q_c = q_s.index(C)
+    do_c = do_s.index(C)
+    m = gl.expand_dims(gl.load(M + m_row + C * SUB + rows), 1)
+    delta = gl.expand_dims(gl.load(Delta + m_row + C * SUB + rows), 1)
+    mbarrier.wait(qd_ready.index(C), 0)
+    for j in range(n_n):
+        s = j % STAGES
+        ph = (j // STAGES) & 1
+        mbarrier.wait(k_ready.index(s), ph)
+        s_tok = warpgroup_mma(q_c, k_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        mbarrier.wait(v_ready.index(s), ph)
+        dp_tok = warpgroup_mma(do_c, v_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        st, dq = warpgroup_mma_wait(1, deps=[s_tok, dq])
+        if j > 0:
+            mbarrier.arrive(k_empty.index((j - 1) % STAGES), count=1)
+        p = gl.exp2(st * qk_scale - m)
+        dp = warpgroup_mma_wait(0, deps=[dp_tok])
+        mbarrier.arrive(v_empty.index(s), count=1)
+        ds16 = gl.convert_layout((p * (dp - delta)).to(gl.float16), a_layout)
+        dq = warpgroup_mma(ds16, k_s.index(s), dq, is_async=True)
+    dq = warpgroup_mma_wait(0, deps=[dq])
+    mbarrier.arrive(k_empty.index((n_n - 1) % STAGES), count=1)
+
+    # Epilogue through this group's Q half (no other group reads it).
+    q_c.store((dq * sm_scale).to(gl.float16))
+    fence_async_shared()
+    _group_barrier()
+    _tma_store(desc_dq, [q_row + C * SUB, 0], q_c)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def attn_bwd_dq_rows_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v, desc_dq, N_CTX,
+                            HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                            CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    gl.static_assert(2 * desc_q.block_type.shape[0] == TILE)
+    pid = gl.program_id(0)
+    off_hz = gl.program_id(1)
+    row0 = off_hz * N_CTX
+    q_row = row0 + pid * TILE
+    n_n = N_CTX // BLOCK_N
+    qk_scale = sm_scale * LOG2E
+
+    q_s = gl.allocate_shared_memory(desc_q.dtype, [2] + desc_q.block_type.shape, desc_q.layout)
+    do_s = gl.allocate_shared_memory(desc_do.dtype, [2] + desc_do.block_type.shape, desc_do.layout)
+    k_s = gl.allocate_shared_memory(desc_k.dtype, [STAGES] + desc_k.block_type.shape, desc_k.layout)
+    v_s = gl.allocate_shared_memory(desc_v.dtype, [STAGES] + desc_v.block_type.shape, desc_v.layout)
+    qd_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for c in gl.static_range(2):
+        mbarrier.init(qd_ready.index(c), count=1)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(k_ready.index(s), count=1)
+        mbarrier.init(v_ready.index(s), count=1)
+        mbarrier.init(k_empty.index(s), count=2)  # one arrival per group
+        mbarrier.init(v_empty.index(s), count=2)
+
+    gl.warp_specialize(
+        [(_rows_dq_group, (desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_ready, k_empty, v_empty,
+                           q_row, q_row, n_n, qk_scale, sm_scale, 0, HEAD_DIM, BLOCK_N, STAGES)),
+         (_rows_dq_group, (desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_ready, k_empty, v_empty,
+                           q_row, q_row, n_n, qk_scale, sm_scale, 1, HEAD_DIM, BLOCK_N, STAGES)),
+         (_rows_dq_producer, (desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_ready,
+                              k_empty, v_empty, q_row, row0, n_n, BLOCK_N, STAGES))],
+        [4, 1],
+        [CONSUMER_REGS, PRODUCER_REGS])
+
+    for c in gl.static_range(2):
+        mbarrier.invalidate(qd_ready.index(c))
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(k_ready.index(s))
+        mbarrier.invalidate(v_ready.index(s))
+        mbarrier.invalidate(k_empty.index(s))
+        mbarrier.invalidate(v_empty.index(s))
+
+
+# ---------------------------------------------------------------------------
 # Configuration, compilation, launch.
 # ---------------------------------------------------------------------------
 
-# twill's plan for the H100 (fa_bwd_gluon_plan.plan_from_schedules; the
-# recorded plan is in bench/gpu/replay/gluon/bwd*/plan.json): query steps of
-# BLOCK_M1 rows in the dK/dV loop, key steps of BLOCK_N2 rows in the dQ
-# loop, one iteration of prefetch in each (rings of STAGES1 / STAGES2), the
-# two compute groups at 240 registers and the producer at 24 (one CTA per
-# SM: 192 KB of shared memory each).
-DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=64, STAGES1=2, STAGES2=2, EARLY_S=False,
-                      CONSUMER_REGS=240, PRODUCER_REGS=24)
+# twill's plan of the head-dim-128 loops for the H100
+# (fa_bwd_gluon_plan.plan_from_schedules; recorded in
+# bench/gpu/replay*/gluon/bwd_hd128/plan.json): the split by function,
+# query steps of BLOCK_M1 rows in the dK/dV loop, key steps of BLOCK_N2 rows
+# in the dQ loop, rings of STAGES1 / STAGES2 slots (one iteration of
+# prefetch, each buffer live until its stage-1 reader completes), the two
+# compute groups at 240 registers and the producer at 24 (one CTA per SM:
+# 224 KB of shared memory). EARLY_S and SPLIT = "rows" are ablations
+# (bench/gpu/probe/gluon_bwd_probe.py).
+DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=64, STAGES1=3, STAGES2=3, EARLY_S=False,
+                      SPLIT="function", CONSUMER_REGS=240, PRODUCER_REGS=24)
 
 CTA_WARPS = gluon_hopper.cta_warps(2)
+
+
+def _constexprs(cfg):
+    """(dK/dV kernel, its constexprs, dQ kernel, its constexprs, rows of the
+    blocks a program owns) of a configuration."""
+    regs = dict(CONSUMER_REGS=cfg["CONSUMER_REGS"], PRODUCER_REGS=cfg["PRODUCER_REGS"])
+    d = cfg["HEAD_DIM"]
+    dkdv_cst = dict(HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M1"], STAGES=cfg["STAGES1"], **regs)
+    dq_cst = dict(HEAD_DIM=d, BLOCK_N=cfg["BLOCK_N2"], STAGES=cfg["STAGES2"])
+    if cfg["SPLIT"] == "function":
+        return (attn_bwd_dkdv_gluon_kernel, dkdv_cst, attn_bwd_dq_gluon_kernel,
+                dict(dq_cst, EARLY_S=cfg["EARLY_S"], **regs), TILE_ROWS)
+    if cfg["SPLIT"] == "rows":
+        return attn_bwd_dkdv_rows_kernel, dkdv_cst, attn_bwd_dq_rows_kernel, dict(dq_cst, **regs), TILE_ROWS // 2
+    raise ValueError(f"SPLIT {cfg['SPLIT']!r}: 'function' or 'rows'")
 
 
 def ast_sources(**config):
@@ -497,20 +771,18 @@ def ast_sources(**config):
     from triton.experimental.gluon._runtime import GluonASTSource
 
     cfg = dict(DEFAULT_CONFIG, **config)
+    dkdv_fn, dkdv_cst, dq_fn, dq_cst, own = _constexprs(cfg)
     d = cfg["HEAD_DIM"]
-    tile, qm, kn = [TILE_ROWS, d], [cfg["BLOCK_M1"], d], [cfg["BLOCK_N2"], d]
-    regs = dict(CONSUMER_REGS=cfg["CONSUMER_REGS"], PRODUCER_REGS=cfg["PRODUCER_REGS"])
+    own, qm, kn = [own, d], [cfg["BLOCK_M1"], d], [cfg["BLOCK_N2"], d]
     common = {"sm_scale": "fp32", "M": "*fp32", "Delta": "*fp32"}
-    dkdv_sig = dict(common, desc_q=_desc_type(qm), desc_do=_desc_type(qm), desc_k=_desc_type(tile),
-                    desc_v=_desc_type(tile), desc_dk=_desc_type(tile), desc_dv=_desc_type(tile), N_CTX="i32")
-    dkdv_cst = dict(HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M1"], STAGES=cfg["STAGES1"], **regs)
-    dq_sig = dict(common, desc_q=_desc_type(tile), desc_do=_desc_type(tile), desc_k=_desc_type(kn),
-                  desc_v=_desc_type(kn), desc_dq=_desc_type(tile), N_CTX="i32")
-    dq_cst = dict(HEAD_DIM=d, BLOCK_N=cfg["BLOCK_N2"], STAGES=cfg["STAGES2"], EARLY_S=cfg["EARLY_S"], **regs)
+    dkdv_sig = dict(common, desc_q=_desc_type(qm), desc_do=_desc_type(qm), desc_k=_desc_type(own),
+                    desc_v=_desc_type(own), desc_dk=_desc_type(own), desc_dv=_desc_type(own), N_CTX="i32")
+    dq_sig = dict(common, desc_q=_desc_type(own), desc_do=_desc_type(own), desc_k=_desc_type(kn),
+                  desc_v=_desc_type(kn), desc_dq=_desc_type(own), N_CTX="i32")
     dkdv_sig.update({k: "constexpr" for k in dkdv_cst})
     dq_sig.update({k: "constexpr" for k in dq_cst})
-    return (GluonASTSource(fn=attn_bwd_dkdv_gluon_kernel, signature=dkdv_sig, constexprs=dkdv_cst, attrs={}),
-            GluonASTSource(fn=attn_bwd_dq_gluon_kernel, signature=dq_sig, constexprs=dq_cst, attrs={}))
+    return (GluonASTSource(fn=dkdv_fn, signature=dkdv_sig, constexprs=dkdv_cst, attrs={}),
+            GluonASTSource(fn=dq_fn, signature=dq_sig, constexprs=dq_cst, attrs={}))
 
 
 def compile_for(target=None, **config):
@@ -524,10 +796,11 @@ def launcher(kernels, q, k, v, do, lse, delta, dq, dk, dv, sm_scale, **config):
     """A function that launches the compiled `kernels` (compile_for's pair)
     on q, k, v, do ([Z, H, N_CTX, HEAD_DIM] fp16, contiguous), the forward's
     log2-sum-exp `lse` and the preprocess's `delta` ([Z * H * N_CTX] fp32),
-    writing dq, dk, dv."""
+    writing dq, dk, dv. The function's `parts` launch one kernel each."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     cfg = dict(DEFAULT_CONFIG, **config)
+    _, dkdv_cst, _, dq_cst, own = _constexprs(cfg)
     Z, H, N, D = q.shape
     assert D == cfg["HEAD_DIM"] and N % TILE_ROWS == 0 and N % cfg["BLOCK_M1"] == 0 and N % cfg["BLOCK_N2"] == 0
     rows = Z * H * N
@@ -537,19 +810,17 @@ def launcher(kernels, q, k, v, do, lse, delta, dq, dk, dv, sm_scale, **config):
         return TensorDescriptor.from_tensor(t.view(rows, D), block, _layout(block))
 
     bm, bn = cfg["BLOCK_M1"], cfg["BLOCK_N2"]
-    dkdv_args = (desc(q, bm), desc(do, bm), desc(k, TILE_ROWS), desc(v, TILE_ROWS), desc(dk, TILE_ROWS), desc(dv, TILE_ROWS), N)
-    dq_args = (desc(q, TILE_ROWS), desc(do, TILE_ROWS), desc(k, bn), desc(v, bn), desc(dq, TILE_ROWS), N)
-    regs = (cfg["CONSUMER_REGS"], cfg["PRODUCER_REGS"])
-    dkdv_cst = (D, bm, cfg["STAGES1"]) + regs
-    dq_cst = (D, bn, cfg["STAGES2"], cfg["EARLY_S"]) + regs
+    dkdv_args = (desc(q, bm), desc(do, bm), desc(k, own), desc(v, own), desc(dk, own), desc(dv, own), N,
+                 *dkdv_cst.values())
+    dq_args = (desc(q, own), desc(do, own), desc(k, bn), desc(v, bn), desc(dq, own), N, *dq_cst.values())
     grid = (N // TILE_ROWS, Z * H, 1)
     dkdv_kernel, dq_kernel = kernels
 
     def run_dkdv():
-        dkdv_kernel[grid](sm_scale, lse, delta, *dkdv_args, *dkdv_cst)
+        dkdv_kernel[grid](sm_scale, lse, delta, *dkdv_args)
 
     def run_dq():
-        dq_kernel[grid](sm_scale, lse, delta, *dq_args, *dq_cst)
+        dq_kernel[grid](sm_scale, lse, delta, *dq_args)
 
     def run():
         run_dkdv()

@@ -36,20 +36,50 @@ ap.add_argument("--sizes", default="1024,4096,16384")
 ap.add_argument("--rounds", type=int, default=5)
 ap.add_argument("--rep", type=int, default=300, help="do_bench repetition time (ms) per variant and round")
 ap.add_argument("--check", help="(child process) correctness sweep of one variant: 'HEAD_DIM:name'")
-ap.add_argument("--variants", default="", help="only these Gluon variants (names, comma-separated)")
+ap.add_argument("--variants", default="plan,s2,rows3",
+                help="Gluon variants (keys of gluon_variants: plan, s2, s3, s3early, rows3, rows4, rows3b128; "
+                     "comma-separated; s3 is the plan where there is one)")
 args = ap.parse_args()
 
 
+def recorded_plan(d):
+    """twill's recorded plan of the backward at head dim `d` (run.py
+    --record-gluon-only bwd_hd128 / bwd_hd64, this Triton's replay tree):
+    (plan or None, the refusal)."""
+    import json
+
+    import run as bench_run
+
+    rec = json.loads((bench_run.GLUON / f"bwd_hd{d}" / "plan.json").read_text())
+    return rec.get("plan"), rec.get("refused")
+
+
 def gluon_variants(d):
-    """Gluon variants per head dim: twill's plan (the kernel's defaults at
-    this head dim) and deeper rings."""
-    base = dict(fa_bwd_gluon.DEFAULT_CONFIG, HEAD_DIM=d)
-    out = {"gluon twill plan (2 groups, split by function)": base,
-           "gluon, 3-slot rings": dict(base, STAGES1=3, STAGES2=3),
-           "gluon, 3-slot rings, S one block ahead in dQ": dict(base, STAGES1=3, STAGES2=3, EARLY_S=True)}
-    if args.variants:
-        out = {k: v for k, v in out.items() if k in args.variants.split(",")}
-    return out
+    """Gluon variants per head dim (keys for --variants): twill's recorded
+    plan where the kernel lowers twill's schedule, and ablations: the
+    forward's ring rule (prefetch + 1 slots), the split by rows (each group
+    64 of the program's rows, as the forward's sub-tiles), deeper rings,
+    128-row steps, S issued one block ahead in the dQ loop."""
+    plan, refused = recorded_plan(d)
+    base = dict(fa_bwd_gluon.DEFAULT_CONFIG, HEAD_DIM=d, STAGES1=3, STAGES2=3)
+    out = {}
+    if plan:
+        out["plan"] = ("gluon twill plan (2 groups, split by function)", dict(base, **plan))
+    elif refused and not args.check:
+        print(f"hd{d}: no Gluon plan: twill's schedule is outside the kernel's family ({refused})", flush=True)
+    tag = "" if plan else " (not twill's plan)"
+    out.update({
+        "s2": ("gluon split by function, 2-slot rings" + tag, dict(base, STAGES1=2, STAGES2=2)),
+        "s3": ("gluon split by function, 3-slot rings" + tag, base),
+        "s3early": ("gluon split by function, S one block ahead in dQ" + tag, dict(base, EARLY_S=True)),
+        "rows3": ("gluon split by rows, 3-slot rings" + tag, dict(base, SPLIT="rows")),
+        "rows4": ("gluon split by rows, 4-slot rings" + tag, dict(base, SPLIT="rows", STAGES1=4, STAGES2=4)),
+        "rows3b128": ("gluon split by rows, 128-row steps" + tag, dict(base, SPLIT="rows", BLOCK_M1=128,
+                                                                      BLOCK_N2=128))})
+    if plan:
+        del out["s3"]  # the plan
+    keys = [k for k in args.variants.split(",") if k in out] if args.variants else list(out)
+    return dict(out[k] for k in keys)
 
 
 import torch  # noqa: E402

@@ -48,6 +48,9 @@ Further modules, "before" snapshot only (NAME.before.mlir + NAME.before.pretty.m
                        BLOCK_N2 = 32), num_warps=4, no warp specialization; TTGIR
                        just before add_assign_latencies (two loops; the first
                        mixes descriptor and pointer loads)
+    fa_bwd_hd128_sm90  fa_bwd's hd128 configuration (num_warps=8, 64-row steps,
+                       warp_specialize); TTGIR just before add_assign_latencies
+                       (two loops: the loops of the Gluon backward's plan)
     gemm_sm90_w4       matmul.matmul_tma_ws_kernel (the GEMM with its K loop as
                        `tl.range(..., warp_specialize=True)`), DEFAULT_CONFIG
                        (num_warps=4, num_stages=3); TTGIR just before
@@ -334,6 +337,11 @@ def modules():
     cfg, opts = fa_bwd.split_config(dict(fa_bwd.CONFIGS["hd64"][90], BLOCK_M1=32, BLOCK_N2=32,
                                          WARP_SPECIALIZE=False, num_warps=4, num_stages=2))
     yield "fa_bwd_hd64_sm90", fa_bwd.make_ast_source(**cfg), 90, opts, SPLIT_FIRST, ("before", )
+    # The head-dim-128 backward at the bench's configuration (8 warps,
+    # 64-row steps, warp_specialize): the two loops of twill's Gluon
+    # backward plan (bench/kernels/fa_bwd_gluon_plan.py).
+    cfg, opts = fa_bwd.split_config(dict(fa_bwd.CONFIGS["hd128"][90]))
+    yield "fa_bwd_hd128_sm90", fa_bwd.make_ast_source(**cfg), 90, opts, SPLIT_FIRST, ("before", )
 
     # A loop whose body keeps an scf.if.
     cfg = dict(test_kernels.LOOP_WITH_IF_CONFIG)

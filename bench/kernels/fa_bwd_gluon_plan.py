@@ -1,0 +1,149 @@
+"""twill's schedules of the FA backward's two loops -> the plan of the Gluon
+backward (bench/kernels/fa_bwd_gluon.py).
+
+The loops are `fa_bwd.attn_bwd_kernel`'s own (its TTGIR, exported by the
+pass), solved as the Gluon kernel runs them (`fa_fwd_gluon_plan.gluon_graph`:
+no last-stage pins, registers of a 4-warp group) with two compute groups.
+What the kernel's SPLIT = "function" lowers, and `describe` checks:
+
+* dK/dV loop: S^T and dV on one compute group (group P), dP^T and dK on
+  the other (group dS); every op between S^T and dV (the exponentials of
+  P^T) on group P, every op between dP^T and dK that does not feed dV (the
+  dS^T arithmetic) on group dS; each group issues its first wgmma of
+  iteration j + 1 before its second of iteration j (the kernel's order);
+* dQ loop: S and dP on group P, dQ on the other group;
+* the loads on the producer (group 0).
+
+The wgmmas are found by their role, the name of the value they compute in
+fa_bwd.py (the `origin` the pass exports: qkT, dv, dpT, dk; qk, dp, dq).
+
+The plan's ring depths come from the schedule too, but not as the
+forward's "prefetch + 1": a ring slot is written when the producer issues
+the load (its `prefetch` iterations ahead of the load's cycle) and freed
+when the load's last reader of that iteration completes; the slots a ring
+needs are the intervals that span covers (`ring_slots`). In the dK/dV loop
+Q is read by S^T in stage 0 and again by dK in stage 1, so one iteration of
+prefetch needs 3 slots, not 2; measured on the H100 (probe 23), 2-slot
+rings run the kernel at 0.80-0.86 of its 3-slot speed (head dim 128).
+
+A schedule outside this family (e.g. both wgmmas of a chain on one group)
+is refused with PlanError, so that the kernel never claims a schedule it
+does not follow.
+"""
+
+import math
+
+from fa_fwd_gluon_plan import PlanError, _ancestors, same_iteration_edges
+
+# The wgmmas of each loop by the fa_bwd.py value they compute.
+ROLES = {"dkdv": {"qkT": "S", "dv": "dV", "dpT": "dP", "dk": "dK"},
+         "dq": {"qk": "S", "dp": "dP", "dq": "dQ"}}
+
+
+def _origin_name(op):
+    origin = op.get("origin", "")
+    return origin.split('"')[1] if origin.startswith('loc("') else None
+
+
+def tensor_core_roles(graph: dict, loop: str) -> dict:
+    """{role: op name} of the loop's wgmmas (ROLES[loop]), or PlanError."""
+    want = ROLES[loop]
+    found = {}
+    for o in graph.get("op", []):
+        if o.get("cost", {}).get("class") == "mma":
+            role = want.get(_origin_name(o))
+            if role is None or role in found:
+                raise PlanError(f"wgmma {o['name']} ({_origin_name(o)!r}) is not one of {loop}'s {sorted(want)}")
+            found[role] = o["name"]
+    if set(found) != set(want.values()):
+        raise PlanError(f"{loop} loop: wgmmas {sorted(found)} found, {sorted(want.values())} expected")
+    return found
+
+
+def ring_slots(schedule: dict, graph: dict, load: str) -> int:
+    """Ring slots the `load`'s buffer needs: from the producer's issue of
+    iteration i's load (its cycle minus `prefetch` intervals) to the
+    completion of the last op of iteration i that reads it, in whole
+    intervals."""
+    ii = schedule["ii"]
+    ops = {o["name"]: o for o in schedule["ops"]}
+    prefetch = {s["op"]: s["prefetch"] for s in schedule["warp_specialization"]["streaming"]}.get(load, 0)
+    readers = [e["to"] for e in graph.get("edge", []) if e["from"] == load and e.get("distance", 0) == 0]
+    if not readers:
+        raise PlanError(f"load {load} has no reader in its iteration")
+    write = ops[load]["cycle"] - prefetch * ii
+    free = max(ops[r]["cycle"] + ops[r]["cycles"] for r in readers)
+    return max(1, math.ceil((free - write) / ii))
+
+
+def describe(schedule: dict, graph: dict, loop: str) -> dict:
+    """What twill's `schedule` of the `loop` ("dkdv" or "dq") decides in the
+    kernel's terms: the group of each wgmma role, the value that crosses
+    between the groups, and the slots of each load's ring; PlanError for a
+    schedule outside the family the kernel lowers (module doc)."""
+    if any("warp_group" not in o for o in schedule["ops"]):
+        raise PlanError("the schedule has no warp groups (a modulo schedule alone; solve with --groups)")
+    ii = schedule["ii"]
+    ops = {o["name"]: o for o in schedule["ops"]}
+    roles = tensor_core_roles(graph, loop)
+    group = {r: ops[n]["warp_group"] for r, n in roles.items()}
+    cycle = {r: ops[n]["cycle"] for r, n in roles.items()}
+    loads = [o["name"] for o in graph["op"] if o.get("variable_latency")]
+    for name in loads:
+        if ops[name]["warp_group"] != 0:
+            raise PlanError(f"load {name} is not on the producer")
+    if 0 in group.values():
+        raise PlanError("a wgmma on the producer")
+    preds, succs = same_iteration_edges(graph)
+    compute = [n for n in ops if n not in loads]
+
+    def on_paths(src, dst):
+        return (_ancestors(roles[dst], preds) & _ancestors(roles[src], succs)) | {roles[src], roles[dst]}
+
+    if loop == "dkdv":
+        p_ops = on_paths("S", "dV")
+        ds_ops = (on_paths("dP", "dK") | on_paths("S", "dK")) - p_ops
+        if group["S"] != group["dV"] or group["dP"] != group["dK"] or group["S"] == group["dP"]:
+            raise PlanError(f"dK/dV wgmmas on groups {group}: not S^T, dV on one group and dP^T, dK on the other")
+        # The kernel's order: a group issues its first wgmma of iteration
+        # j + 1 before its second of iteration j, and that second before
+        # its first of iteration j + 2.
+        for first, second in (("S", "dV"), ("dP", "dK")):
+            if not cycle[first] + ii <= cycle[second] < cycle[first] + 2 * ii:
+                raise PlanError(f"{first} at {cycle[first]} and {second} at {cycle[second]} (I = {ii}): not the "
+                                f"kernel's order ({first} of j + 1, then {second} of j)")
+        sides = {group["S"]: p_ops, group["dP"]: ds_ops}
+        crossing = sorted({o for o in p_ops for s in succs.get(o, ()) if s in ds_ops})
+        slots = {"STAGES1": max(ring_slots(schedule, graph, n) for n in loads if _feeds_tc(n, graph))}
+    else:
+        p_ops = on_paths("S", "dQ") | on_paths("dP", "dQ")
+        p_ops -= {roles["dQ"]}
+        if group["S"] != group["dP"] or group["dQ"] == group["S"]:
+            raise PlanError(f"dQ wgmmas on groups {group}: not S, dP on one group and dQ on the other")
+        # Group P's ALU chain up to dS on group P; what converts dS for dQ's
+        # operand may sit on either side (the kernel stores fp16 dS).
+        chain = {n for n in p_ops if ops[n]["units"].keys() & {"SFU"} or n in (roles["S"], roles["dP"])}
+        sides = {group["S"]: chain, group["dQ"]: {roles["dQ"]}}
+        crossing = sorted({o for o in p_ops if ops[o]["warp_group"] == group["S"]
+                           for s in succs.get(o, ()) if ops[s]["warp_group"] == group["dQ"]})
+        slots = {"STAGES2": max(ring_slots(schedule, graph, n) for n in loads if _feeds_tc(n, graph))}
+    for g, members in sides.items():
+        off = sorted(n for n in members if n in compute and ops[n]["warp_group"] != g)
+        if off:
+            raise PlanError(f"{off} not on group {g} with their chain")
+    return dict(groups={r: group[r] for r in sorted(group)}, crossing=crossing, **slots)
+
+
+def _feeds_tc(load, graph):
+    """Whether `load` is read by a wgmma (the TMA tiles; M and Delta are
+    pointer loads the kernel's groups issue themselves)."""
+    mma = {o["name"] for o in graph["op"] if o.get("cost", {}).get("class") == "mma"}
+    return any(e["from"] == load and e["to"] in mma for e in graph.get("edge", []))
+
+
+def plan_from_schedules(dkdv_schedule: dict, dkdv_graph: dict, dq_schedule: dict, dq_graph: dict) -> dict:
+    """The kernel constexprs (SPLIT, STAGES1, STAGES2) that lower twill's
+    schedules of the two loops, or PlanError."""
+    a = describe(dkdv_schedule, dkdv_graph, "dkdv")
+    b = describe(dq_schedule, dq_graph, "dq")
+    return dict(SPLIT="function", STAGES1=a["STAGES1"], STAGES2=b["STAGES2"])
