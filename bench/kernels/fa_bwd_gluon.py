@@ -42,10 +42,19 @@ done. The loads of M and Delta (64 floats per step) are plain global loads
 by the group that uses them, issued before the wgmma they wait behind.
 
 Two kernels (the dK/dV loop, then the dQ loop), each one program per 128
-rows of (z, h): each keeps its buffers for its own loop (192 KB of shared
-memory), and a program of one never waits for the other's. Arguments follow
-`fa_bwd.attn_bwd_kernel`. Compile on a machine without a GPU with
-`compile_for(target, ...)`; launch both with `launcher(...)`.
+rows of (z, h): each keeps its buffers for its own loop (224 KB of shared
+memory at twill's plan), and a program of one never waits for the other's.
+Arguments follow `fa_bwd.attn_bwd_kernel`. Compile on a machine without a
+GPU with `compile_for(target, ...)`; launch both with `launcher(...)`.
+
+Ablations, not twill's plan (bench/gpu/probe/gluon_bwd_probe.py measures
+them): SPLIT = "rows" (or SPLIT1 / SPLIT2 for one loop each) gives each
+group 64 of the program's 128 rows and the whole loop body on them, as the
+forward's sub-tiles (no operand crosses between the groups); EARLY_S
+issues the dQ loop's S one block ahead. On the H100 (probe 23), the split by
+rows of the dQ loop at 128-key steps, next to the plan's dK/dV kernel, is
+the fastest combination (1.00-1.05 of stock Triton at head dim 128); twill
+has no schedule that says so, because the loop it reads is not sub-tiled.
 """
 
 import triton
@@ -752,18 +761,26 @@ CTA_WARPS = gluon_hopper.cta_warps(2)
 
 
 def _constexprs(cfg):
-    """(dK/dV kernel, its constexprs, dQ kernel, its constexprs, rows of the
-    blocks a program owns) of a configuration."""
+    """((dK/dV kernel, its constexprs, rows of the blocks a program's group
+    owns), (the same of the dQ kernel)) of a configuration: SPLIT for both
+    loops, or SPLIT1 (dK/dV) and SPLIT2 (dQ) each."""
     regs = dict(CONSUMER_REGS=cfg["CONSUMER_REGS"], PRODUCER_REGS=cfg["PRODUCER_REGS"])
     d = cfg["HEAD_DIM"]
     dkdv_cst = dict(HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M1"], STAGES=cfg["STAGES1"], **regs)
     dq_cst = dict(HEAD_DIM=d, BLOCK_N=cfg["BLOCK_N2"], STAGES=cfg["STAGES2"])
-    if cfg["SPLIT"] == "function":
-        return (attn_bwd_dkdv_gluon_kernel, dkdv_cst, attn_bwd_dq_gluon_kernel,
-                dict(dq_cst, EARLY_S=cfg["EARLY_S"], **regs), TILE_ROWS)
-    if cfg["SPLIT"] == "rows":
-        return attn_bwd_dkdv_rows_kernel, dkdv_cst, attn_bwd_dq_rows_kernel, dict(dq_cst, **regs), TILE_ROWS // 2
-    raise ValueError(f"SPLIT {cfg['SPLIT']!r}: 'function' or 'rows'")
+    split1, split2 = cfg.get("SPLIT1") or cfg["SPLIT"], cfg.get("SPLIT2") or cfg["SPLIT"]
+    for split in (split1, split2):
+        if split not in ("function", "rows"):
+            raise ValueError(f"split {split!r}: 'function' or 'rows'")
+    if split1 == "function":
+        dkdv = (attn_bwd_dkdv_gluon_kernel, dkdv_cst, TILE_ROWS)
+    else:
+        dkdv = (attn_bwd_dkdv_rows_kernel, dkdv_cst, TILE_ROWS // 2)
+    if split2 == "function":
+        dq = (attn_bwd_dq_gluon_kernel, dict(dq_cst, EARLY_S=cfg["EARLY_S"], **regs), TILE_ROWS)
+    else:
+        dq = (attn_bwd_dq_rows_kernel, dict(dq_cst, **regs), TILE_ROWS // 2)
+    return dkdv, dq
 
 
 def ast_sources(**config):
@@ -771,14 +788,14 @@ def ast_sources(**config):
     from triton.experimental.gluon._runtime import GluonASTSource
 
     cfg = dict(DEFAULT_CONFIG, **config)
-    dkdv_fn, dkdv_cst, dq_fn, dq_cst, own = _constexprs(cfg)
+    (dkdv_fn, dkdv_cst, own1), (dq_fn, dq_cst, own2) = _constexprs(cfg)
     d = cfg["HEAD_DIM"]
-    own, qm, kn = [own, d], [cfg["BLOCK_M1"], d], [cfg["BLOCK_N2"], d]
+    own1, own2, qm, kn = [own1, d], [own2, d], [cfg["BLOCK_M1"], d], [cfg["BLOCK_N2"], d]
     common = {"sm_scale": "fp32", "M": "*fp32", "Delta": "*fp32"}
-    dkdv_sig = dict(common, desc_q=_desc_type(qm), desc_do=_desc_type(qm), desc_k=_desc_type(own),
-                    desc_v=_desc_type(own), desc_dk=_desc_type(own), desc_dv=_desc_type(own), N_CTX="i32")
-    dq_sig = dict(common, desc_q=_desc_type(own), desc_do=_desc_type(own), desc_k=_desc_type(kn),
-                  desc_v=_desc_type(kn), desc_dq=_desc_type(own), N_CTX="i32")
+    dkdv_sig = dict(common, desc_q=_desc_type(qm), desc_do=_desc_type(qm), desc_k=_desc_type(own1),
+                    desc_v=_desc_type(own1), desc_dk=_desc_type(own1), desc_dv=_desc_type(own1), N_CTX="i32")
+    dq_sig = dict(common, desc_q=_desc_type(own2), desc_do=_desc_type(own2), desc_k=_desc_type(kn),
+                  desc_v=_desc_type(kn), desc_dq=_desc_type(own2), N_CTX="i32")
     dkdv_sig.update({k: "constexpr" for k in dkdv_cst})
     dq_sig.update({k: "constexpr" for k in dq_cst})
     return (GluonASTSource(fn=dkdv_fn, signature=dkdv_sig, constexprs=dkdv_cst, attrs={}),
@@ -800,7 +817,7 @@ def launcher(kernels, q, k, v, do, lse, delta, dq, dk, dv, sm_scale, **config):
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     cfg = dict(DEFAULT_CONFIG, **config)
-    _, dkdv_cst, _, dq_cst, own = _constexprs(cfg)
+    (_, dkdv_cst, own1), (_, dq_cst, own2) = _constexprs(cfg)
     Z, H, N, D = q.shape
     assert D == cfg["HEAD_DIM"] and N % TILE_ROWS == 0 and N % cfg["BLOCK_M1"] == 0 and N % cfg["BLOCK_N2"] == 0
     rows = Z * H * N
@@ -810,9 +827,9 @@ def launcher(kernels, q, k, v, do, lse, delta, dq, dk, dv, sm_scale, **config):
         return TensorDescriptor.from_tensor(t.view(rows, D), block, _layout(block))
 
     bm, bn = cfg["BLOCK_M1"], cfg["BLOCK_N2"]
-    dkdv_args = (desc(q, bm), desc(do, bm), desc(k, own), desc(v, own), desc(dk, own), desc(dv, own), N,
+    dkdv_args = (desc(q, bm), desc(do, bm), desc(k, own1), desc(v, own1), desc(dk, own1), desc(dv, own1), N,
                  *dkdv_cst.values())
-    dq_args = (desc(q, own), desc(do, own), desc(k, bn), desc(v, bn), desc(dq, own), N, *dq_cst.values())
+    dq_args = (desc(q, own2), desc(do, own2), desc(k, bn), desc(v, bn), desc(dq, own2), N, *dq_cst.values())
     grid = (N // TILE_ROWS, Z * H, 1)
     dkdv_kernel, dq_kernel = kernels
 

@@ -37,7 +37,8 @@ ap.add_argument("--rounds", type=int, default=5)
 ap.add_argument("--rep", type=int, default=300, help="do_bench repetition time (ms) per variant and round")
 ap.add_argument("--check", help="(child process) correctness sweep of one variant: 'HEAD_DIM:name'")
 ap.add_argument("--variants", default="plan,s2,rows3",
-                help="Gluon variants (keys of gluon_variants: plan, s2, s3, s3early, rows3, rows4, rows3b128; "
+                help="Gluon variants (keys of gluon_variants: plan, s2, s3, s3early, rows3, rows4, fn_rowsdq, "
+                     "fn_rowsdq128, rows3b128; "
                      "comma-separated; s3 is the plan where there is one)")
 args = ap.parse_args()
 
@@ -74,11 +75,16 @@ def gluon_variants(d):
         "s3early": ("gluon split by function, S one block ahead in dQ" + tag, dict(base, EARLY_S=True)),
         "rows3": ("gluon split by rows, 3-slot rings" + tag, dict(base, SPLIT="rows")),
         "rows4": ("gluon split by rows, 4-slot rings" + tag, dict(base, SPLIT="rows", STAGES1=4, STAGES2=4)),
+        "fn_rowsdq": ("gluon split by function (dK/dV), by rows (dQ)" + tag, dict(base, SPLIT1="function",
+                                                                                    SPLIT2="rows")),
+        "fn_rowsdq128": ("gluon split by function (dK/dV), by rows (dQ, 128-key steps)" + tag,
+                         dict(base, SPLIT1="function", SPLIT2="rows", BLOCK_N2=128, STAGES2=2)),
         "rows3b128": ("gluon split by rows, 128-row steps" + tag, dict(base, SPLIT="rows", BLOCK_M1=128,
                                                                       BLOCK_N2=128))})
     if plan:
         del out["s3"]  # the plan
-    keys = [k for k in args.variants.split(",") if k in out] if args.variants else list(out)
+    # A child process (--check) looks its variant up among all of them.
+    keys = list(out) if args.check or not args.variants else [k for k in args.variants.split(",") if k in out]
     return dict(out[k] for k in keys)
 
 
