@@ -483,8 +483,8 @@ def record_gluon():
     for sub, (cfg_name, changes) in GLUON_PLANS.items():
         record_gluon_plan(twill_opt, twill, GLUON / sub if sub else GLUON, cfg_name, changes)
     record_gluon_gemm(twill_opt, twill, GLUON / "gemm")
-    for sub, cfg_name in GLUON_BWD_PLANS.items():
-        record_gluon_bwd(twill_opt, twill, GLUON / sub, cfg_name)
+    for sub, (cfg_name, changes) in GLUON_BWD_PLANS.items():
+        record_gluon_bwd(twill_opt, twill, GLUON / sub, cfg_name, changes)
 
 
 def record_gluon_only(sub):
@@ -499,7 +499,7 @@ def record_gluon_only(sub):
         return
     if sub in GLUON_BWD_PLANS:
         shutil.rmtree(GLUON / sub, ignore_errors=True)
-        record_gluon_bwd(twill_opt, twill, GLUON / sub, GLUON_BWD_PLANS[sub])
+        record_gluon_bwd(twill_opt, twill, GLUON / sub, *GLUON_BWD_PLANS[sub])
         return
     if sub not in GLUON_PLANS or not sub:
         raise SystemExit(f"no Gluon plan {sub!r} to record alone (one of {[k for k in GLUON_PLANS if k]}, gemm, "
@@ -512,58 +512,76 @@ def record_gluon_only(sub):
 # fa_bwd.CONFIGS entry whose two loops twill reads. Not a bench route: the
 # Gluon backward is measured by bench/gpu/probe/gluon_bwd_probe.py, which
 # reads these plans (probe 23: slower than stock Triton's best; BENCHMARKS.md).
-GLUON_BWD_PLANS = {"bwd_hd128": "hd128", "bwd_hd64": "hd64"}
+# The dQ loop is read sub-tiled (DQ_SUBTILE: two halves of 64 query rows,
+# which twill gives a group each) at 128-key steps, the tile probe 23
+# measured fastest for the Gluon kernel (64-key steps: 0.95-0.98 of it); the
+# loops as fa_bwd's configuration writes them are solved and recorded next
+# to the plan ("as_written").
+GLUON_BWD_PLANS = {"bwd_hd128": ("hd128", dict(DQ_SUBTILE=True, BLOCK_N2=128)),
+                   "bwd_hd64": ("hd64", dict(DQ_SUBTILE=True, BLOCK_N2=128))}
 
 
-def record_gluon_bwd(twill_opt, twill, out, cfg_name):
+def record_gluon_bwd(twill_opt, twill, out, cfg_name, changes):
     """The Gluon backward's plan: exports the two loops of fa_bwd's
-    configuration `cfg_name` (sm90) at the scheduling point, solves each as
-    the Gluon kernel runs it (two 4-warp compute groups of CONSUMER_REGS
-    registers, no last-stage pins) and writes graphs, schedules and
-    plan.json (fa_bwd_gluon_plan.plan_from_schedules, or the refusal) to
-    `out`."""
+    configuration `cfg_name` with `changes` (sm90) at the scheduling point,
+    solves each as the Gluon kernel runs it (two 4-warp compute groups of
+    CONSUMER_REGS registers, no last-stage pins) and writes graphs,
+    schedules and plan.json (fa_bwd_gluon_plan.plan_from_schedules, or the
+    refusal) to `out`; the same for the configuration without `changes`
+    under "as_written" (files suffixed _as_written)."""
+    import fa_bwd_gluon
+
+    out.mkdir(parents=True)
+    record = solve_gluon_bwd(twill_opt, twill, out, cfg_name, changes, "")
+    record["as_written"] = solve_gluon_bwd(twill_opt, twill, out, cfg_name, {}, "_as_written")
+    record["consumer_regs"] = fa_bwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"]
+    (out / "plan.json").write_text(json.dumps(record, indent=1) + "\n")
+    print(f"gluon backward plan {cfg_name}: {record['plan'] or 'refused: ' + record['refused']}; "
+          f"as written: {record['as_written']['plan'] or 'refused: ' + record['as_written']['refused']}")
+
+
+def solve_gluon_bwd(twill_opt, twill, out, cfg_name, changes, suffix):
+    """record_gluon_bwd's work for one configuration: graphs and schedules
+    to `out` (file names with `suffix`), the record returned."""
     import re
 
     import fa_bwd_gluon
     import fa_bwd_gluon_plan as B
 
     P = fa_fwd_gluon_plan
-    kind = "bwd_" + cfg_name
-    cx, opts = fa_bwd.split_config(fa_bwd.CONFIGS[cfg_name][90])
+    cx, opts = fa_bwd.split_config(dict(fa_bwd.CONFIGS[cfg_name][90], **changes))
     tmp = Path(tempfile.mkdtemp(prefix="twill-gluon-bwd-"))
     os.environ["TRITON_CACHE_DIR"] = str(tmp / "cache")
-    _, d = twill_compile(kind, cx, opts, dump_dir=str(tmp / "dump"))
+    _, d = twill_compile("bwd_" + cfg_name, cx, opts, dump_dir=str(tmp / "dump"))
     ttgir = Path(d.dump) / "input.mlir"
     graphs = P.export_graphs(twill_opt, ttgir, tmp / "graphs", scope="all")
     if len(graphs) != 2:
         raise SystemExit(f"expected the backward's 2 loop graphs, got {len(graphs)}")
     warps = int(re.search(r'"ttg.num-warps" = (\d+)', ttgir.read_text()).group(1))
     regs = fa_bwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"]
-    out.mkdir(parents=True)
     scheds, loaded, brief = {}, {}, {}
     for loop, path in zip(("dkdv", "dq"), graphs):
-        (out / f"graph_{loop}.toml").write_text(P.gluon_graph(path.read_text(), warps))
-        scheds[loop] = P.solve(twill, out / f"graph_{loop}.toml", regs)
-        (out / f"schedule_{loop}.json").write_text(json.dumps(scheds[loop], indent=1))
-        loaded[loop] = P.load_graph(out / f"graph_{loop}.toml")
+        name = f"graph_{loop}{suffix}.toml"
+        (out / name).write_text(P.gluon_graph(path.read_text(), warps))
+        scheds[loop] = P.solve(twill, out / name, regs)
+        (out / f"schedule_{loop}{suffix}.json").write_text(json.dumps(scheds[loop], indent=1))
+        loaded[loop] = P.load_graph(out / name)
         j = scheds[loop]
         brief[loop] = {k: j[k] for k in ("ii", "length", "stages", "proven", "ii_proven", "res_mii", "seconds")}
         brief[loop]["groups"] = j["warp_specialization"]["groups"]
     shape = dict(HEAD_DIM=cx["HEAD_DIM"], BLOCK_M1=cx["BLOCK_M1"], BLOCK_N2=cx["BLOCK_N2"])
-    record = dict(triton=triton.__version__, kernel_config=cx, options=opts, graph_warps=warps, consumer_regs=regs,
-                  schedule=brief,
-                  commands=["twill-opt input.mlir --twill-export-graph='dir=. arch=sm90 scope=all'"]
-                  + [f"twill solve graph_{loop}.toml --groups 2 --reg-limit {regs} --u 30 --timeout 120 "
+    record = dict(triton=triton.__version__, kernel_config=cx, options=opts, graph_warps=warps, schedule=brief,
+                  commands=[f"twill-opt input.mlir --twill-export-graph='dir=. arch=sm90 scope=all'  # {cx}"]
+                  + [f"twill solve graph_{loop}{suffix}.toml --groups 2 --reg-limit {regs} --u 30 --timeout 120 "
                      f"--objective {P.OBJECTIVE} --json" for loop in ("dkdv", "dq")])
     try:
         record["plan"] = dict(shape, **B.plan_from_schedules(scheds["dkdv"], loaded["dkdv"], scheds["dq"],
                                                              loaded["dq"]))
-        record["schedule_facts"] = {loop: B.describe(scheds[loop], loaded[loop], loop) for loop in scheds}
+        record["schedule_facts"] = {"dkdv": B.describe(scheds["dkdv"], loaded["dkdv"], "dkdv"),
+                                    "dq": B.describe(scheds["dq"], loaded["dq"], B.dq_loop_kind(loaded["dq"]))}
     except B.PlanError as e:
         record["plan"], record["refused"] = None, str(e)
-    (out / "plan.json").write_text(json.dumps(record, indent=1) + "\n")
-    print(f"gluon backward plan {cfg_name}: {record['plan'] or 'refused: ' + record['refused']}; "
-          f"I = {brief['dkdv']['ii']} (dK/dV), {brief['dq']['ii']} (dQ)")
+    return record
 
 
 def record_gluon_plan(twill_opt, twill, out, cfg_name, changes):

@@ -80,6 +80,7 @@ def attn_bwd_kernel(
     BLOCK_M2: tl.constexpr,  # query rows of this program's dQ tile
     BLOCK_N2: tl.constexpr,  # key rows per step of the dQ loop
     WARP_SPECIALIZE: tl.constexpr,
+    DQ_SUBTILE: tl.constexpr,  # the dQ loop on two halves of the query tile (_dq_subtiled)
 ):
     # One grid for both phases: program i owns key rows and query rows
     # [i * BLOCK_N1, (i + 1) * BLOCK_N1).
@@ -119,23 +120,66 @@ def attn_bwd_kernel(
 
     # ---- Phase 2: dQ of query rows [q_start, q_start + BLOCK_M2). ----
     q_start = pid * BLOCK_M2
-    offs_m2 = q_start + tl.arange(0, BLOCK_M2)
-    q_tile = desc_q2.load([row0 + q_start, 0])
-    do_tile = desc_do2.load([row0 + q_start, 0])
-    m_tile = tl.load(M + row0 + offs_m2)
-    delta_tile = tl.load(Delta + row0 + offs_m2)
-    dq = tl.zeros([BLOCK_M2, HEAD_DIM], dtype=tl.float32)
+    if DQ_SUBTILE:
+        _dq_subtiled(desc_q2, desc_do2, desc_k2, desc_v2, desc_dq, M, Delta, row0, q_start, N_CTX, sm_scale,
+                     qk_scale, HEAD_DIM, BLOCK_M2, BLOCK_N2, WARP_SPECIALIZE)
+    else:
+        offs_m2 = q_start + tl.arange(0, BLOCK_M2)
+        q_tile = desc_q2.load([row0 + q_start, 0])
+        do_tile = desc_do2.load([row0 + q_start, 0])
+        m_tile = tl.load(M + row0 + offs_m2)
+        delta_tile = tl.load(Delta + row0 + offs_m2)
+        dq = tl.zeros([BLOCK_M2, HEAD_DIM], dtype=tl.float32)
+        for start_n in tl.range(0, N_CTX, BLOCK_N2, warp_specialize=WARP_SPECIALIZE):
+            start_n = tl.multiple_of(start_n, BLOCK_N2)
+            k = desc_k2.load([row0 + start_n, 0])
+            v = desc_v2.load([row0 + start_n, 0])
+            # P = exp2(Q K^T * scale - M); dS = P * (dO V^T - Delta).
+            qk = tl.dot(q_tile, k.T)
+            p = tl.math.exp2(qk * qk_scale - m_tile[:, None])
+            dp = tl.dot(do_tile, v.T)
+            ds = p * (dp - delta_tile[:, None])
+            # dQ += dS K (sm_scale applied once, after the loop)
+            dq = tl.dot(ds.to(tl.float16), k, dq)
+        desc_dq.store([row0 + q_start, 0], (dq * sm_scale).to(tl.float16))
+
+
+@triton.jit
+def _dq_subtiled(desc_q2, desc_do2, desc_k2, desc_v2, desc_dq, M, Delta, row0, q_start, N_CTX, sm_scale, qk_scale,
+                 HEAD_DIM: tl.constexpr, BLOCK_M2: tl.constexpr, BLOCK_N2: tl.constexpr,
+                 WARP_SPECIALIZE: tl.constexpr):
+    """The dQ loop on the tile's two halves of BLOCK_M2 // 2 query rows
+    (DQ_SUBTILE), each with its own S, P, dP, dS and dQ (named ..._0 and
+    ..._1): the loop whose two-group schedule gives each half a group (the
+    Gluon backward's split by rows, fa_bwd_gluon.py). The same values as
+    the loop above."""
+    HALF: tl.constexpr = BLOCK_M2 // 2
+    q_0 = desc_q2.load([row0 + q_start, 0]).reshape([2, HALF, HEAD_DIM])
+    q_0, q_1 = tl.split(q_0.permute(1, 2, 0))
+    do_0 = desc_do2.load([row0 + q_start, 0]).reshape([2, HALF, HEAD_DIM])
+    do_0, do_1 = tl.split(do_0.permute(1, 2, 0))
+    offs_0 = q_start + tl.arange(0, HALF)
+    m_0 = tl.load(M + row0 + offs_0)
+    m_1 = tl.load(M + row0 + HALF + offs_0)
+    delta_0 = tl.load(Delta + row0 + offs_0)
+    delta_1 = tl.load(Delta + row0 + HALF + offs_0)
+    dq_0 = tl.zeros([HALF, HEAD_DIM], dtype=tl.float32)
+    dq_1 = tl.zeros([HALF, HEAD_DIM], dtype=tl.float32)
     for start_n in tl.range(0, N_CTX, BLOCK_N2, warp_specialize=WARP_SPECIALIZE):
         start_n = tl.multiple_of(start_n, BLOCK_N2)
         k = desc_k2.load([row0 + start_n, 0])
         v = desc_v2.load([row0 + start_n, 0])
-        # P = exp2(Q K^T * scale - M); dS = P * (dO V^T - Delta).
-        qk = tl.dot(q_tile, k.T)
-        p = tl.math.exp2(qk * qk_scale - m_tile[:, None])
-        dp = tl.dot(do_tile, v.T)
-        ds = p * (dp - delta_tile[:, None])
-        # dQ += dS K (sm_scale applied once, after the loop)
-        dq = tl.dot(ds.to(tl.float16), k, dq)
+        qk_0 = tl.dot(q_0, k.T)
+        p_0 = tl.math.exp2(qk_0 * qk_scale - m_0[:, None])
+        dp_0 = tl.dot(do_0, v.T)
+        ds_0 = p_0 * (dp_0 - delta_0[:, None])
+        dq_0 = tl.dot(ds_0.to(tl.float16), k, dq_0)
+        qk_1 = tl.dot(q_1, k.T)
+        p_1 = tl.math.exp2(qk_1 * qk_scale - m_1[:, None])
+        dp_1 = tl.dot(do_1, v.T)
+        ds_1 = p_1 * (dp_1 - delta_1[:, None])
+        dq_1 = tl.dot(ds_1.to(tl.float16), k, dq_1)
+    dq = tl.join(dq_0, dq_1).permute(2, 0, 1).reshape([BLOCK_M2, HEAD_DIM])
     desc_dq.store([row0 + q_start, 0], (dq * sm_scale).to(tl.float16))
 
 
@@ -215,7 +259,7 @@ def preprocess_ast_source_args(HEAD_DIM=128, BLOCK_M=128, **_ignored):
 
 
 def ast_source_args(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=64, WARP_SPECIALIZE=True,
-                    **_ignored):
+                    DQ_SUBTILE=False, **_ignored):
     """(signature, constexprs, attrs) of `attn_bwd_kernel`; see
     fa_fwd.ast_source_args for the format.  Launch options go in
     `options=` of `triton.compile`."""
@@ -254,6 +298,10 @@ def ast_source_args(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N1=128, BLOCK_M2=128, BLOCK
         "BLOCK_N2": BLOCK_N2,
         "WARP_SPECIALIZE": WARP_SPECIALIZE,
     }
+    # A constexpr (folded away: False gives the TTGIR, and the replay keys,
+    # of the kernel before it had the option).
+    signature["DQ_SUBTILE"] = "constexpr"
+    constexprs["DQ_SUBTILE"] = DQ_SUBTILE
     return signature, constexprs, _divisible(signature, ("M", "Delta", "N_CTX"))
 
 

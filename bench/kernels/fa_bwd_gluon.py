@@ -47,14 +47,15 @@ memory at twill's plan), and a program of one never waits for the other's.
 Arguments follow `fa_bwd.attn_bwd_kernel`. Compile on a machine without a
 GPU with `compile_for(target, ...)`; launch both with `launcher(...)`.
 
-Ablations, not twill's plan (bench/gpu/probe/gluon_bwd_probe.py measures
-them): SPLIT = "rows" (or SPLIT1 / SPLIT2 for one loop each) gives each
-group 64 of the program's 128 rows and the whole loop body on them, as the
-forward's sub-tiles (no operand crosses between the groups); EARLY_S
-issues the dQ loop's S one block ahead. On the H100 (probe 23), the split by
-rows of the dQ loop at 128-key steps, next to the plan's dK/dV kernel, is
-the fastest combination (1.00-1.05 of stock Triton at head dim 128); twill
-has no schedule that says so, because the loop it reads is not sub-tiled.
+The dQ loop as fa_bwd writes it has the split by function as twill's
+schedule (group dQ then issues one wgmma per iteration and idles); read
+sub-tiled into two halves of 64 query rows (fa_bwd's DQ_SUBTILE), twill
+gives each half a group of its own (SPLIT2 = "rows": each group runs the
+whole loop body on its rows, dS feeds its dQ from registers, no operand
+crosses), which is the plan (DEFAULT_CONFIG). SPLIT = "rows" gives the
+dK/dV loop the same split (an ablation: twill does not read that loop
+sub-tiled), EARLY_S issues the function split's S one block ahead; both
+are measured by bench/gpu/probe/gluon_bwd_probe.py (probe 23).
 """
 
 import triton
@@ -649,10 +650,14 @@ def _rows_dq_producer(desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_r
 @gluon.jit
 def _rows_dq_group(desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_ready, k_empty, v_empty, q_row,
                    m_row, n_n, qk_scale, sm_scale, C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
-                   STAGES: gl.constexpr):
+                   STAGES: gl.constexpr, DQ_INFLIGHT: gl.constexpr):
     """Compute group C: query rows [C * 64, C * 64 + 64). Iteration j issues
-    S and dP of key block j while dQ of block j - 1 may still run, forms P
-    under dP, then dS, and issues dQ += dS K (A from registers)."""
+    S and dP of key block j, forms P under dP, then dS, and issues
+    dQ += dS K (A from registers), which completes within the iteration, as
+    in twill's schedule (one stage); the other group's wgmmas fill the
+    tensor core meanwhile. DQ_INFLIGHT (an ablation) leaves it in flight
+    until the next iteration's first wait instead, which makes ptxas
+    serialize every wgmma of the kernel at 128-key steps (C7515)."""
     SUB: gl.constexpr = desc_dq.block_type.shape[0]
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
@@ -661,7 +666,10 @@ def _rows_dq_group(desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     rows = gl.arange(0, SUB, layout=gl.SliceLayout(1, s_layout))
     s_zero = gl.zeros([SUB, BLOCK_N], gl.float32, s_layout)
-    dq = warpgroup_mma_init(gl.zeros([SUB, HEAD_DIM], gl.float32, o_layout))
+    if DQ_INFLIGHT:
+        dq = warpgroup_mma_init(gl.zeros([SUB, HEAD_DIM], gl.float32, o_layout))
+    else:
+        dq = gl.zeros([SUB, HEAD_DIM], gl.float32, o_layout)
     q_c = q_s.index(C)
     do_c = do_s.index(C)
     m = gl.expand_dims(gl.load(M + m_row + C * SUB + rows), 1)
@@ -674,16 +682,25 @@ def _rows_dq_group(desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_
         s_tok = warpgroup_mma(q_c, k_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         mbarrier.wait(v_ready.index(s), ph)
         dp_tok = warpgroup_mma(do_c, v_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        st, dq = warpgroup_mma_wait(1, deps=[s_tok, dq])
-        if j > 0:
-            mbarrier.arrive(k_empty.index((j - 1) % STAGES), count=1)
+        if DQ_INFLIGHT:
+            st, dq = warpgroup_mma_wait(1, deps=[s_tok, dq])
+            if j > 0:
+                mbarrier.arrive(k_empty.index((j - 1) % STAGES), count=1)
+        else:
+            st = warpgroup_mma_wait(1, deps=[s_tok])
         p = gl.exp2(st * qk_scale - m)
         dp = warpgroup_mma_wait(0, deps=[dp_tok])
         mbarrier.arrive(v_empty.index(s), count=1)
         ds16 = gl.convert_layout((p * (dp - delta)).to(gl.float16), a_layout)
-        dq = warpgroup_mma(ds16, k_s.index(s), dq, is_async=True)
-    dq = warpgroup_mma_wait(0, deps=[dq])
-    mbarrier.arrive(k_empty.index((n_n - 1) % STAGES), count=1)
+        if DQ_INFLIGHT:
+            dq = warpgroup_mma(ds16, k_s.index(s), dq, is_async=True)
+        else:
+            dq_tok = warpgroup_mma(ds16, k_s.index(s), dq, is_async=True)
+            dq, ds16 = warpgroup_mma_wait(0, deps=[dq_tok, ds16])
+            mbarrier.arrive(k_empty.index(s), count=1)
+    if DQ_INFLIGHT:
+        dq = warpgroup_mma_wait(0, deps=[dq])
+        mbarrier.arrive(k_empty.index((n_n - 1) % STAGES), count=1)
 
     # Epilogue through this group's Q half (no other group reads it).
     q_c.store((dq * sm_scale).to(gl.float16))
@@ -696,7 +713,7 @@ def _rows_dq_group(desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_
 @gluon.jit
 def attn_bwd_dq_rows_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v, desc_dq, N_CTX,
                             HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                            CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                            DQ_INFLIGHT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     gl.static_assert(2 * desc_q.block_type.shape[0] == TILE)
     pid = gl.program_id(0)
     off_hz = gl.program_id(1)
@@ -724,9 +741,9 @@ def attn_bwd_dq_rows_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v,
 
     gl.warp_specialize(
         [(_rows_dq_group, (desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_ready, k_empty, v_empty,
-                           q_row, q_row, n_n, qk_scale, sm_scale, 0, HEAD_DIM, BLOCK_N, STAGES)),
+                           q_row, q_row, n_n, qk_scale, sm_scale, 0, HEAD_DIM, BLOCK_N, STAGES, DQ_INFLIGHT)),
          (_rows_dq_group, (desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_ready, k_empty, v_empty,
-                           q_row, q_row, n_n, qk_scale, sm_scale, 1, HEAD_DIM, BLOCK_N, STAGES)),
+                           q_row, q_row, n_n, qk_scale, sm_scale, 1, HEAD_DIM, BLOCK_N, STAGES, DQ_INFLIGHT)),
          (_rows_dq_producer, (desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_ready,
                               k_empty, v_empty, q_row, row0, n_n, BLOCK_N, STAGES))],
         [4, 1],
@@ -745,30 +762,30 @@ def attn_bwd_dq_rows_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v,
 # Configuration, compilation, launch.
 # ---------------------------------------------------------------------------
 
-# twill's plan of the head-dim-128 loops for the H100
-# (fa_bwd_gluon_plan.plan_from_schedules; recorded in
-# bench/gpu/replay*/gluon/bwd_hd128/plan.json): the split by function,
-# query steps of BLOCK_M1 rows in the dK/dV loop, key steps of BLOCK_N2 rows
-# in the dQ loop, rings of STAGES1 / STAGES2 slots (one iteration of
-# prefetch, each buffer live until its stage-1 reader completes), the two
-# compute groups at 240 registers and the producer at 24 (one CTA per SM:
-# 224 KB of shared memory). EARLY_S and SPLIT = "rows" are ablations
-# (bench/gpu/probe/gluon_bwd_probe.py).
-DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=64, STAGES1=3, STAGES2=3, EARLY_S=False,
-                      SPLIT="function", CONSUMER_REGS=240, PRODUCER_REGS=24)
+# twill's plan for the H100 (fa_bwd_gluon_plan.plan_from_schedules;
+# recorded in bench/gpu/replay*/gluon/bwd_hd128/plan.json): the dK/dV loop
+# split by function with 64-row query steps and 3-slot rings (one iteration
+# of prefetch, each buffer live until its stage-1 reader completes); the dQ
+# loop, read sub-tiled (fa_bwd's DQ_SUBTILE) with 128-key steps, split by
+# rows with 2-slot rings; two compute groups at 240 registers, the producer
+# at 24, one CTA per SM (224 and 192 KB of shared memory). SPLIT (both
+# loops) and EARLY_S are ablations (bench/gpu/probe/gluon_bwd_probe.py).
+DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=128, STAGES1=3, STAGES2=2, EARLY_S=False,
+                      DQ_INFLIGHT=False, SPLIT=None,
+                      SPLIT1="function", SPLIT2="rows", CONSUMER_REGS=240, PRODUCER_REGS=24)
 
 CTA_WARPS = gluon_hopper.cta_warps(2)
 
 
 def _constexprs(cfg):
     """((dK/dV kernel, its constexprs, rows of the blocks a program's group
-    owns), (the same of the dQ kernel)) of a configuration: SPLIT for both
-    loops, or SPLIT1 (dK/dV) and SPLIT2 (dQ) each."""
+    owns), (the same of the dQ kernel)) of a configuration: SPLIT1 (dK/dV)
+    and SPLIT2 (dQ) each, or SPLIT for both."""
     regs = dict(CONSUMER_REGS=cfg["CONSUMER_REGS"], PRODUCER_REGS=cfg["PRODUCER_REGS"])
     d = cfg["HEAD_DIM"]
     dkdv_cst = dict(HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M1"], STAGES=cfg["STAGES1"], **regs)
     dq_cst = dict(HEAD_DIM=d, BLOCK_N=cfg["BLOCK_N2"], STAGES=cfg["STAGES2"])
-    split1, split2 = cfg.get("SPLIT1") or cfg["SPLIT"], cfg.get("SPLIT2") or cfg["SPLIT"]
+    split1, split2 = cfg["SPLIT"] or cfg["SPLIT1"], cfg["SPLIT"] or cfg["SPLIT2"]
     for split in (split1, split2):
         if split not in ("function", "rows"):
             raise ValueError(f"split {split!r}: 'function' or 'rows'")
@@ -779,7 +796,7 @@ def _constexprs(cfg):
     if split2 == "function":
         dq = (attn_bwd_dq_gluon_kernel, dict(dq_cst, EARLY_S=cfg["EARLY_S"], **regs), TILE_ROWS)
     else:
-        dq = (attn_bwd_dq_rows_kernel, dict(dq_cst, **regs), TILE_ROWS // 2)
+        dq = (attn_bwd_dq_rows_kernel, dict(dq_cst, DQ_INFLIGHT=cfg["DQ_INFLIGHT"], **regs), TILE_ROWS // 2)
     return dkdv, dq
 
 

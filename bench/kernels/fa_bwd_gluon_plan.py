@@ -11,7 +11,10 @@ What the kernel's SPLIT = "function" lowers, and `describe` checks:
   P^T) on group P, every op between dP^T and dK that does not feed dV (the
   dS^T arithmetic) on group dS; each group issues its first wgmma of
   iteration j + 1 before its second of iteration j (the kernel's order);
-* dQ loop: S and dP on group P, dQ on the other group;
+* dQ loop: S and dP on group P, dQ on the other group; or, for the loop
+  sub-tiled into two halves of 64 query rows (fa_bwd's DQ_SUBTILE), each
+  half's S, dP and dQ (and everything between) on a group of its own, dQ of
+  block j issued before S of block j + 1 (SPLIT2 = "rows");
 * the loads on the producer (group 0).
 
 The wgmmas are found by their role, the name of the value they compute in
@@ -35,14 +38,27 @@ import math
 
 from fa_fwd_gluon_plan import PlanError, _ancestors, same_iteration_edges
 
-# The wgmmas of each loop by the fa_bwd.py value they compute.
+# The wgmmas of each loop by the fa_bwd.py value they compute ("dq_rows":
+# the dQ loop with DQ_SUBTILE, each half's values suffixed _0 and _1).
 ROLES = {"dkdv": {"qkT": "S", "dv": "dV", "dpT": "dP", "dk": "dK"},
-         "dq": {"qk": "S", "dp": "dP", "dq": "dQ"}}
+         "dq": {"qk": "S", "dp": "dP", "dq": "dQ"},
+         "dq_rows": {f"{v}_{h}": f"{r}{h}" for h in (0, 1) for v, r in (("qk", "S"), ("dp", "dP"), ("dq", "dQ"))}}
 
 
 def _origin_name(op):
+    """The name of the value an op computes: its location's name, inside a
+    call site where the op is in a helper function."""
     origin = op.get("origin", "")
-    return origin.split('"')[1] if origin.startswith('loc("') else None
+    for prefix in ('loc("', 'loc(callsite("'):
+        if origin.startswith(prefix):
+            return origin[len(prefix):].split('"')[0]
+    return None
+
+
+def dq_loop_kind(graph: dict) -> str:
+    """"dq_rows" for the sub-tiled dQ loop (DQ_SUBTILE), else "dq"."""
+    names = {_origin_name(o) for o in graph.get("op", [])}
+    return "dq_rows" if "dq_0" in names else "dq"
 
 
 def tensor_core_roles(graph: dict, loop: str) -> dict:
@@ -100,7 +116,25 @@ def describe(schedule: dict, graph: dict, loop: str) -> dict:
     def on_paths(src, dst):
         return (_ancestors(roles[dst], preds) & _ancestors(roles[src], succs)) | {roles[src], roles[dst]}
 
-    if loop == "dkdv":
+    if loop == "dq_rows":
+        # Each half's chain (S, P, dP, dS, dQ) on a compute group of its
+        # own, issued in the kernel's order: dQ of block j before S of
+        # block j + 1.
+        sides = {}
+        for h in (0, 1):
+            g = {group[f"S{h}"], group[f"dP{h}"], group[f"dQ{h}"]}
+            if len(g) != 1:
+                raise PlanError(f"half {h}'s wgmmas span groups {sorted(g)}")
+            if not cycle[f"dQ{h}"] < cycle[f"S{h}"] + ii:
+                raise PlanError(f"half {h}: dQ at {cycle[f'dQ{h}']} after S of the next block "
+                                f"({cycle[f'S{h}']} + {ii}): not the kernel's order")
+            sides[g.pop()] = on_paths(f"S{h}", f"dQ{h}") | on_paths(f"dP{h}", f"dQ{h}")
+        if len(sides) != 2:
+            raise PlanError("both halves of the dQ loop on one compute group; the kernel gives each its own")
+        crossing = sorted({o for g, m in sides.items() for o in m for t in succs.get(o, ())
+                           if t in compute and ops[t]["warp_group"] != g})
+        slots = {"STAGES2": max(ring_slots(schedule, graph, n) for n in loads if _feeds_tc(n, graph))}
+    elif loop == "dkdv":
         p_ops = on_paths("S", "dV")
         ds_ops = (on_paths("dP", "dK") | on_paths("S", "dK")) - p_ops
         if group["S"] != group["dV"] or group["dP"] != group["dK"] or group["S"] == group["dP"]:
@@ -142,8 +176,12 @@ def _feeds_tc(load, graph):
 
 
 def plan_from_schedules(dkdv_schedule: dict, dkdv_graph: dict, dq_schedule: dict, dq_graph: dict) -> dict:
-    """The kernel constexprs (SPLIT, STAGES1, STAGES2) that lower twill's
-    schedules of the two loops, or PlanError."""
+    """The kernel constexprs (SPLIT1, SPLIT2, STAGES1, STAGES2) that lower
+    twill's schedules of the two loops, or PlanError: the dK/dV loop split
+    by function; the dQ loop by function, or by rows where twill read it
+    sub-tiled (DQ_SUBTILE) and gave each half a group."""
     a = describe(dkdv_schedule, dkdv_graph, "dkdv")
-    b = describe(dq_schedule, dq_graph, "dq")
-    return dict(SPLIT="function", STAGES1=a["STAGES1"], STAGES2=b["STAGES2"])
+    kind = dq_loop_kind(dq_graph)
+    b = describe(dq_schedule, dq_graph, kind)
+    return dict(SPLIT1="function", SPLIT2="rows" if kind == "dq_rows" else "function", STAGES1=a["STAGES1"],
+                STAGES2=b["STAGES2"])

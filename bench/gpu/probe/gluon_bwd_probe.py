@@ -36,53 +36,53 @@ ap.add_argument("--sizes", default="1024,4096,16384")
 ap.add_argument("--rounds", type=int, default=5)
 ap.add_argument("--rep", type=int, default=300, help="do_bench repetition time (ms) per variant and round")
 ap.add_argument("--check", help="(child process) correctness sweep of one variant: 'HEAD_DIM:name'")
-ap.add_argument("--variants", default="plan,s2,rows3",
-                help="Gluon variants (keys of gluon_variants: plan, s2, s3, s3early, rows3, rows4, fn_rowsdq, "
-                     "fn_rowsdq128, rows3b128; "
-                     "comma-separated; s3 is the plan where there is one)")
+ap.add_argument("--variants", default="plan,inflight,as_written,s2,rows3",
+                help="Gluon variants (keys of gluon_variants: plan, as_written, s2, function, s3early, rows3, dq64, "
+                     "inflight; "
+                     "comma-separated; function is as_written where twill has that plan)")
 args = ap.parse_args()
 
 
-def recorded_plan(d):
-    """twill's recorded plan of the backward at head dim `d` (run.py
-    --record-gluon-only bwd_hd128 / bwd_hd64, this Triton's replay tree):
-    (plan or None, the refusal)."""
+def recorded(d):
+    """run.py's record of twill's backward plans at head dim `d`
+    (--record-gluon-only bwd_hd128 / bwd_hd64, this Triton's replay tree):
+    the plan (the dQ loop read sub-tiled) and "as_written" (the loops as
+    fa_bwd's configuration writes them), each a plan or a refusal."""
     import json
 
     import run as bench_run
 
-    rec = json.loads((bench_run.GLUON / f"bwd_hd{d}" / "plan.json").read_text())
-    return rec.get("plan"), rec.get("refused")
+    return json.loads((bench_run.GLUON / f"bwd_hd{d}" / "plan.json").read_text())
 
 
 def gluon_variants(d):
     """Gluon variants per head dim (keys for --variants): twill's recorded
-    plan where the kernel lowers twill's schedule, and ablations: the
-    forward's ring rule (prefetch + 1 slots), the split by rows (each group
-    64 of the program's rows, as the forward's sub-tiles), deeper rings,
-    128-row steps, S issued one block ahead in the dQ loop."""
-    plan, refused = recorded_plan(d)
-    base = dict(fa_bwd_gluon.DEFAULT_CONFIG, HEAD_DIM=d, STAGES1=3, STAGES2=3)
+    plans where the kernel lowers twill's schedules ("plan": the dQ loop
+    read sub-tiled; "as_written": fa_bwd's loops as written), and
+    ablations: the forward's ring rule (prefetch + 1 slots), the split by
+    rows of both loops, 64-key steps in the plan's dQ loop, S issued one
+    block ahead in the function split's dQ loop."""
+    rec = recorded(d)
+    base = dict(fa_bwd_gluon.DEFAULT_CONFIG, HEAD_DIM=d)
+    written = dict(base, SPLIT1="function", SPLIT2="function", BLOCK_N2=64, STAGES1=3, STAGES2=3)
     out = {}
-    if plan:
-        out["plan"] = ("gluon twill plan (2 groups, split by function)", dict(base, **plan))
-    elif refused and not args.check:
-        print(f"hd{d}: no Gluon plan: twill's schedule is outside the kernel's family ({refused})", flush=True)
-    tag = "" if plan else " (not twill's plan)"
+    for key, r, label in (("plan", rec, "gluon twill plan (dQ loop read sub-tiled: split by rows)"),
+                          ("as_written", rec.get("as_written") or {}, "gluon twill plan of the loops as written "
+                                                                       "(split by function)")):
+        if r.get("plan"):
+            out[key] = (label, dict(base, **r["plan"]))
+        elif not args.check:
+            print(f"hd{d}: no Gluon plan ({key}): {r.get('refused')}", flush=True)
+    tag = "" if rec.get("plan") else " (not twill's plan)"
     out.update({
-        "s2": ("gluon split by function, 2-slot rings" + tag, dict(base, STAGES1=2, STAGES2=2)),
-        "s3": ("gluon split by function, 3-slot rings" + tag, base),
-        "s3early": ("gluon split by function, S one block ahead in dQ" + tag, dict(base, EARLY_S=True)),
-        "rows3": ("gluon split by rows, 3-slot rings" + tag, dict(base, SPLIT="rows")),
-        "rows4": ("gluon split by rows, 4-slot rings" + tag, dict(base, SPLIT="rows", STAGES1=4, STAGES2=4)),
-        "fn_rowsdq": ("gluon split by function (dK/dV), by rows (dQ)" + tag, dict(base, SPLIT1="function",
-                                                                                    SPLIT2="rows")),
-        "fn_rowsdq128": ("gluon split by function (dK/dV), by rows (dQ, 128-key steps)" + tag,
-                         dict(base, SPLIT1="function", SPLIT2="rows", BLOCK_N2=128, STAGES2=2)),
-        "rows3b128": ("gluon split by rows, 128-row steps" + tag, dict(base, SPLIT="rows", BLOCK_M1=128,
-                                                                      BLOCK_N2=128))})
-    if plan:
-        del out["s3"]  # the plan
+        "s2": ("gluon split by function, 2-slot rings" + tag, dict(written, STAGES1=2, STAGES2=2)),
+        "function": ("gluon split by function, 3-slot rings" + tag, written),
+        "s3early": ("gluon split by function, S one block ahead in dQ" + tag, dict(written, EARLY_S=True)),
+        "rows3": ("gluon split by rows (both loops), 3-slot rings" + tag, dict(written, SPLIT="rows")),
+        "dq64": ("gluon plan's splits, dQ loop at 64-key steps" + tag, dict(base, BLOCK_N2=64, STAGES2=3)),
+        "inflight": ("gluon plan, dQ kept in flight across iterations (ptxas serializes)" + tag,
+                     dict(base, DQ_INFLIGHT=True)),
+    })
     # A child process (--check) looks its variant up among all of them.
     keys = list(out) if args.check or not args.variants else [k for k in args.variants.split(",") if k in out]
     return dict(out[k] for k in keys)

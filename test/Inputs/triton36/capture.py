@@ -50,7 +50,10 @@ Further modules, "before" snapshot only (NAME.before.mlir + NAME.before.pretty.m
                        mixes descriptor and pointer loads)
     fa_bwd_hd128_sm90  fa_bwd's hd128 configuration (num_warps=8, 64-row steps,
                        warp_specialize); TTGIR just before add_assign_latencies
-                       (two loops: the loops of the Gluon backward's plan)
+                       (two loops: the loops of the Gluon backward as written)
+    fa_bwd_hd128_dqsub_sm90  the same with DQ_SUBTILE (the dQ loop on two
+                       64-row halves) and BLOCK_N2 = 128: the loops of the
+                       Gluon backward's plan
     gemm_sm90_w4       matmul.matmul_tma_ws_kernel (the GEMM with its K loop as
                        `tl.range(..., warp_specialize=True)`), DEFAULT_CONFIG
                        (num_warps=4, num_stages=3); TTGIR just before
@@ -342,6 +345,10 @@ def modules():
     # backward plan (bench/kernels/fa_bwd_gluon_plan.py).
     cfg, opts = fa_bwd.split_config(dict(fa_bwd.CONFIGS["hd128"][90]))
     yield "fa_bwd_hd128_sm90", fa_bwd.make_ast_source(**cfg), 90, opts, SPLIT_FIRST, ("before", )
+    # The same with the dQ loop sub-tiled (DQ_SUBTILE) at 128-key steps:
+    # the loops of the plan.
+    cfg, opts = fa_bwd.split_config(dict(fa_bwd.CONFIGS["hd128"][90], DQ_SUBTILE=True, BLOCK_N2=128))
+    yield "fa_bwd_hd128_dqsub_sm90", fa_bwd.make_ast_source(**cfg), 90, opts, SPLIT_FIRST, ("before", )
 
     # A loop whose body keeps an scf.if.
     cfg = dict(test_kernels.LOOP_WITH_IF_CONFIG)

@@ -1,15 +1,18 @@
 """The FA backward in Gluon (bench/kernels/fa_bwd_gluon.py) and its plan
 from twill's schedules (bench/kernels/fa_bwd_gluon_plan.py), on the CPU:
 
-* both kernels compile for sm_90a in the split by function (twill's plan)
-  at both head dims, within the shared memory, without spills, with the
-  partitions' register split, their wgmmas asynchronous (a handful of
-  WARPGROUP.DEPBAR, not one per HGMMA), the crossing operands read by the
-  wgmmas from shared memory; the split by rows (an ablation) compiles;
+* both kernels compile for sm_90a at twill's plan (the dK/dV loop split by
+  function, the dQ loop by rows) and with both loops split by function, at
+  both head dims, within the shared memory, with the partitions' register
+  split, their wgmmas asynchronous (a handful of WARPGROUP.DEPBAR, not one
+  per HGMMA); only the split by rows reads a wgmma operand (dS) from
+  registers; the split by rows of both loops (an ablation) compiles;
 * twill's joint schedules of the real head-dim-128 loops (exported by the
-  pass from captured Triton 3.6 TTGIR) give the kernel's default plan: the
-  split by function, 3-slot rings (the buffers live until their stage-1
-  readers complete: prefetch + 1 slots would not hold them);
+  pass from captured Triton 3.6 TTGIR): as fa_bwd writes them, both split
+  by function with 3-slot rings (the buffers live until their stage-1
+  readers complete: prefetch + 1 slots would not hold them); with the dQ
+  loop read sub-tiled (DQ_SUBTILE, 128-key steps), each half on a group of
+  its own with 2-slot rings: the kernel's default plan;
 * schedules outside the family are refused, and the recorded plans (both
   Tritons) are the kernel's default (head dim 128) or a refusal (head dim
   64, whose dK/dV schedule puts dV with dP^T and dK).
@@ -41,11 +44,15 @@ from twill_triton import configure  # noqa: E402
 TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")
 TWILL = str(Path(TWILL_OPT).with_name("twill"))
 BWD_TTGIR = REPO / "test" / "Inputs" / "triton36" / "fa_bwd_hd128_sm90.before.mlir"
+BWD_DQSUB_TTGIR = REPO / "test" / "Inputs" / "triton36" / "fa_bwd_hd128_dqsub_sm90.before.mlir"
+FUNCTION = dict(SPLIT1="function", SPLIT2="function", BLOCK_N2=64, STAGES2=3)
 SMEM_LIMIT = 232448  # bytes per CTA on sm_90
 
 CONFIGS = {
-    "function, hd128 (twill's plan)": {},
-    "function, hd64": dict(HEAD_DIM=64),
+    "plan, hd128": {},
+    "plan, hd64": dict(HEAD_DIM=64),
+    "function, hd128": FUNCTION,
+    "function, hd64": dict(FUNCTION, HEAD_DIM=64),
 }
 
 
@@ -75,10 +82,12 @@ def test_kernels_compile_with_async_wgmma(name, tmp_path, monkeypatch):
         # prologue's and epilogue's), not ptxas's one per HGMMA.
         assert hgmma >= wgmmas * 4, f"{name} {k.name}: {hgmma} HGMMA"
         assert depbar <= 12, f"{name} {k.name}: {depbar} WARPGROUP.DEPBAR for {hgmma} HGMMA: serialized"
-        # The operands that cross between the groups (P^T, dS) and dS^T are
-        # read by the wgmmas from shared memory, where the group that
-        # formed them wrote them: no wgmma reads registers.
-        assert not re.search(r"HGMMA\.\S+ R\d+, R\d+, gdesc", sass), f"{name} {k.name}: register A operand"
+        # The split by function reads P^T, dS^T and dS from shared memory,
+        # where the group that formed them wrote them; the split by rows of
+        # the dQ loop feeds dS to dQ from registers.
+        want = "dq_rows" in k.name
+        reg_a = bool(re.search(r"HGMMA\.\S+ R\d+, R\d+, gdesc", sass))
+        assert reg_a == want, f"{name} {k.name}: register A operand {'missing' if want else 'used'}"
         # No spills with Triton 3.6; Triton 3.9's code for group dS of the
         # dK/dV kernel (dK's 128 accumulator registers in flight while it
         # forms dS^T) spills a few words: 8 bytes with 3.6's ptxas (the H100
@@ -90,13 +99,14 @@ def test_kernels_compile_with_async_wgmma(name, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("head_dim", (128, 64))
 def test_split_by_rows_compiles(head_dim, tmp_path, monkeypatch):
-    """The ablation (each group 64 of the program's rows, the whole loop
-    body): both kernels compile within the shared memory, the dQ kernel
-    reads dS from registers. Not asserted, because ptxas does not give it
-    (probe 23's notes): its dK/dV kernel spills at head dim 128 and its dQ
-    kernel's wgmmas are serialized at head dim 64."""
+    """The ablation (both loops split by rows, 64-key steps): both kernels
+    compile within the shared memory, the dQ kernel reads dS from
+    registers. Asynchrony and spills are not asserted, because ptxas does
+    not give them here: its dK/dV kernel spills at head dim 128 and its dQ
+    kernel's wgmmas are serialized at head dim 64 (ptxas C7515)."""
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
-    dkdv, dq = fa_bwd_gluon.compile_for(GPUTarget("cuda", 90, 32), HEAD_DIM=head_dim, SPLIT="rows")
+    dkdv, dq = fa_bwd_gluon.compile_for(GPUTarget("cuda", 90, 32), HEAD_DIM=head_dim, SPLIT="rows", BLOCK_N2=64,
+                                        STAGES2=3)
     assert max(dkdv.metadata.shared, dq.metadata.shared) <= SMEM_LIMIT
     assert re.search(r"HGMMA\.\S+ R\d+, R\d+, gdesc", _sass(dq.asm["cubin"], tmp_path))
 
@@ -105,14 +115,8 @@ def _twill_available():
     return os.path.exists(TWILL_OPT) and os.path.exists(TWILL)
 
 
-@pytest.fixture(scope="module")
-def solved(tmp_path_factory):
-    """The two loops of the captured hd128 backward, exported by the pass,
-    made into the Gluon kernel's graphs and solved with two groups."""
-    if not _twill_available():
-        pytest.skip("twill-opt / twill not built")
-    d = tmp_path_factory.mktemp("bwd")
-    graphs = P.export_graphs(TWILL_OPT, BWD_TTGIR, d / "graphs", scope="all")
+def _solve_loops(ttgir, d):
+    graphs = P.export_graphs(TWILL_OPT, ttgir, d / "graphs", scope="all")
     assert len(graphs) == 2
     out = {}
     for loop, path in zip(("dkdv", "dq"), graphs):
@@ -122,7 +126,25 @@ def solved(tmp_path_factory):
     return out
 
 
-def test_twill_schedules_give_the_kernel_plan(solved):
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory):
+    """The two loops of the captured hd128 backward as written, exported by
+    the pass, made into the Gluon kernel's graphs and solved with two
+    groups."""
+    if not _twill_available():
+        pytest.skip("twill-opt / twill not built")
+    return _solve_loops(BWD_TTGIR, tmp_path_factory.mktemp("bwd"))
+
+
+@pytest.fixture(scope="module")
+def solved_dqsub(tmp_path_factory):
+    """The same with the dQ loop sub-tiled (DQ_SUBTILE, 128-key steps)."""
+    if not _twill_available():
+        pytest.skip("twill-opt / twill not built")
+    return _solve_loops(BWD_DQSUB_TTGIR, tmp_path_factory.mktemp("bwd_dqsub"))
+
+
+def test_twill_schedules_of_the_loops_as_written(solved):
     (sa, ga), (sb, gb) = solved["dkdv"], solved["dq"]
     # Tensor-core bound and proven: dK/dV's four wgmmas, dQ's three.
     assert (sa["ii"], sb["ii"]) == (sa["res_mii"], sb["res_mii"]) == (20, 15)
@@ -130,15 +152,47 @@ def test_twill_schedules_give_the_kernel_plan(solved):
     facts = B.describe(sa, ga, "dkdv")
     assert facts["groups"]["S"] == facts["groups"]["dV"] != facts["groups"]["dP"] == facts["groups"]["dK"]
     assert [n for n in facts["crossing"] if n.startswith("exp2")]  # P^T crosses
+    assert B.dq_loop_kind(gb) == "dq"
     plan = B.plan_from_schedules(sa, ga, sb, gb)
-    assert plan == dict(SPLIT="function", STAGES1=3, STAGES2=3)
-    assert plan == {k: fa_bwd_gluon.DEFAULT_CONFIG[k] for k in plan}
+    assert plan == dict(SPLIT1="function", SPLIT2="function", STAGES1=3, STAGES2=3)
     # Q is read by S^T in stage 0 and by dK in stage 1: with one iteration
     # of prefetch its ring needs 3 slots; the forward's rule (prefetch + 1)
     # would give 2.
     q = [o["name"] for o in ga["op"] if o.get("variable_latency") and B._feeds_tc(o["name"], ga)]
     prefetch = {s["op"]: s["prefetch"] for s in sa["warp_specialization"]["streaming"]}
     assert max(B.ring_slots(sa, ga, n) for n in q) == 3 > max(prefetch[n] for n in q) + 1
+
+
+def test_twill_schedules_give_the_kernel_plan(solved_dqsub):
+    """The dQ loop read sub-tiled: each half's S, dP, dQ and everything
+    between on a group of its own, nothing crossing, I at the tensor core's
+    bound (six wgmmas), proven; the dK/dV loop as before: the plan the
+    kernel defaults to."""
+    (sa, ga), (sb, gb) = solved_dqsub["dkdv"], solved_dqsub["dq"]
+    assert B.dq_loop_kind(gb) == "dq_rows"
+    assert sb["ii"] == sb["res_mii"] and sb["ii_proven"]
+    facts = B.describe(sb, gb, "dq_rows")
+    assert facts["crossing"] == []
+    assert facts["groups"]["S0"] == facts["groups"]["dQ0"] != facts["groups"]["S1"] == facts["groups"]["dQ1"]
+    plan = B.plan_from_schedules(sa, ga, sb, gb)
+    assert plan == dict(SPLIT1="function", SPLIT2="rows", STAGES1=3, STAGES2=2)
+    assert plan == {k: fa_bwd_gluon.DEFAULT_CONFIG[k] for k in plan}
+    # Both halves on one group: refused.
+    bad = copy.deepcopy(sb)
+    roles = B.tensor_core_roles(gb, "dq_rows")
+    g0 = facts["groups"]["S0"]
+    for o in bad["ops"]:
+        if o["warp_group"] not in (0, g0):
+            o["warp_group"] = g0
+    with pytest.raises(B.PlanError, match="one compute group"):
+        B.describe(bad, gb, "dq_rows")
+    # dQ of a half after the next block's S: not the kernel's order.
+    bad = copy.deepcopy(sb)
+    for o in bad["ops"]:
+        if o["name"] == roles["dQ0"]:
+            o["cycle"] = {x["name"]: x for x in sb["ops"]}[roles["S0"]]["cycle"] + sb["ii"]
+    with pytest.raises(B.PlanError, match="not the kernel's order"):
+        B.describe(bad, gb, "dq_rows")
 
 
 def test_schedules_outside_the_family_are_refused(solved):
@@ -203,7 +257,11 @@ def test_recorded_plans():
     for replay in ("replay", "replay-3.9.0"):
         root = REPO / "bench" / "gpu" / replay / "gluon"
         rec = json.loads((root / "bwd_hd128" / "plan.json").read_text())
-        assert rec["plan"] == dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=64, SPLIT="function", STAGES1=3, STAGES2=3)
+        assert rec["plan"] == dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=128, SPLIT1="function", SPLIT2="rows",
+                                   STAGES1=3, STAGES2=2)
         assert {k: fa_bwd_gluon.DEFAULT_CONFIG[k] for k in rec["plan"]} == rec["plan"]
+        assert rec["kernel_config"]["DQ_SUBTILE"] is True
+        assert rec["as_written"]["plan"] == dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=64, SPLIT1="function",
+                                                 SPLIT2="function", STAGES1=3, STAGES2=3)
         rec64 = json.loads((root / "bwd_hd64" / "plan.json").read_text())
         assert rec64["plan"] is None and "dK/dV wgmmas on groups" in rec64["refused"]
