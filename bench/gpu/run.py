@@ -1015,7 +1015,12 @@ def bwd_inputs(cfg_name, Z, H, N):
 # the GEMM), else the configuration its model chooses on the Triton path.
 # The rule is per kernel, not per size, and fixed before the measurement:
 # the better of twill's two rows is never picked.
-CONFIG_ROUTE = dict({FA_ROWS[k]: "gluon" for k in GLUON_KINDS}, matmul="gluon")
+# The backward has a Gluon plan at head dim 128 (GLUON_BWD_PLANS); at head
+# dim 64 twill's dK/dV schedule is outside what fa_bwd_gluon lowers (the
+# recorded refusal), so that kernel stays on the Triton path.
+GLUON_BWD_KINDS = {"bwd_hd128": "bwd_hd128"}
+CONFIG_ROUTE = dict({FA_ROWS[k]: "gluon" for k in GLUON_KINDS}, matmul="gluon",
+                    **{"fa_" + k: "gluon" for k in GLUON_BWD_KINDS})
 
 
 def summarize(results):
@@ -1375,8 +1380,16 @@ def bench_all(out):
     # come from stock fa_fwd and fa_bwd's preprocess kernel).
     import check  # bench/kernels/check.py: launch helpers
 
+    import fa_bwd_gluon
+
+    gluon_bwd = {kind: load_gluon_plan(sub) for kind, sub in GLUON_BWD_KINDS.items()}
+    results["gluon_plan_bwd"] = gluon_bwd
+
     def bench_bwd(bwd_kind, cfg_name):
         D = fa_bwd.CONFIGS[cfg_name][90]["HEAD_DIM"]
+        bwd_plan = (gluon_bwd.get(bwd_kind) or {}).get("plan")
+        if bwd_kind in GLUON_BWD_KINDS and not bwd_plan:
+            print(f"no recorded Gluon plan for {bwd_kind} (run.py --record-gluon)", flush=True)
         for N in FA_SIZES:
             q, k, v, do, o, lse, delta, sm_scale = bwd_inputs(cfg_name, Z, H, N)
             flops = 2.5 * 4.0 * Z * H * N * N * D
@@ -1420,7 +1433,28 @@ def bench_all(out):
                     ok, err, ms = False, None, None
                     note = f"launch failed: {str(e)[:120]}"
                 row("fa_" + bwd_kind, N, variant, ms, flops, ok, err, note or "")
+            # twill's joint schedules of both loops through Gluon (fa_bwd_gluon).
+            gk = gluon_kernel(bwd_plan, module=fa_bwd_gluon) if bwd_plan else None
+            if gk is not None:
+                dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+                note = "plan " + " ".join(f"{k}={bwd_plan[k]}" for k in ("SPLIT1", "SPLIT2", "BLOCK_N2", "STAGES1",
+                                                                          "STAGES2"))
+                try:
+                    fn = fa_bwd_gluon.launcher(gk, q, k, v, do, lse, delta, dq, dk, dv, sm_scale, **bwd_plan)
+                    for t in (dq, dk, dv):
+                        t.fill_(float("nan"))
+                    fn()
+                    torch.cuda.synchronize()
+                    ok, err = check_grads(dq, dk, dv)
+                    ms = med(fn)
+                    fns[GLUON_ROW] = fn
+                except Exception as e:
+                    ok, err, ms = False, None, None
+                    note = f"launch failed: {str(e)[:120]}"
+                row("fa_" + bwd_kind, N, GLUON_ROW, ms, flops, ok, err, note)
             paired("fa_" + bwd_kind, N, fns, bwd_kind)
+            if gk is not None:
+                paired("fa_" + bwd_kind, N, fns, bwd_kind, ours_prefix=GLUON_ROW, key="paired_gluon")
             # cuDNN backward through torch SDPA (forward + backward timed minus forward).
             try:
                 from torch.nn.attention import SDPBackend, sdpa_kernel

@@ -23,9 +23,9 @@ def _row(kernel, size, variant, tflops, correct=True, note=""):
 
 
 def test_routes_are_fixed_per_kernel():
-    for kernel in ("fa_fwd", "fa_fwd_causal", "fa_fwd_subtile", "fa_fwd_hd64", "matmul"):
+    for kernel in ("fa_fwd", "fa_fwd_causal", "fa_fwd_subtile", "fa_fwd_hd64", "matmul", "fa_bwd_hd128"):
         assert run.CONFIG_ROUTE[kernel] == "gluon", kernel
-    assert "fa_bwd_hd128" not in run.CONFIG_ROUTE  # the Triton path
+    assert "fa_bwd_hd64" not in run.CONFIG_ROUTE  # the Triton path: twill's schedule is refused
 
 
 def test_configuration_summary_takes_the_route_not_the_faster_row(capsys):
