@@ -509,9 +509,9 @@ def record_gluon_only(sub):
 
 
 # The FA backward's Gluon plans (fa_bwd_gluon_plan): directory under GLUON ->
-# fa_bwd.CONFIGS entry whose two loops twill reads. Not a bench route: the
-# Gluon backward is measured by bench/gpu/probe/gluon_bwd_probe.py, which
-# reads these plans (probe 23: slower than stock Triton's best; BENCHMARKS.md).
+# fa_bwd.CONFIGS entry whose two loops twill reads. bench_all measures the
+# recorded plan (GLUON_BWD_KINDS: head dim 128; head dim 64's is refused), and
+# bench/gpu/probe/gluon_bwd_probe.py sets it next to its ablations (probe 23).
 # The dQ loop is read sub-tiled (DQ_SUBTILE: two halves of 64 query rows,
 # which twill gives a group each) at 128-key steps, the tile probe 23
 # measured fastest for the Gluon kernel (64-key steps: 0.95-0.98 of it); the
@@ -1021,12 +1021,21 @@ def bwd_inputs(cfg_name, Z, H, N):
 GLUON_BWD_KINDS = {"bwd_hd128": "bwd_hd128"}
 CONFIG_ROUTE = dict({FA_ROWS[k]: "gluon" for k in GLUON_KINDS}, matmul="gluon",
                     **{"fa_" + k: "gluon" for k in GLUON_BWD_KINDS})
+# A run records the routes it was measured under (results["config_route"]);
+# runs recorded before that (up to run 39) had the backward on the Triton
+# path, and are summarized with those routes.
+ROUTE_BEFORE_RECORDED = {k: v for k, v in CONFIG_ROUTE.items() if not k.startswith("fa_bwd")}
+
+
+def config_route(results):
+    """The routes `results` were measured under (module comment above)."""
+    return results.get("config_route") or ROUTE_BEFORE_RECORDED
 
 
 def summarize(results):
     """Prints the run's summaries (and stores them in `results`): twill's
     Triton-path choice, the Gluon plans, and twill's configuration of each
-    kernel (CONFIG_ROUTE), each against the best stock configuration of the
+    kernel (the routes the run was measured under: config_route), each against the best stock configuration of the
     grid measured in the same run, with the paired ratio. `run.py
     --summarize results.json[.gz]` prints them again for a recorded run."""
     rows_all = results["rows"]
@@ -1076,8 +1085,9 @@ def summarize(results):
     print("\nsummary: twill's configuration of each kernel (the Gluon plan where twill has one, else its Triton-path "
           "choice) | best stock (config) | ratio | paired ratio | correct", flush=True)
     config = []
+    routes = config_route(results)
     for kernel in kernels:
-        route = CONFIG_ROUTE.get(kernel, "triton")
+        route = routes.get(kernel, "triton")
         for size in sizes_of[kernel]:
             _, stock, _ = cell(kernel, size)
             want = (lambda v: v == GLUON_ROW) if route == "gluon" else (lambda v: v.startswith("twill choice"))
@@ -1116,7 +1126,7 @@ def bench_all(out):
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     dev = torch.cuda.get_device_name()
     results = {"device": dev, "triton": triton.__version__, "torch": torch.__version__,
-               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": []}
+               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": [], "config_route": CONFIG_ROUTE}
 
     def med(fn):
         return do_bench(fn, warmup=25, rep=100, return_mode="median")

@@ -1,8 +1,9 @@
 """bench/gpu/run.py's summaries, on the CPU: twill's configuration of a
 kernel is the Gluon plan where twill has one (the FA forward kinds and the
 GEMM) and the Triton-path choice elsewhere, fixed per kernel; the faster
-of twill's two rows is never picked. Checked on a synthetic run and on a
-recorded H100 run (run 38)."""
+of twill's two rows is never picked; a run is summarized with the routes
+it was measured under. Checked on synthetic runs and on a recorded H100 run
+(run 38)."""
 
 import gzip
 import json
@@ -26,6 +27,23 @@ def test_routes_are_fixed_per_kernel():
     for kernel in ("fa_fwd", "fa_fwd_causal", "fa_fwd_subtile", "fa_fwd_hd64", "matmul", "fa_bwd_hd128"):
         assert run.CONFIG_ROUTE[kernel] == "gluon", kernel
     assert "fa_bwd_hd64" not in run.CONFIG_ROUTE  # the Triton path: twill's schedule is refused
+
+
+def test_a_run_is_summarized_with_the_routes_it_recorded():
+    """A run records its routes; one recorded before that (runs up to 39)
+    had the backward on the Triton path and is summarized so."""
+    rows = [_row("fa_bwd_hd128", 1024, "triton w8 s3", 400.0),
+            _row("fa_bwd_hd128", 1024, "twill choice w8 s2", 398.0),
+            _row("fa_bwd_hd128", 1024, run.GLUON_ROW, 430.0)]
+    new = {"rows": list(rows), "config_route": dict(run.CONFIG_ROUTE)}
+    run.summarize(new)
+    (c,) = new["summary_config"]
+    assert c["route"] == "gluon" and c["twill"] == run.GLUON_ROW and c["ratio"] == pytest.approx(430 / 400)
+    old = {"rows": list(rows)}
+    run.summarize(old)
+    (c,) = old["summary_config"]
+    assert c["route"] == "triton" and c["twill"].startswith("twill choice")
+    assert c["ratio"] == pytest.approx(398 / 400)
 
 
 def test_configuration_summary_takes_the_route_not_the_faster_row(capsys):
