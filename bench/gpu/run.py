@@ -514,7 +514,7 @@ def record_gluon_only(sub):
 # bench/gpu/probe/gluon_bwd_probe.py sets it next to its ablations (probe 23).
 # The dQ loop is read sub-tiled (DQ_SUBTILE: two halves of 64 query rows,
 # which twill gives a group each) at 128-key steps, the tile probe 23
-# measured fastest for the Gluon kernel (64-key steps: 0.95-0.98 of it); the
+# measured fastest for the Gluon kernel (64-key steps: 0.93-0.95 of it, probe 23 on 3.6); the
 # loops as fa_bwd's configuration writes them are solved and recorded next
 # to the plan ("as_written").
 GLUON_BWD_PLANS = {"bwd_hd128": ("hd128", dict(DQ_SUBTILE=True, BLOCK_N2=128)),

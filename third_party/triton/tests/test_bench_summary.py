@@ -2,8 +2,8 @@
 kernel is the Gluon plan where twill has one (the FA forward kinds and the
 GEMM) and the Triton-path choice elsewhere, fixed per kernel; the faster
 of twill's two rows is never picked; a run is summarized with the routes
-it was measured under. Checked on synthetic runs and on a recorded H100 run
-(run 38)."""
+it was measured under. Checked on synthetic runs and on recorded H100 runs
+(38, 40, 41)."""
 
 import gzip
 import json
@@ -91,6 +91,29 @@ def test_recorded_run_38():
             assert c["kernel"].startswith("fa_bwd"), c
     below = [c for c in config if c["paired_ratio"] < 1]
     assert below and all(c["route"] == "triton" and c["paired_ratio"] > 0.985 for c in below), below
+
+
+@pytest.mark.parametrize("name", ["2026-11-26-h100-run40-triton36", "2026-11-26-h100-run41-triton39"])
+def test_recorded_runs_40_41(name):
+    """Runs 40 (Triton 3.6.0) and 41 (3.9.0) on the H100, which recorded
+    their routes: the backward at head dim 128 through Gluon, every kernel
+    at every size correct in twill's configuration, every Gluon plan's
+    paired ratio above 1.01; the only rows below 1 are the head-dim-64
+    backward's, on the Triton path, within 1% of 1."""
+    path = REPO / "bench" / "gpu" / "results" / name / "results.json.gz"
+    with gzip.open(path, "rt") as f:
+        results = json.load(f)
+    assert results["config_route"]["fa_bwd_hd128"] == "gluon"
+    run.summarize(results)
+    config = results["summary_config"]
+    assert len(config) == 20 and all(c["correct"] for c in config)
+    for c in config:
+        if c["route"] == "gluon":
+            assert c["paired_ratio"] > 1.01, c
+        else:
+            assert c["kernel"] == "fa_bwd_hd64", c
+    below = [c for c in config if c["paired_ratio"] < 1]
+    assert all(c["kernel"] == "fa_bwd_hd64" and c["paired_ratio"] > 0.99 for c in below), below
 
 
 def test_missing_rows_are_shown():
