@@ -514,9 +514,9 @@ def record_gluon_only(sub):
 # bench/gpu/probe/gluon_bwd_probe.py sets it next to its ablations (probe 23).
 # The dQ loop is read sub-tiled (DQ_SUBTILE: two halves of 64 query rows,
 # which twill gives a group each) at 128-key steps, the tile probe 23
-# measured fastest for the Gluon kernel (64-key steps: 0.93-0.95 of it, probe 23 on 3.6); the
-# loops as fa_bwd's configuration writes them are solved and recorded next
-# to the plan ("as_written").
+# measured fastest for the Gluon kernel (64-key steps: 0.93-0.95 of it, on
+# 3.6); the loops as fa_bwd's configuration writes them are solved and
+# recorded next to the plan ("as_written").
 GLUON_BWD_PLANS = {"bwd_hd128": ("hd128", dict(DQ_SUBTILE=True, BLOCK_N2=128)),
                    "bwd_hd64": ("hd64", dict(DQ_SUBTILE=True, BLOCK_N2=128))}
 
@@ -1035,8 +1035,9 @@ def config_route(results):
 def summarize(results):
     """Prints the run's summaries (and stores them in `results`): twill's
     Triton-path choice, the Gluon plans, and twill's configuration of each
-    kernel (the routes the run was measured under: config_route), each against the best stock configuration of the
-    grid measured in the same run, with the paired ratio. `run.py
+    kernel (under the routes the run was measured with: config_route),
+    each against the best stock configuration of the grid measured in the
+    same run, with the paired ratio. `run.py
     --summarize results.json[.gz]` prints them again for a recorded run."""
     rows_all = results["rows"]
 

@@ -1,6 +1,6 @@
 """bench/gpu/run.py's summaries, on the CPU: twill's configuration of a
-kernel is the Gluon plan where twill has one (the FA forward kinds and the
-GEMM) and the Triton-path choice elsewhere, fixed per kernel; the faster
+kernel is the Gluon plan where twill has one (the FA forward kinds, the
+head-dim-128 backward and the GEMM) and the Triton-path choice elsewhere, fixed per kernel; the faster
 of twill's two rows is never picked; a run is summarized with the routes
 it was measured under. Checked on synthetic runs and on recorded H100 runs
 (38, 40, 41)."""
@@ -21,6 +21,14 @@ import run  # noqa: E402
 def _row(kernel, size, variant, tflops, correct=True, note=""):
     return dict(kernel=kernel, size=size, variant=variant, ms=1.0, tflops=tflops, correct=correct, max_err=0.0,
                 note=note)
+
+
+def _summarized(name):
+    """The recorded H100 run bench/gpu/results/NAME, summarized."""
+    with gzip.open(REPO / "bench" / "gpu" / "results" / name / "results.json.gz", "rt") as f:
+        results = json.load(f)
+    run.summarize(results)
+    return results
 
 
 def test_routes_are_fixed_per_kernel():
@@ -78,11 +86,7 @@ def test_recorded_run_38():
     twill's configuration, correct; each Gluon plan's paired ratio is above
     1.01; the rows whose paired ratio is below 1 are the backward's, on the
     Triton path, within 1.5% of 1."""
-    path = REPO / "bench" / "gpu" / "results" / "2026-11-25-h100-run38-triton36" / "results.json.gz"
-    with gzip.open(path, "rt") as f:
-        results = json.load(f)
-    run.summarize(results)
-    config = results["summary_config"]
+    config = _summarized("2026-11-25-h100-run38-triton36")["summary_config"]
     assert len(config) == 20 and all(c["correct"] for c in config)
     for c in config:
         if c["route"] == "gluon":
@@ -100,11 +104,8 @@ def test_recorded_runs_40_41(name):
     at every size correct in twill's configuration, every Gluon plan's
     paired ratio above 1.01; the only rows below 1 are the head-dim-64
     backward's, on the Triton path, within 1% of 1."""
-    path = REPO / "bench" / "gpu" / "results" / name / "results.json.gz"
-    with gzip.open(path, "rt") as f:
-        results = json.load(f)
+    results = _summarized(name)
     assert results["config_route"]["fa_bwd_hd128"] == "gluon"
-    run.summarize(results)
     config = results["summary_config"]
     assert len(config) == 20 and all(c["correct"] for c in config)
     for c in config:
