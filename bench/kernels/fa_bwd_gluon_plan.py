@@ -27,7 +27,7 @@ when the load's last reader of that iteration completes; the slots a ring
 needs are the intervals that span covers (`ring_slots`). In the dK/dV loop
 Q is read by S^T in stage 0 and again by dK in stage 1, so one iteration of
 prefetch needs 3 slots, not 2; measured on the H100 (probe 23), 2-slot
-rings run the kernel at 0.80-0.86 of its 3-slot speed (head dim 128).
+rings run the kernel at 0.82-0.91 of its 3-slot speed (head dim 128).
 
 A schedule outside this family (e.g. both wgmmas of a chain on one group)
 is refused with PlanError, so that the kernel never claims a schedule it
