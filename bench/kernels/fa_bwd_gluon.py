@@ -56,6 +56,17 @@ crosses), which is the plan (DEFAULT_CONFIG). SPLIT = "rows" gives the
 dK/dV loop the same split (an ablation: twill does not read that loop
 sub-tiled), EARLY_S issues the function split's S one block ahead; both
 are measured by bench/gpu/probe/gluon_bwd_probe.py (probe 23).
+
+At head dim 64 twill splits the dK/dV loop otherwise (I = 14, proven): S^T
+and every elementwise op (P^T, dS^T) on one group, dV, dP^T and dK on the
+other, with P^T, dP^T - Delta and dS^T crossing. SPLIT1 = "elementwise"
+lowers that cut (`attn_bwd_dkdv_ew_kernel`); measured (probe 25) it runs
+the dK/dV kernel 1.35x slower than the function split, 1.10x with the fp32
+crossing sent in fp16 (DPD_F16): the model prices a crossing as latency,
+not as the shared-memory traffic it is. `fa_bwd_gluon_plan` still refuses
+that schedule, so the bench does not route it. REG_A (function split: K,
+P^T and dS^T as register A operands) and K_REGS are ablations of the same
+probe.
 """
 
 import triton
@@ -105,25 +116,34 @@ def _dkdv_producer(desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_read
 @gluon.jit
 def _dkdv_group_p(desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, q_ready, do_ready, q_empty, do_empty, pt_ready,
                   pt_empty, kv_row, m_row, n_m, qk_scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
-                  STAGES: gl.constexpr):
+                  STAGES: gl.constexpr, REG_A: gl.constexpr):
     """Group P (the default partition): S^T = K Q^T and P^T of query block
     j, then dV += P^T dO of block j - 1, with S^T issued first and P^T's
     exponentials under that dV. P^T goes to shared memory (a ring of two)
-    for group dS and for dV's A operand."""
+    for group dS and for dV's A operand. REG_A (an ablation): S^T takes K,
+    read once, and dV takes P^T from registers (P^T still goes to shared
+    memory for group dS)."""
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
     s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
     dv = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
     mbarrier.wait(kv_ready, 0)
+    if REG_A:
+        k_op = k_s.load(gl.DotOperandLayout(operand_index=0, parent=s_layout, k_width=2))
+    else:
+        k_op = k_s
 
     # Block 0: S^T and P^T alone.
     mbarrier.wait(q_ready.index(0), 0)
-    s_tok = warpgroup_mma(k_s, q_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    s_tok = warpgroup_mma(k_op, q_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
     m = gl.load(M + m_row + cols)
     st = warpgroup_mma_wait(0, deps=[s_tok])
     mbarrier.arrive(q_empty.index(0), count=1)
     pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
+    if REG_A:
+        pt_op = gl.convert_layout(pt.to(gl.float16), a_layout)
     pt_s.index(0).store(pt.to(gl.float16))
     fence_async_shared()
     _group_barrier()
@@ -135,13 +155,18 @@ def _dkdv_group_p(desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, q_ready, do_ready,
         b = j % 2
         bp = (j - 1) % 2
         mbarrier.wait(q_ready.index(s), (j // STAGES) & 1)
-        s_tok = warpgroup_mma(k_s, q_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        s_tok = warpgroup_mma(k_op, q_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         mbarrier.wait(do_ready.index(sp), ((j - 1) // STAGES) & 1)
-        dv_tok = warpgroup_mma(pt_s.index(bp), do_s.index(sp), dv, is_async=True)
+        if REG_A:
+            dv_tok = warpgroup_mma(pt_op, do_s.index(sp), dv, is_async=True)
+        else:
+            dv_tok = warpgroup_mma(pt_s.index(bp), do_s.index(sp), dv, is_async=True)
         m = gl.load(M + m_row + j * BLOCK_M + cols)
         st = warpgroup_mma_wait(1, deps=[s_tok])
         mbarrier.arrive(q_empty.index(s), count=1)
         pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
+        if REG_A:
+            pt_next = gl.convert_layout(pt.to(gl.float16), a_layout)
         # Slot b last held P^T of block j - 2: group dS has read it, and this
         # group's dV of j - 2 completed in the previous iteration.
         mbarrier.wait(pt_empty.index(b), ((j // 2) & 1) ^ 1)
@@ -150,13 +175,18 @@ def _dkdv_group_p(desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, q_ready, do_ready,
         _group_barrier()
         mbarrier.arrive(pt_ready.index(b), count=1)
         dv = warpgroup_mma_wait(0, deps=[dv_tok])
+        if REG_A:
+            pt_op = pt_next
         mbarrier.arrive(do_empty.index(sp), count=1)
         mbarrier.arrive(pt_empty.index(bp), count=1)
 
     sl = (n_m - 1) % STAGES
     bl = (n_m - 1) % 2
     mbarrier.wait(do_ready.index(sl), ((n_m - 1) // STAGES) & 1)
-    dv_tok = warpgroup_mma(pt_s.index(bl), do_s.index(sl), dv, is_async=True)
+    if REG_A:
+        dv_tok = warpgroup_mma(pt_op, do_s.index(sl), dv, is_async=True)
+    else:
+        dv_tok = warpgroup_mma(pt_s.index(bl), do_s.index(sl), dv, is_async=True)
     dv = warpgroup_mma_wait(0, deps=[dv_tok])
     mbarrier.arrive(do_empty.index(sl), count=1)
     mbarrier.arrive(pt_empty.index(bl), count=1)
@@ -173,13 +203,15 @@ def _dkdv_group_p(desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, q_ready, do_ready,
 @gluon.jit
 def _dkdv_group_ds(desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready, do_ready, q_empty, do_empty,
                    pt_ready, pt_empty, kv_row, m_row, n_m, sm_scale, HEAD_DIM: gl.constexpr,
-                   BLOCK_M: gl.constexpr, STAGES: gl.constexpr):
+                   BLOCK_M: gl.constexpr, STAGES: gl.constexpr, REG_A: gl.constexpr):
     """Group dS (a 4-warp worker): dP^T = V dO^T of query block j, then
     dK += dS^T Q of block j - 1, with dP^T issued first and dS^T of block j
     (from group P's P^T) formed under that dK. dS^T goes to shared memory
-    (a ring of two, this group's own) as dK's A operand."""
+    (a ring of two, this group's own) as dK's A operand; REG_A (an
+    ablation): dK takes dS^T from registers instead."""
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
     s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
     dk = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
@@ -196,9 +228,12 @@ def _dkdv_group_ds(desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready
     _group_barrier()
     mbarrier.arrive(pt_empty.index(0), count=1)
     dst = pt.to(gl.float32) * (dpt - gl.expand_dims(delta, 0))
-    ds_s.index(0).store(dst.to(gl.float16))
-    fence_async_shared()
-    _group_barrier()
+    if REG_A:
+        ds_op = dst.to(gl.float16)
+    else:
+        ds_s.index(0).store(dst.to(gl.float16))
+        fence_async_shared()
+        _group_barrier()
 
     for j in range(1, n_m):
         s = j % STAGES
@@ -207,7 +242,10 @@ def _dkdv_group_ds(desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready
         mbarrier.wait(do_ready.index(s), (j // STAGES) & 1)
         dp_tok = warpgroup_mma(v_s, do_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         mbarrier.wait(q_ready.index(sp), ((j - 1) // STAGES) & 1)
-        dk_tok = warpgroup_mma(ds_s.index((j - 1) % 2), q_s.index(sp), dk, is_async=True)
+        if REG_A:
+            dk_tok = warpgroup_mma(gl.convert_layout(ds_op, a_layout), q_s.index(sp), dk, is_async=True)
+        else:
+            dk_tok = warpgroup_mma(ds_s.index((j - 1) % 2), q_s.index(sp), dk, is_async=True)
         delta = gl.load(Delta + m_row + j * BLOCK_M + cols)
         dpt = warpgroup_mma_wait(1, deps=[dp_tok])
         mbarrier.arrive(do_empty.index(s), count=1)
@@ -216,16 +254,25 @@ def _dkdv_group_ds(desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready
         _group_barrier()
         mbarrier.arrive(pt_empty.index(b), count=1)
         dst = pt.to(gl.float32) * (dpt - gl.expand_dims(delta, 0))
-        dk = warpgroup_mma_wait(0, deps=[dk_tok])
-        mbarrier.arrive(q_empty.index(sp), count=1)
-        # Slot b last held dS^T of block j - 2, whose dK has completed.
-        ds_s.index(b).store(dst.to(gl.float16))
-        fence_async_shared()
-        _group_barrier()
+        if REG_A:
+            ds_next = dst.to(gl.float16)
+            dk = warpgroup_mma_wait(0, deps=[dk_tok])
+            mbarrier.arrive(q_empty.index(sp), count=1)
+            ds_op = ds_next
+        else:
+            dk = warpgroup_mma_wait(0, deps=[dk_tok])
+            mbarrier.arrive(q_empty.index(sp), count=1)
+            # Slot b last held dS^T of block j - 2, whose dK has completed.
+            ds_s.index(b).store(dst.to(gl.float16))
+            fence_async_shared()
+            _group_barrier()
 
     sl = (n_m - 1) % STAGES
     mbarrier.wait(q_ready.index(sl), ((n_m - 1) // STAGES) & 1)
-    dk_tok = warpgroup_mma(ds_s.index((n_m - 1) % 2), q_s.index(sl), dk, is_async=True)
+    if REG_A:
+        dk_tok = warpgroup_mma(gl.convert_layout(ds_op, a_layout), q_s.index(sl), dk, is_async=True)
+    else:
+        dk_tok = warpgroup_mma(ds_s.index((n_m - 1) % 2), q_s.index(sl), dk, is_async=True)
     dk = warpgroup_mma_wait(0, deps=[dk_tok])
     mbarrier.arrive(q_empty.index(sl), count=1)
 
@@ -240,7 +287,7 @@ def _dkdv_group_ds(desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready
 @gluon.jit
 def attn_bwd_dkdv_gluon_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v, desc_dk, desc_dv, N_CTX,
                                HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr,
-                               CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                               REG_A: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     gl.static_assert(desc_k.block_type.shape[0] == TILE)
     pid = gl.program_id(0)
     off_hz = gl.program_id(1)
@@ -275,9 +322,10 @@ def attn_bwd_dkdv_gluon_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc
 
     gl.warp_specialize(
         [(_dkdv_group_p, (desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, q_ready, do_ready, q_empty, do_empty,
-                          pt_ready, pt_empty, kv_row, row0, n_m, qk_scale, HEAD_DIM, BLOCK_M, STAGES)),
+                          pt_ready, pt_empty, kv_row, row0, n_m, qk_scale, HEAD_DIM, BLOCK_M, STAGES, REG_A)),
          (_dkdv_group_ds, (desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready, do_ready, q_empty,
-                           do_empty, pt_ready, pt_empty, kv_row, row0, n_m, sm_scale, HEAD_DIM, BLOCK_M, STAGES)),
+                           do_empty, pt_ready, pt_empty, kv_row, row0, n_m, sm_scale, HEAD_DIM, BLOCK_M, STAGES,
+                           REG_A)),
          (_dkdv_producer, (desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_ready, q_ready, do_ready,
                            q_empty, do_empty, kv_row, row0, n_m, BLOCK_M, STAGES))],
         [4, 1],
@@ -292,6 +340,237 @@ def attn_bwd_dkdv_gluon_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc
     for b in gl.static_range(2):
         mbarrier.invalidate(pt_ready.index(b))
         mbarrier.invalidate(pt_empty.index(b))
+
+
+# ---------------------------------------------------------------------------
+# The dK/dV loop split as twill splits it at head dim 64 (SPLIT1 =
+# "elementwise"): S^T and every elementwise op on one group, the three other
+# wgmmas on the other.
+# ---------------------------------------------------------------------------
+
+@gluon.jit
+def _ew_group_e(M, k_s, q_s, pt_s, dpd_s, ds_s, kv_ready, q_ready, q_empty, pt_ready, pt_empty, dpd_ready,
+                dpd_empty, ds_ready, ds_empty, m_row, n_m, qk_scale, BLOCK_M: gl.constexpr, STAGES: gl.constexpr,
+                K_REGS: gl.constexpr):
+    """Group E (the default partition): iteration j issues S^T = K Q^T of
+    query block j, forms dS^T = P^T (dP^T - Delta) of block j - 1 under it
+    (P^T of j - 1 kept in registers, dP^T - Delta from group W), then P^T of
+    block j. P^T and dS^T go to shared memory for group W's dV and dK. K_REGS:
+    K is read once into registers and S^T takes it as its A operand there
+    (the wgmma then reads only Q from shared memory)."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
+    cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
+    s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
+    mbarrier.wait(kv_ready, 0)
+    if K_REGS:
+        k_op = k_s.load(gl.DotOperandLayout(operand_index=0, parent=s_layout, k_width=2))
+    else:
+        k_op = k_s
+
+    # Block 0: S^T and P^T alone.
+    mbarrier.wait(q_ready.index(0), 0)
+    s_tok = warpgroup_mma(k_op, q_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    m = gl.load(M + m_row + cols)
+    st = warpgroup_mma_wait(0, deps=[s_tok])
+    mbarrier.arrive(q_empty.index(0), count=1)
+    pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0)).to(gl.float16)
+    pt_s.index(0).store(pt)
+    fence_async_shared()
+    _group_barrier()
+    mbarrier.arrive(pt_ready.index(0), count=1)
+
+    for j in range(1, n_m):
+        s = j % STAGES
+        b = j % 2
+        bp = (j - 1) % 2
+        mbarrier.wait(q_ready.index(s), (j // STAGES) & 1)
+        s_tok = warpgroup_mma(k_op, q_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        m = gl.load(M + m_row + j * BLOCK_M + cols)
+        # dS^T of block j - 1 under S^T of block j.
+        mbarrier.wait(dpd_ready.index(bp), ((j - 1) // 2) & 1)
+        dpd = dpd_s.index(bp).load(s_layout).to(gl.float32)
+        _group_barrier()
+        mbarrier.arrive(dpd_empty.index(bp), count=1)
+        dst = (pt.to(gl.float32) * dpd).to(gl.float16)
+        # Slot bp last held dS^T of block j - 3, released by group W once
+        # its dK completed.
+        mbarrier.wait(ds_empty.index(bp), (((j - 1) // 2) & 1) ^ 1)
+        ds_s.index(bp).store(dst)
+        fence_async_shared()
+        _group_barrier()
+        mbarrier.arrive(ds_ready.index(bp), count=1)
+        st = warpgroup_mma_wait(0, deps=[s_tok])
+        mbarrier.arrive(q_empty.index(s), count=1)
+        pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0)).to(gl.float16)
+        mbarrier.wait(pt_empty.index(b), ((j // 2) & 1) ^ 1)
+        pt_s.index(b).store(pt)
+        fence_async_shared()
+        _group_barrier()
+        mbarrier.arrive(pt_ready.index(b), count=1)
+
+    bl = (n_m - 1) % 2
+    mbarrier.wait(dpd_ready.index(bl), ((n_m - 1) // 2) & 1)
+    dpd = dpd_s.index(bl).load(s_layout).to(gl.float32)
+    _group_barrier()
+    mbarrier.arrive(dpd_empty.index(bl), count=1)
+    dst = (pt.to(gl.float32) * dpd).to(gl.float16)
+    mbarrier.wait(ds_empty.index(bl), (((n_m - 1) // 2) & 1) ^ 1)
+    ds_s.index(bl).store(dst)
+    fence_async_shared()
+    _group_barrier()
+    mbarrier.arrive(ds_ready.index(bl), count=1)
+
+
+@gluon.jit
+def _ew_group_w(desc_dk, desc_dv, Delta, k_s, v_s, q_s, do_s, pt_s, dpd_s, ds_s, kv_ready, q_ready, do_ready,
+                q_empty, do_empty, pt_ready, pt_empty, dpd_ready, dpd_empty, ds_ready, ds_empty, kv_row, m_row, n_m,
+                sm_scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr):
+    """Group W (a 4-warp worker, holding dV's and dK's accumulators):
+    iteration j issues dP^T = V dO^T of query block j and dV += P^T dO of
+    block j - 1 (under dP^T - Delta, which it hands to group E), then
+    dK += dS^T Q of block j - 1; dV and dK complete within the iteration
+    (ptxas serializes every wgmma of a kernel whose accumulators stay in
+    flight across the back edge: C7515), while group E's S^T of j + 1 keeps
+    the tensor core busy."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
+    s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
+    dv = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
+    dk = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
+    mbarrier.wait(kv_ready, 0)
+
+    # Block 0: dP^T and dP^T - Delta alone.
+    mbarrier.wait(do_ready.index(0), 0)
+    dp_tok = warpgroup_mma(v_s, do_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    delta = gl.load(Delta + m_row + cols)
+    dpt = warpgroup_mma_wait(0, deps=[dp_tok])
+    dpd_s.index(0).store((dpt - gl.expand_dims(delta, 0)).to(dpd_s.dtype))
+    _group_barrier()
+    mbarrier.arrive(dpd_ready.index(0), count=1)
+
+    for j in range(1, n_m):
+        s = j % STAGES
+        sp = (j - 1) % STAGES
+        b = j % 2
+        bp = (j - 1) % 2
+        mbarrier.wait(do_ready.index(s), (j // STAGES) & 1)
+        dp_tok = warpgroup_mma(v_s, do_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        mbarrier.wait(pt_ready.index(bp), ((j - 1) // 2) & 1)
+        dv_tok = warpgroup_mma(pt_s.index(bp), do_s.index(sp), dv, is_async=True)
+        delta = gl.load(Delta + m_row + j * BLOCK_M + cols)
+        dpt = warpgroup_mma_wait(1, deps=[dp_tok])
+        dpd = dpt - gl.expand_dims(delta, 0)
+        # Slot b last held block j - 2's, which group E has read.
+        mbarrier.wait(dpd_empty.index(b), ((j // 2) & 1) ^ 1)
+        dpd_s.index(b).store(dpd.to(dpd_s.dtype))
+        _group_barrier()
+        mbarrier.arrive(dpd_ready.index(b), count=1)
+        mbarrier.wait(ds_ready.index(bp), ((j - 1) // 2) & 1)
+        mbarrier.wait(q_ready.index(sp), ((j - 1) // STAGES) & 1)
+        dk_tok = warpgroup_mma(ds_s.index(bp), q_s.index(sp), dk, is_async=True)
+        dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
+        mbarrier.arrive(do_empty.index(sp), count=1)
+        mbarrier.arrive(q_empty.index(sp), count=1)
+        mbarrier.arrive(pt_empty.index(bp), count=1)
+        mbarrier.arrive(ds_empty.index(bp), count=1)
+
+    sl = (n_m - 1) % STAGES
+    bl = (n_m - 1) % 2
+    mbarrier.wait(pt_ready.index(bl), ((n_m - 1) // 2) & 1)
+    dv_tok = warpgroup_mma(pt_s.index(bl), do_s.index(sl), dv, is_async=True)
+    mbarrier.wait(ds_ready.index(bl), ((n_m - 1) // 2) & 1)
+    mbarrier.wait(q_ready.index(sl), ((n_m - 1) // STAGES) & 1)
+    dk_tok = warpgroup_mma(ds_s.index(bl), q_s.index(sl), dk, is_async=True)
+    dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
+    mbarrier.arrive(do_empty.index(sl), count=1)
+    mbarrier.arrive(q_empty.index(sl), count=1)
+
+    # Epilogue through K's and V's buffers: group E's last S^T completed
+    # before its last P^T, which this group has read.
+    k_s.store(dv.to(gl.float16))
+    v_s.store((dk * sm_scale).to(gl.float16))
+    fence_async_shared()
+    _group_barrier()
+    _tma_store(desc_dv, [kv_row, 0], k_s)
+    _tma_store(desc_dk, [kv_row, 0], v_s)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def attn_bwd_dkdv_ew_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v, desc_dk, desc_dv, N_CTX,
+                            HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr,
+                            K_REGS: gl.constexpr, DPD_F16: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                            PRODUCER_REGS: gl.constexpr):
+    gl.static_assert(desc_k.block_type.shape[0] == TILE)
+    pid = gl.program_id(0)
+    off_hz = gl.program_id(1)
+    row0 = off_hz * N_CTX
+    kv_row = row0 + pid * TILE
+    n_m = N_CTX // BLOCK_M
+    qk_scale = sm_scale * LOG2E
+
+    k_s = gl.allocate_shared_memory(desc_k.dtype, desc_k.block_type.shape, desc_k.layout)
+    v_s = gl.allocate_shared_memory(desc_v.dtype, desc_v.block_type.shape, desc_v.layout)
+    q_s = gl.allocate_shared_memory(desc_q.dtype, [STAGES] + desc_q.block_type.shape, desc_q.layout)
+    do_s = gl.allocate_shared_memory(desc_do.dtype, [STAGES] + desc_do.block_type.shape, desc_do.layout)
+    t_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([TILE, BLOCK_M], gl.float16)
+    pt_s = gl.allocate_shared_memory(gl.float16, [2, TILE, BLOCK_M], t_layout)
+    ds_s = gl.allocate_shared_memory(gl.float16, [2, TILE, BLOCK_M], t_layout)
+    if DPD_F16:
+        dpd_s = gl.allocate_shared_memory(gl.float16, [2, TILE, BLOCK_M], t_layout)
+    else:
+        f_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([TILE, BLOCK_M], gl.float32)
+        dpd_s = gl.allocate_shared_memory(gl.float32, [2, TILE, BLOCK_M], f_layout)
+    kv_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    do_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    do_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    pt_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    pt_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    dpd_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    dpd_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    ds_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    ds_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(kv_ready, count=1)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(q_ready.index(s), count=1)
+        mbarrier.init(do_ready.index(s), count=1)
+        mbarrier.init(q_empty.index(s), count=2)  # S^T (group E) and dK (group W)
+        mbarrier.init(do_empty.index(s), count=1)  # dP^T and dV (group W)
+    for b in gl.static_range(2):
+        mbarrier.init(pt_ready.index(b), count=1)
+        mbarrier.init(pt_empty.index(b), count=1)  # dV (group W)
+        mbarrier.init(dpd_ready.index(b), count=1)
+        mbarrier.init(dpd_empty.index(b), count=1)  # dS^T (group E)
+        mbarrier.init(ds_ready.index(b), count=1)
+        mbarrier.init(ds_empty.index(b), count=1)  # dK (group W)
+
+    gl.warp_specialize(
+        [(_ew_group_e, (M, k_s, q_s, pt_s, dpd_s, ds_s, kv_ready, q_ready, q_empty, pt_ready, pt_empty, dpd_ready,
+                        dpd_empty, ds_ready, ds_empty, row0, n_m, qk_scale, BLOCK_M, STAGES, K_REGS)),
+         (_ew_group_w, (desc_dk, desc_dv, Delta, k_s, v_s, q_s, do_s, pt_s, dpd_s, ds_s, kv_ready, q_ready,
+                        do_ready, q_empty, do_empty, pt_ready, pt_empty, dpd_ready, dpd_empty, ds_ready, ds_empty,
+                        kv_row, row0, n_m, sm_scale, HEAD_DIM, BLOCK_M, STAGES)),
+         (_dkdv_producer, (desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_ready, q_ready, do_ready,
+                           q_empty, do_empty, kv_row, row0, n_m, BLOCK_M, STAGES))],
+        [4, 1],
+        [CONSUMER_REGS, PRODUCER_REGS])
+
+    mbarrier.invalidate(kv_ready)
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(q_ready.index(s))
+        mbarrier.invalidate(do_ready.index(s))
+        mbarrier.invalidate(q_empty.index(s))
+        mbarrier.invalidate(do_empty.index(s))
+    for b in gl.static_range(2):
+        mbarrier.invalidate(pt_ready.index(b))
+        mbarrier.invalidate(pt_empty.index(b))
+        mbarrier.invalidate(dpd_ready.index(b))
+        mbarrier.invalidate(dpd_empty.index(b))
+        mbarrier.invalidate(ds_ready.index(b))
+        mbarrier.invalidate(ds_empty.index(b))
 
 
 # ---------------------------------------------------------------------------
@@ -771,7 +1050,8 @@ def attn_bwd_dq_rows_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v,
 # at 24, one CTA per SM (224 and 192 KB of shared memory). SPLIT (both
 # loops) and EARLY_S are ablations (bench/gpu/probe/gluon_bwd_probe.py).
 DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=128, STAGES1=3, STAGES2=2, EARLY_S=False,
-                      DQ_INFLIGHT=False, SPLIT=None,
+                      DQ_INFLIGHT=False, K_REGS=False, DPD_F16=False, REG_A=False,
+                      SPLIT=None,
                       SPLIT1="function", SPLIT2="rows", CONSUMER_REGS=240, PRODUCER_REGS=24)
 
 CTA_WARPS = gluon_hopper.cta_warps(2)
@@ -786,11 +1066,18 @@ def _constexprs(cfg):
     dkdv_cst = dict(HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M1"], STAGES=cfg["STAGES1"], **regs)
     dq_cst = dict(HEAD_DIM=d, BLOCK_N=cfg["BLOCK_N2"], STAGES=cfg["STAGES2"])
     split1, split2 = cfg["SPLIT"] or cfg["SPLIT1"], cfg["SPLIT"] or cfg["SPLIT2"]
-    for split in (split1, split2):
-        if split not in ("function", "rows"):
-            raise ValueError(f"split {split!r}: 'function' or 'rows'")
+    if split1 not in ("function", "rows", "elementwise"):
+        raise ValueError(f"dK/dV split {split1!r}: 'function', 'rows' or 'elementwise'")
+    if split2 not in ("function", "rows"):
+        raise ValueError(f"dQ split {split2!r}: 'function' or 'rows'")
     if split1 == "function":
-        dkdv = (attn_bwd_dkdv_gluon_kernel, dkdv_cst, TILE_ROWS)
+        fn_cst = dict(HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M1"], STAGES=cfg["STAGES1"], REG_A=cfg["REG_A"], **regs)
+        dkdv = (attn_bwd_dkdv_gluon_kernel, fn_cst, TILE_ROWS)
+    elif split1 == "elementwise":
+        # In the kernel's parameter order (the launcher passes them by position).
+        ew_cst = dict(HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M1"], STAGES=cfg["STAGES1"], K_REGS=cfg["K_REGS"],
+                      DPD_F16=cfg["DPD_F16"], **regs)
+        dkdv = (attn_bwd_dkdv_ew_kernel, ew_cst, TILE_ROWS)
     else:
         dkdv = (attn_bwd_dkdv_rows_kernel, dkdv_cst, TILE_ROWS // 2)
     if split2 == "function":

@@ -61,7 +61,11 @@ def gluon_variants(d):
     read sub-tiled; "as_written": fa_bwd's loops as written), and
     ablations: the forward's ring rule (prefetch + 1 slots), the split by
     rows of both loops, 64-key steps in the plan's dQ loop, S issued one
-    block ahead in the function split's dQ loop."""
+    block ahead in the function split's dQ loop; and at head dim 64 (probe
+    25): the plan's splits ("fr"), twill's own dK/dV cut lowered by
+    SPLIT1 = "elementwise" ("ew"; "ewk": K in registers; "ew16": dP^T -
+    Delta crossing in fp16), the function split with its A operands from
+    registers ("frr")."""
     rec = recorded(d)
     base = dict(fa_bwd_gluon.DEFAULT_CONFIG, HEAD_DIM=d)
     written = dict(base, SPLIT1="function", SPLIT2="function", BLOCK_N2=64, STAGES1=3, STAGES2=3)
@@ -82,6 +86,15 @@ def gluon_variants(d):
         "dq64": ("gluon plan's splits, dQ loop at 64-key steps" + tag, dict(base, BLOCK_N2=64, STAGES2=3)),
         "inflight": ("gluon plan, dQ kept in flight across iterations (ptxas serializes)" + tag,
                      dict(base, DQ_INFLIGHT=True)),
+        "fr": ("gluon split by function (dK/dV), by rows (dQ, 128-key steps)" + tag, base),
+        "ew": ("gluon split elementwise (dK/dV), by rows (dQ, 128-key steps)" + tag,
+               dict(base, SPLIT1="elementwise")),
+        "ewk": ("gluon split elementwise, K in registers (dK/dV), by rows (dQ, 128-key steps)" + tag,
+                dict(base, SPLIT1="elementwise", K_REGS=True)),
+        "ew16": ("gluon split elementwise, dP^T - Delta crossing in fp16 (dK/dV), by rows (dQ, 128-key steps)" + tag,
+                 dict(base, SPLIT1="elementwise", DPD_F16=True)),
+        "frr": ("gluon split by function, A operands from registers (dK/dV), by rows (dQ, "
+                "128-key steps)" + tag, dict(base, REG_A=True)),
     })
     # A child process (--check) looks its variant up among all of them.
     keys = list(out) if args.check or not args.variants else [k for k in args.variants.split(",") if k in out]

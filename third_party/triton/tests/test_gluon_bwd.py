@@ -111,6 +111,41 @@ def test_split_by_rows_compiles(head_dim, tmp_path, monkeypatch):
     assert re.search(r"HGMMA\.\S+ R\d+, R\d+, gdesc", _sass(dq.asm["cubin"], tmp_path))
 
 
+@pytest.mark.parametrize("name, cfg", [("cut", {}), ("cut, K in registers, fp16 crossing",
+                                                    dict(K_REGS=True, DPD_F16=True))])
+def test_twill_hd64_cut_compiles(name, cfg, tmp_path, monkeypatch):
+    """twill's own dK/dV cut at head dim 64 (SPLIT1 = "elementwise": S^T and
+    the elementwise ops on group E, dV, dP^T and dK on group W; probe 25):
+    the kernel compiles within the shared memory with the partitions'
+    register split, its wgmmas asynchronous, no spills on Triton 3.6, a
+    register A operand only where K_REGS puts K there; dP^T - Delta crosses
+    in fp32 (a 32 KB ring slot) unless DPD_F16."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    dkdv, _ = fa_bwd_gluon.compile_for(GPUTarget("cuda", 90, 32), HEAD_DIM=64, SPLIT1="elementwise", **cfg)
+    assert dkdv.name == "attn_bwd_dkdv_ew_kernel"
+    assert dkdv.metadata.num_warps == 12
+    # K, V, 3-slot Q and dO rings, 2-slot P^T, dS^T and dP^T - Delta rings.
+    tiles = 2 * 16384 + 6 * 8192 + 4 * 16384 + 2 * (16384 if cfg.get("DPD_F16") else 32768)
+    assert tiles <= dkdv.metadata.shared <= min(tiles + 1024, SMEM_LIMIT), dkdv.metadata.shared
+    ptx = dkdv.asm["ptx"]
+    assert re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+240", ptx)
+    sass = _sass(dkdv.asm["cubin"], tmp_path)
+    hgmma = len(re.findall(r"\bHGMMA\.", sass))
+    depbar = len(re.findall(r"WARPGROUP\.DEPBAR", sass))
+    assert hgmma >= 16 and depbar <= 12, f"{name}: {depbar} WARPGROUP.DEPBAR for {hgmma} HGMMA: serialized"
+    reg_a = bool(re.search(r"HGMMA\.\S+ R\d+, R\d+, gdesc", sass))
+    assert reg_a == bool(cfg.get("K_REGS")), f"{name}: register A operand {'used' if reg_a else 'missing'}"
+    _, frame = configure.cubin_resources(dkdv.asm["cubin"])
+    assert frame <= (0 if triton.__version__.startswith("3.6") else 64), f"{name}: {frame} bytes of stack"
+
+
+def test_unknown_splits_are_refused():
+    with pytest.raises(ValueError, match="dK/dV split"):
+        fa_bwd_gluon.ast_sources(SPLIT1="diagonal")
+    with pytest.raises(ValueError, match="dQ split"):
+        fa_bwd_gluon.ast_sources(SPLIT2="elementwise")
+
+
 def _twill_available():
     return os.path.exists(TWILL_OPT) and os.path.exists(TWILL)
 
