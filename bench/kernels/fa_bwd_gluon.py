@@ -66,7 +66,12 @@ crossing sent in fp16 (DPD_F16): the model prices a crossing as latency,
 not as the shared-memory traffic it is. `fa_bwd_gluon_plan` still refuses
 that schedule, so the bench does not route it. REG_A (function split: K,
 P^T and dS^T as register A operands) and K_REGS are ablations of the same
-probe.
+probe. SPLIT1 = "single" (probe 26) runs the dK/dV loop on one compute
+group beside the producer, small enough at head dim 64 with 32-row steps
+(BLOCK_M1 = 32, MAXNREG1 = 128) for two CTAs per SM, stock Triton's
+occupancy there; PIPE issues S^T and dP^T of block j + 1 before dV and dK
+of block j. It is not a twill plan either (twill has not been asked for
+one-group schedules of this kernel).
 """
 
 import triton
@@ -574,6 +579,163 @@ def attn_bwd_dkdv_ew_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v,
 
 
 # ---------------------------------------------------------------------------
+# The dK/dV loop on one compute group (SPLIT1 = "single"): a program's
+# whole chain on one 4-warp group beside the TMA producer, small enough in
+# registers and shared memory for two CTAs per SM at head dim 64.
+# ---------------------------------------------------------------------------
+
+@gluon.jit
+def _single_dkdv_group(desc_dk, desc_dv, M, Delta, k_s, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready, do_ready,
+                       q_empty, do_empty, kv_row, m_row, n_m, qk_scale, sm_scale, HEAD_DIM: gl.constexpr,
+                       BLOCK_M: gl.constexpr, STAGES: gl.constexpr, PIPE: gl.constexpr):
+    """The compute group (the default partition). PIPE: iteration j issues
+    S^T and dP^T of query block j + 1, then dV += P^T dO and dK += dS^T Q of
+    block j, and forms P^T and dS^T of block j + 1 under dV and dK (2-slot
+    P^T and dS^T buffers); dV and dK complete within the iteration (C7515).
+    Without PIPE: the loop as fa_bwd writes it (S^T, dP^T, P^T, dS^T, dV,
+    dK of block j, each wgmma waited in its iteration)."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_M, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 16])
+    cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
+    s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
+    dv = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
+    dk = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
+    mbarrier.wait(kv_ready, 0)
+    if PIPE:
+        # Block 0's S^T, dP^T, P^T and dS^T.
+        mbarrier.wait(q_ready.index(0), 0)
+        s_tok = warpgroup_mma(k_s, q_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        mbarrier.wait(do_ready.index(0), 0)
+        dp_tok = warpgroup_mma(v_s, do_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        m = gl.load(M + m_row + cols)
+        delta = gl.load(Delta + m_row + cols)
+        st = warpgroup_mma_wait(1, deps=[s_tok])
+        pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
+        dpt = warpgroup_mma_wait(0, deps=[dp_tok])
+        dst = pt * (dpt - gl.expand_dims(delta, 0))
+        pt_s.index(0).store(pt.to(gl.float16))
+        ds_s.index(0).store(dst.to(gl.float16))
+        fence_async_shared()
+        _group_barrier()
+        for j in range(0, n_m - 1):
+            s = j % STAGES
+            sn = (j + 1) % STAGES
+            b = j % 2
+            bn = (j + 1) % 2
+            ph = ((j + 1) // STAGES) & 1
+            mbarrier.wait(q_ready.index(sn), ph)
+            s_tok = warpgroup_mma(k_s, q_s.index(sn).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            mbarrier.wait(do_ready.index(sn), ph)
+            dp_tok = warpgroup_mma(v_s, do_s.index(sn).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            dv_tok = warpgroup_mma(pt_s.index(b), do_s.index(s), dv, is_async=True)
+            dk_tok = warpgroup_mma(ds_s.index(b), q_s.index(s), dk, is_async=True)
+            m = gl.load(M + m_row + (j + 1) * BLOCK_M + cols)
+            delta = gl.load(Delta + m_row + (j + 1) * BLOCK_M + cols)
+            st = warpgroup_mma_wait(3, deps=[s_tok])
+            pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
+            dpt = warpgroup_mma_wait(2, deps=[dp_tok])
+            dst = pt * (dpt - gl.expand_dims(delta, 0))
+            # Slot bn last held block j - 1's, whose dV and dK completed in
+            # the previous iteration.
+            pt_s.index(bn).store(pt.to(gl.float16))
+            ds_s.index(bn).store(dst.to(gl.float16))
+            fence_async_shared()
+            _group_barrier()
+            dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
+            mbarrier.arrive(q_empty.index(s), count=1)
+            mbarrier.arrive(do_empty.index(s), count=1)
+        sl = (n_m - 1) % STAGES
+        bl = (n_m - 1) % 2
+        dv_tok = warpgroup_mma(pt_s.index(bl), do_s.index(sl), dv, is_async=True)
+        dk_tok = warpgroup_mma(ds_s.index(bl), q_s.index(sl), dk, is_async=True)
+        dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
+        mbarrier.arrive(q_empty.index(sl), count=1)
+        mbarrier.arrive(do_empty.index(sl), count=1)
+    else:
+        for j in range(n_m):
+            s = j % STAGES
+            ph = (j // STAGES) & 1
+            mbarrier.wait(q_ready.index(s), ph)
+            s_tok = warpgroup_mma(k_s, q_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            mbarrier.wait(do_ready.index(s), ph)
+            dp_tok = warpgroup_mma(v_s, do_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            m = gl.load(M + m_row + j * BLOCK_M + cols)
+            delta = gl.load(Delta + m_row + j * BLOCK_M + cols)
+            st = warpgroup_mma_wait(1, deps=[s_tok])
+            pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
+            dpt = warpgroup_mma_wait(0, deps=[dp_tok])
+            dst = pt * (dpt - gl.expand_dims(delta, 0))
+            pt_s.index(0).store(pt.to(gl.float16))
+            ds_s.index(0).store(dst.to(gl.float16))
+            fence_async_shared()
+            _group_barrier()
+            dv_tok = warpgroup_mma(pt_s.index(0), do_s.index(s), dv, is_async=True)
+            dk_tok = warpgroup_mma(ds_s.index(0), q_s.index(s), dk, is_async=True)
+            dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
+            mbarrier.arrive(q_empty.index(s), count=1)
+            mbarrier.arrive(do_empty.index(s), count=1)
+
+    # Epilogue through K's and V's buffers (this group is their only reader).
+    k_s.store(dv.to(gl.float16))
+    v_s.store((dk * sm_scale).to(gl.float16))
+    fence_async_shared()
+    _group_barrier()
+    _tma_store(desc_dv, [kv_row, 0], k_s)
+    _tma_store(desc_dk, [kv_row, 0], v_s)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def attn_bwd_dkdv_single_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v, desc_dk, desc_dv, N_CTX,
+                                HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr,
+                                PIPE: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    gl.static_assert(desc_k.block_type.shape[0] == TILE)
+    pid = gl.program_id(0)
+    off_hz = gl.program_id(1)
+    row0 = off_hz * N_CTX
+    kv_row = row0 + pid * TILE
+    n_m = N_CTX // BLOCK_M
+    qk_scale = sm_scale * LOG2E
+
+    k_s = gl.allocate_shared_memory(desc_k.dtype, desc_k.block_type.shape, desc_k.layout)
+    v_s = gl.allocate_shared_memory(desc_v.dtype, desc_v.block_type.shape, desc_v.layout)
+    q_s = gl.allocate_shared_memory(desc_q.dtype, [STAGES] + desc_q.block_type.shape, desc_q.layout)
+    do_s = gl.allocate_shared_memory(desc_do.dtype, [STAGES] + desc_do.block_type.shape, desc_do.layout)
+    t_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([TILE, BLOCK_M], gl.float16)
+    pt_s = gl.allocate_shared_memory(gl.float16, [2 if PIPE else 1, TILE, BLOCK_M], t_layout)
+    ds_s = gl.allocate_shared_memory(gl.float16, [2 if PIPE else 1, TILE, BLOCK_M], t_layout)
+    kv_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    do_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    do_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(kv_ready, count=1)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(q_ready.index(s), count=1)
+        mbarrier.init(do_ready.index(s), count=1)
+        mbarrier.init(q_empty.index(s), count=1)
+        mbarrier.init(do_empty.index(s), count=1)
+
+    gl.warp_specialize(
+        [(_single_dkdv_group, (desc_dk, desc_dv, M, Delta, k_s, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready,
+                               do_ready, q_empty, do_empty, kv_row, row0, n_m, qk_scale, sm_scale, HEAD_DIM, BLOCK_M,
+                               STAGES, PIPE)),
+         (_dkdv_producer, (desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_ready, q_ready, do_ready,
+                           q_empty, do_empty, kv_row, row0, n_m, BLOCK_M, STAGES))],
+        [1],
+        [PRODUCER_REGS])
+
+    mbarrier.invalidate(kv_ready)
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(q_ready.index(s))
+        mbarrier.invalidate(do_ready.index(s))
+        mbarrier.invalidate(q_empty.index(s))
+        mbarrier.invalidate(do_empty.index(s))
+
+
+# ---------------------------------------------------------------------------
 # The dQ loop.
 # ---------------------------------------------------------------------------
 
@@ -1051,6 +1213,7 @@ def attn_bwd_dq_rows_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v,
 # loops) and EARLY_S are ablations (bench/gpu/probe/gluon_bwd_probe.py).
 DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=128, STAGES1=3, STAGES2=2, EARLY_S=False,
                       DQ_INFLIGHT=False, K_REGS=False, DPD_F16=False, REG_A=False,
+                      PIPE=True, MAXNREG1=None,
                       SPLIT=None,
                       SPLIT1="function", SPLIT2="rows", CONSUMER_REGS=240, PRODUCER_REGS=24)
 
@@ -1066,13 +1229,17 @@ def _constexprs(cfg):
     dkdv_cst = dict(HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M1"], STAGES=cfg["STAGES1"], **regs)
     dq_cst = dict(HEAD_DIM=d, BLOCK_N=cfg["BLOCK_N2"], STAGES=cfg["STAGES2"])
     split1, split2 = cfg["SPLIT"] or cfg["SPLIT1"], cfg["SPLIT"] or cfg["SPLIT2"]
-    if split1 not in ("function", "rows", "elementwise"):
-        raise ValueError(f"dK/dV split {split1!r}: 'function', 'rows' or 'elementwise'")
+    if split1 not in ("function", "rows", "elementwise", "single"):
+        raise ValueError(f"dK/dV split {split1!r}: 'function', 'rows', 'elementwise' or 'single'")
     if split2 not in ("function", "rows"):
         raise ValueError(f"dQ split {split2!r}: 'function' or 'rows'")
     if split1 == "function":
         fn_cst = dict(HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M1"], STAGES=cfg["STAGES1"], REG_A=cfg["REG_A"], **regs)
         dkdv = (attn_bwd_dkdv_gluon_kernel, fn_cst, TILE_ROWS)
+    elif split1 == "single":
+        single_cst = dict(HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M1"], STAGES=cfg["STAGES1"], PIPE=cfg["PIPE"],
+                          PRODUCER_REGS=cfg["PRODUCER_REGS"])
+        dkdv = (attn_bwd_dkdv_single_kernel, single_cst, TILE_ROWS)
     elif split1 == "elementwise":
         # In the kernel's parameter order (the launcher passes them by position).
         ew_cst = dict(HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M1"], STAGES=cfg["STAGES1"], K_REGS=cfg["K_REGS"],
@@ -1110,7 +1277,11 @@ def compile_for(target=None, **config):
     """Compiles both kernels (num_warps 4: the default partition; the
     workers add their own warps): (dK/dV kernel, dQ kernel). `target`
     None: the current GPU."""
-    return tuple(triton.compile(src, target=target, options=dict(num_warps=4)) for src in ast_sources(**config))
+    maxnreg = dict(DEFAULT_CONFIG, **config)["MAXNREG1"]
+    dkdv, dq = ast_sources(**config)
+    dkdv_options = dict(num_warps=4) if maxnreg is None else dict(num_warps=4, maxnreg=maxnreg)
+    return (triton.compile(dkdv, target=target, options=dkdv_options),
+            triton.compile(dq, target=target, options=dict(num_warps=4)))
 
 
 def launcher(kernels, q, k, v, do, lse, delta, dq, dk, dv, sm_scale, **config):

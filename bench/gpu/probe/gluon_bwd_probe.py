@@ -65,7 +65,9 @@ def gluon_variants(d):
     25): the plan's splits ("fr"), twill's own dK/dV cut lowered by
     SPLIT1 = "elementwise" ("ew"; "ewk": K in registers; "ew16": dP^T -
     Delta crossing in fp16), the function split with its A operands from
-    registers ("frr")."""
+    registers ("frr"); probe 26: the dK/dV loop on one compute group at two
+    CTAs per SM ("single", "single_s4": 4-slot rings, "single_np": not
+    pipelined)."""
     rec = recorded(d)
     base = dict(fa_bwd_gluon.DEFAULT_CONFIG, HEAD_DIM=d)
     written = dict(base, SPLIT1="function", SPLIT2="function", BLOCK_N2=64, STAGES1=3, STAGES2=3)
@@ -93,6 +95,12 @@ def gluon_variants(d):
                 dict(base, SPLIT1="elementwise", K_REGS=True)),
         "ew16": ("gluon split elementwise, dP^T - Delta crossing in fp16 (dK/dV), by rows (dQ, 128-key steps)" + tag,
                  dict(base, SPLIT1="elementwise", DPD_F16=True)),
+        "single": ("gluon one compute group, 2 CTAs/SM, 32-row steps, pipelined (dK/dV), by rows (dQ, 128-key "
+                   "steps)" + tag, dict(base, SPLIT1="single", BLOCK_M1=32, MAXNREG1=128)),
+        "single_s4": ("gluon one compute group, 2 CTAs/SM, 32-row steps, pipelined, 4-slot rings (dK/dV), by rows "
+                      "(dQ, 128-key steps)" + tag, dict(base, SPLIT1="single", BLOCK_M1=32, MAXNREG1=128, STAGES1=4)),
+        "single_np": ("gluon one compute group, 2 CTAs/SM, 32-row steps, as written (dK/dV), by rows (dQ, 128-key "
+                      "steps)" + tag, dict(base, SPLIT1="single", BLOCK_M1=32, MAXNREG1=128, PIPE=False)),
         "frr": ("gluon split by function, A operands from registers (dK/dV), by rows (dQ, "
                 "128-key steps)" + tag, dict(base, REG_A=True)),
     })
