@@ -72,6 +72,13 @@ group beside the producer, small enough at head dim 64 with 32-row steps
 occupancy there; PIPE issues S^T and dP^T of block j + 1 before dV and dK
 of block j. It is not a twill plan either (twill has not been asked for
 one-group schedules of this kernel).
+
+PERSIST1 / PERSIST2 (probe 27) run the function-split dK/dV kernel and the
+rows-split dQ kernel on a persistent grid, one program per SM walking the
+tiles in the grid's order with 1 or 2 buffers for the tile's own operands
+(K and V, or Q and dO), so that the next tile's load and its first ring
+slots overlap this tile's last iterations. A launch choice, not a schedule
+one; measured, not yet the plan's.
 """
 
 import triton
@@ -337,6 +344,280 @@ def attn_bwd_dkdv_gluon_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc
         [CONSUMER_REGS, PRODUCER_REGS])
 
     mbarrier.invalidate(kv_ready)
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(q_ready.index(s))
+        mbarrier.invalidate(do_ready.index(s))
+        mbarrier.invalidate(q_empty.index(s))
+        mbarrier.invalidate(do_empty.index(s))
+    for b in gl.static_range(2):
+        mbarrier.invalidate(pt_ready.index(b))
+        mbarrier.invalidate(pt_empty.index(b))
+
+
+# ---------------------------------------------------------------------------
+# The dK/dV loop split by function on a persistent grid (PERSIST1): one
+# program per SM walks the tiles (z, h, key block) in the grid's order, so
+# that the next tile's first Q and dO blocks stream in under the current
+# tile's last iterations and epilogue, and no CTA is launched per tile.
+# Ring and P^T / dS^T slots count iterations across tiles (g).
+# ---------------------------------------------------------------------------
+
+@gluon.jit
+def _tile_rows(t, tiles_n, N_CTX):
+    """(first key row, first row of its (z, h)) of tile t."""
+    row0 = (t // tiles_n) * N_CTX
+    return row0 + (t % tiles_n) * TILE, row0
+
+
+@gluon.jit
+def _pdkdv_load(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row, g,
+                STAGES: gl.constexpr):
+    s = g % STAGES
+    ph = ((g // STAGES) & 1) ^ 1
+    mbarrier.wait(q_empty.index(s), ph)
+    mbarrier.expect(q_ready.index(s), desc_q.block_type.nbytes)
+    _tma_load(desc_q, [row, 0], q_ready.index(s), q_s.index(s))
+    mbarrier.wait(do_empty.index(s), ph)
+    mbarrier.expect(do_ready.index(s), desc_do.block_type.nbytes)
+    _tma_load(desc_do, [row, 0], do_ready.index(s), do_s.index(s))
+
+
+@gluon.jit
+def _pdkdv_producer(desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_ready, kv_empty, q_ready, do_ready,
+                    q_empty, do_empty, n_tiles, tiles_n, N_CTX, n_m, BLOCK_M: gl.constexpr, STAGES: gl.constexpr,
+                    KV_BUFS: gl.constexpr):
+    """One warp. One K / V buffer: per tile, the first STAGES - 1 query
+    blocks into the rings (their slots free up as the previous tile's last
+    iterations complete), then K and V once both groups have stored the
+    previous tile's dK and dV through them, then the remaining blocks. Two:
+    K and V first, into the buffer the tile before last has released."""
+    if KV_BUFS == 1:
+        n_first = gl.minimum(n_m, STAGES - 1)
+    else:
+        n_first = 0
+    it = 0
+    for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+        kv_row, row0 = _tile_rows(t, tiles_n, N_CTX)
+        g0 = it * n_m
+        kb = it % KV_BUFS
+        for j in range(n_first):
+            _pdkdv_load(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M, g0 + j,
+                        STAGES)
+        mbarrier.wait(kv_empty.index(kb), ((it // KV_BUFS) & 1) ^ 1)
+        mbarrier.expect(kv_ready.index(kb), 2 * desc_k.block_type.nbytes)
+        _tma_load(desc_k, [kv_row, 0], kv_ready.index(kb), k_s.index(kb))
+        _tma_load(desc_v, [kv_row, 0], kv_ready.index(kb), v_s.index(kb))
+        for j in range(n_first, n_m):
+            _pdkdv_load(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M, g0 + j,
+                        STAGES)
+        it += 1
+
+
+@gluon.jit
+def _pdkdv_group_p(desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, kv_empty, q_ready, do_ready, q_empty, do_empty,
+                   pt_ready, pt_empty, n_tiles, tiles_n, N_CTX, n_m, qk_scale, HEAD_DIM: gl.constexpr,
+                   BLOCK_M: gl.constexpr, STAGES: gl.constexpr, KV_BUFS: gl.constexpr):
+    """Group P of `_dkdv_group_p`, per tile of the persistent grid."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
+    s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
+    it = 0
+    for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+        kv_row, row0 = _tile_rows(t, tiles_n, N_CTX)
+        g0 = it * n_m
+        dv = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
+        kb = it % KV_BUFS
+        k_t = k_s.index(kb)
+        mbarrier.wait(kv_ready.index(kb), (it // KV_BUFS) & 1)
+
+        # Block 0: S^T and P^T alone.
+        s0 = g0 % STAGES
+        b0 = g0 % 2
+        mbarrier.wait(q_ready.index(s0), (g0 // STAGES) & 1)
+        s_tok = warpgroup_mma(k_t, q_s.index(s0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        m = gl.load(M + row0 + cols)
+        st = warpgroup_mma_wait(0, deps=[s_tok])
+        mbarrier.arrive(q_empty.index(s0), count=1)
+        pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
+        mbarrier.wait(pt_empty.index(b0), ((g0 // 2) & 1) ^ 1)
+        pt_s.index(b0).store(pt.to(gl.float16))
+        fence_async_shared()
+        _group_barrier()
+        mbarrier.arrive(pt_ready.index(b0), count=1)
+
+        for j in range(1, n_m):
+            g = g0 + j
+            s = g % STAGES
+            sp = (g - 1) % STAGES
+            b = g % 2
+            bp = (g - 1) % 2
+            mbarrier.wait(q_ready.index(s), (g // STAGES) & 1)
+            s_tok = warpgroup_mma(k_t, q_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            mbarrier.wait(do_ready.index(sp), ((g - 1) // STAGES) & 1)
+            dv_tok = warpgroup_mma(pt_s.index(bp), do_s.index(sp), dv, is_async=True)
+            m = gl.load(M + row0 + j * BLOCK_M + cols)
+            st = warpgroup_mma_wait(1, deps=[s_tok])
+            mbarrier.arrive(q_empty.index(s), count=1)
+            pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
+            mbarrier.wait(pt_empty.index(b), ((g // 2) & 1) ^ 1)
+            pt_s.index(b).store(pt.to(gl.float16))
+            fence_async_shared()
+            _group_barrier()
+            mbarrier.arrive(pt_ready.index(b), count=1)
+            dv = warpgroup_mma_wait(0, deps=[dv_tok])
+            mbarrier.arrive(do_empty.index(sp), count=1)
+            mbarrier.arrive(pt_empty.index(bp), count=1)
+
+        gl_ = g0 + n_m - 1
+        sl = gl_ % STAGES
+        bl = gl_ % 2
+        mbarrier.wait(do_ready.index(sl), (gl_ // STAGES) & 1)
+        dv_tok = warpgroup_mma(pt_s.index(bl), do_s.index(sl), dv, is_async=True)
+        dv = warpgroup_mma_wait(0, deps=[dv_tok])
+        mbarrier.arrive(do_empty.index(sl), count=1)
+        mbarrier.arrive(pt_empty.index(bl), count=1)
+
+        k_t.store(dv.to(gl.float16))
+        fence_async_shared()
+        _group_barrier()
+        _tma_store(desc_dv, [kv_row, 0], k_t)
+        tma.store_wait(0)
+        _group_barrier()
+        mbarrier.arrive(kv_empty.index(kb), count=1)
+        it += 1
+
+
+@gluon.jit
+def _pdkdv_group_ds(desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, kv_empty, q_ready, do_ready, q_empty,
+                    do_empty, pt_ready, pt_empty, n_tiles, tiles_n, N_CTX, n_m, sm_scale, HEAD_DIM: gl.constexpr,
+                    BLOCK_M: gl.constexpr, STAGES: gl.constexpr, KV_BUFS: gl.constexpr):
+    """Group dS of `_dkdv_group_ds`, per tile of the persistent grid."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
+    s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
+    it = 0
+    for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+        kv_row, row0 = _tile_rows(t, tiles_n, N_CTX)
+        g0 = it * n_m
+        dk = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
+        kb = it % KV_BUFS
+        v_t = v_s.index(kb)
+        mbarrier.wait(kv_ready.index(kb), (it // KV_BUFS) & 1)
+
+        # Block 0: dP^T and dS^T alone.
+        s0 = g0 % STAGES
+        b0 = g0 % 2
+        mbarrier.wait(do_ready.index(s0), (g0 // STAGES) & 1)
+        dp_tok = warpgroup_mma(v_t, do_s.index(s0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        delta = gl.load(Delta + row0 + cols)
+        dpt = warpgroup_mma_wait(0, deps=[dp_tok])
+        mbarrier.arrive(do_empty.index(s0), count=1)
+        mbarrier.wait(pt_ready.index(b0), (g0 // 2) & 1)
+        pt = pt_s.index(b0).load(s_layout)
+        _group_barrier()
+        mbarrier.arrive(pt_empty.index(b0), count=1)
+        dst = pt.to(gl.float32) * (dpt - gl.expand_dims(delta, 0))
+        # Slot b0 last held dS^T of the previous tile's block before last,
+        # whose dK completed in that tile.
+        ds_s.index(b0).store(dst.to(gl.float16))
+        fence_async_shared()
+        _group_barrier()
+
+        for j in range(1, n_m):
+            g = g0 + j
+            s = g % STAGES
+            sp = (g - 1) % STAGES
+            b = g % 2
+            mbarrier.wait(do_ready.index(s), (g // STAGES) & 1)
+            dp_tok = warpgroup_mma(v_t, do_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            mbarrier.wait(q_ready.index(sp), ((g - 1) // STAGES) & 1)
+            dk_tok = warpgroup_mma(ds_s.index((g - 1) % 2), q_s.index(sp), dk, is_async=True)
+            delta = gl.load(Delta + row0 + j * BLOCK_M + cols)
+            dpt = warpgroup_mma_wait(1, deps=[dp_tok])
+            mbarrier.arrive(do_empty.index(s), count=1)
+            mbarrier.wait(pt_ready.index(b), (g // 2) & 1)
+            pt = pt_s.index(b).load(s_layout)
+            _group_barrier()
+            mbarrier.arrive(pt_empty.index(b), count=1)
+            dst = pt.to(gl.float32) * (dpt - gl.expand_dims(delta, 0))
+            dk = warpgroup_mma_wait(0, deps=[dk_tok])
+            mbarrier.arrive(q_empty.index(sp), count=1)
+            ds_s.index(b).store(dst.to(gl.float16))
+            fence_async_shared()
+            _group_barrier()
+
+        gl_ = g0 + n_m - 1
+        sl = gl_ % STAGES
+        mbarrier.wait(q_ready.index(sl), (gl_ // STAGES) & 1)
+        dk_tok = warpgroup_mma(ds_s.index(gl_ % 2), q_s.index(sl), dk, is_async=True)
+        dk = warpgroup_mma_wait(0, deps=[dk_tok])
+        mbarrier.arrive(q_empty.index(sl), count=1)
+
+        v_t.store((dk * sm_scale).to(gl.float16))
+        fence_async_shared()
+        _group_barrier()
+        _tma_store(desc_dk, [kv_row, 0], v_t)
+        tma.store_wait(0)
+        _group_barrier()
+        mbarrier.arrive(kv_empty.index(kb), count=1)
+        it += 1
+
+
+@gluon.jit
+def attn_bwd_dkdv_persistent_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v, desc_dk, desc_dv, N_CTX,
+                                    N_HZ, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr,
+                                    KV_BUFS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                                    PRODUCER_REGS: gl.constexpr):
+    gl.static_assert(desc_k.block_type.shape[0] == TILE)
+    tiles_n = N_CTX // TILE
+    n_tiles = tiles_n * N_HZ
+    n_m = N_CTX // BLOCK_M
+    qk_scale = sm_scale * LOG2E
+
+    k_s = gl.allocate_shared_memory(desc_k.dtype, [KV_BUFS] + desc_k.block_type.shape, desc_k.layout)
+    v_s = gl.allocate_shared_memory(desc_v.dtype, [KV_BUFS] + desc_v.block_type.shape, desc_v.layout)
+    q_s = gl.allocate_shared_memory(desc_q.dtype, [STAGES] + desc_q.block_type.shape, desc_q.layout)
+    do_s = gl.allocate_shared_memory(desc_do.dtype, [STAGES] + desc_do.block_type.shape, desc_do.layout)
+    t_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([TILE, BLOCK_M], gl.float16)
+    pt_s = gl.allocate_shared_memory(gl.float16, [2, TILE, BLOCK_M], t_layout)
+    ds_s = gl.allocate_shared_memory(gl.float16, [2, TILE, BLOCK_M], t_layout)
+    kv_ready = gl.allocate_shared_memory(gl.int64, [KV_BUFS, 1], mbarrier.MBarrierLayout())
+    kv_empty = gl.allocate_shared_memory(gl.int64, [KV_BUFS, 1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    do_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    do_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    pt_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    pt_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for kb in gl.static_range(KV_BUFS):
+        mbarrier.init(kv_ready.index(kb), count=1)
+        mbarrier.init(kv_empty.index(kb), count=2)  # dV stored (group P), dK stored (group dS)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(q_ready.index(s), count=1)
+        mbarrier.init(do_ready.index(s), count=1)
+        mbarrier.init(q_empty.index(s), count=2)
+        mbarrier.init(do_empty.index(s), count=2)
+    for b in gl.static_range(2):
+        mbarrier.init(pt_ready.index(b), count=1)
+        mbarrier.init(pt_empty.index(b), count=2)
+
+    gl.warp_specialize(
+        [(_pdkdv_group_p, (desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, kv_empty, q_ready, do_ready, q_empty,
+                           do_empty, pt_ready, pt_empty, n_tiles, tiles_n, N_CTX, n_m, qk_scale, HEAD_DIM, BLOCK_M,
+                           STAGES, KV_BUFS)),
+         (_pdkdv_group_ds, (desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, kv_empty, q_ready, do_ready,
+                            q_empty, do_empty, pt_ready, pt_empty, n_tiles, tiles_n, N_CTX, n_m, sm_scale, HEAD_DIM,
+                            BLOCK_M, STAGES, KV_BUFS)),
+         (_pdkdv_producer, (desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_ready, kv_empty, q_ready,
+                            do_ready, q_empty, do_empty, n_tiles, tiles_n, N_CTX, n_m, BLOCK_M, STAGES, KV_BUFS))],
+        [4, 1],
+        [CONSUMER_REGS, PRODUCER_REGS])
+
+    for kb in gl.static_range(KV_BUFS):
+        mbarrier.invalidate(kv_ready.index(kb))
+        mbarrier.invalidate(kv_empty.index(kb))
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(q_ready.index(s))
         mbarrier.invalidate(do_ready.index(s))
@@ -1200,6 +1481,146 @@ def attn_bwd_dq_rows_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v,
 
 
 # ---------------------------------------------------------------------------
+# The dQ loop split by rows on a persistent grid (PERSIST2 = the number of
+# Q / dO buffers): one program per SM walks the tiles (z, h, query block);
+# with two buffers the next tile's Q and dO load while this one runs.
+# ---------------------------------------------------------------------------
+
+@gluon.jit
+def _prows_dq_producer(desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_ready, qd_empty, k_ready, v_ready,
+                       k_empty, v_empty, n_tiles, tiles_n, N_CTX, n_n, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                       QD_BUFS: gl.constexpr):
+    """One warp: per tile, each group's halves of Q and dO into the buffer
+    the tile QD_BUFS back has released, then K and V of every key block
+    into the rings (iterations counted across tiles)."""
+    SUB: gl.constexpr = desc_q.block_type.shape[0]
+    it = 0
+    for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+        q_row, row0 = _tile_rows(t, tiles_n, N_CTX)
+        qb = it % QD_BUFS
+        for c in gl.static_range(2):
+            i = qb * 2 + c
+            mbarrier.wait(qd_empty.index(i), ((it // QD_BUFS) & 1) ^ 1)
+            mbarrier.expect(qd_ready.index(i), 2 * desc_q.block_type.nbytes)
+            _tma_load(desc_q, [q_row + c * SUB, 0], qd_ready.index(i), q_s.index(i))
+            _tma_load(desc_do, [q_row + c * SUB, 0], qd_ready.index(i), do_s.index(i))
+        for j in range(n_n):
+            g = it * n_n + j
+            s = g % STAGES
+            ph = ((g // STAGES) & 1) ^ 1
+            mbarrier.wait(k_empty.index(s), ph)
+            mbarrier.expect(k_ready.index(s), desc_k.block_type.nbytes)
+            _tma_load(desc_k, [row0 + j * BLOCK_N, 0], k_ready.index(s), k_s.index(s))
+            mbarrier.wait(v_empty.index(s), ph)
+            mbarrier.expect(v_ready.index(s), desc_v.block_type.nbytes)
+            _tma_load(desc_v, [row0 + j * BLOCK_N, 0], v_ready.index(s), v_s.index(s))
+        it += 1
+
+
+@gluon.jit
+def _prows_dq_group(desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, qd_empty, k_ready, v_ready, k_empty, v_empty,
+                    n_tiles, tiles_n, N_CTX, n_n, qk_scale, sm_scale, C: gl.constexpr, HEAD_DIM: gl.constexpr,
+                    BLOCK_N: gl.constexpr, STAGES: gl.constexpr, QD_BUFS: gl.constexpr):
+    """Compute group C of `_rows_dq_group`, per tile of the persistent grid."""
+    SUB: gl.constexpr = desc_dq.block_type.shape[0]
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_N, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 16])
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    rows = gl.arange(0, SUB, layout=gl.SliceLayout(1, s_layout))
+    s_zero = gl.zeros([SUB, BLOCK_N], gl.float32, s_layout)
+    it = 0
+    for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+        q_row, row0 = _tile_rows(t, tiles_n, N_CTX)
+        i = (it % QD_BUFS) * 2 + C
+        q_c = q_s.index(i)
+        do_c = do_s.index(i)
+        dq = gl.zeros([SUB, HEAD_DIM], gl.float32, o_layout)
+        m = gl.expand_dims(gl.load(M + q_row + C * SUB + rows), 1)
+        delta = gl.expand_dims(gl.load(Delta + q_row + C * SUB + rows), 1)
+        mbarrier.wait(qd_ready.index(i), (it // QD_BUFS) & 1)
+        for j in range(n_n):
+            g = it * n_n + j
+            s = g % STAGES
+            ph = (g // STAGES) & 1
+            mbarrier.wait(k_ready.index(s), ph)
+            s_tok = warpgroup_mma(q_c, k_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            mbarrier.wait(v_ready.index(s), ph)
+            dp_tok = warpgroup_mma(do_c, v_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            st = warpgroup_mma_wait(1, deps=[s_tok])
+            p = gl.exp2(st * qk_scale - m)
+            dp = warpgroup_mma_wait(0, deps=[dp_tok])
+            mbarrier.arrive(v_empty.index(s), count=1)
+            ds16 = gl.convert_layout((p * (dp - delta)).to(gl.float16), a_layout)
+            dq_tok = warpgroup_mma(ds16, k_s.index(s), dq, is_async=True)
+            dq, ds16 = warpgroup_mma_wait(0, deps=[dq_tok, ds16])
+            mbarrier.arrive(k_empty.index(s), count=1)
+
+        # Epilogue through this group's Q half, released once stored.
+        q_c.store((dq * sm_scale).to(gl.float16))
+        fence_async_shared()
+        _group_barrier()
+        _tma_store(desc_dq, [q_row + C * SUB, 0], q_c)
+        tma.store_wait(0)
+        _group_barrier()
+        mbarrier.arrive(qd_empty.index(i), count=1)
+        it += 1
+
+
+@gluon.jit
+def attn_bwd_dq_rows_persistent_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v, desc_dq, N_CTX, N_HZ,
+                                       HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                                       QD_BUFS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                                       PRODUCER_REGS: gl.constexpr):
+    gl.static_assert(2 * desc_q.block_type.shape[0] == TILE)
+    tiles_n = N_CTX // TILE
+    n_tiles = tiles_n * N_HZ
+    n_n = N_CTX // BLOCK_N
+    qk_scale = sm_scale * LOG2E
+
+    q_s = gl.allocate_shared_memory(desc_q.dtype, [2 * QD_BUFS] + desc_q.block_type.shape, desc_q.layout)
+    do_s = gl.allocate_shared_memory(desc_do.dtype, [2 * QD_BUFS] + desc_do.block_type.shape, desc_do.layout)
+    k_s = gl.allocate_shared_memory(desc_k.dtype, [STAGES] + desc_k.block_type.shape, desc_k.layout)
+    v_s = gl.allocate_shared_memory(desc_v.dtype, [STAGES] + desc_v.block_type.shape, desc_v.layout)
+    qd_ready = gl.allocate_shared_memory(gl.int64, [2 * QD_BUFS, 1], mbarrier.MBarrierLayout())
+    qd_empty = gl.allocate_shared_memory(gl.int64, [2 * QD_BUFS, 1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2 * QD_BUFS):
+        mbarrier.init(qd_ready.index(i), count=1)
+        mbarrier.init(qd_empty.index(i), count=1)  # the group that owns the half
+    for s in gl.static_range(STAGES):
+        mbarrier.init(k_ready.index(s), count=1)
+        mbarrier.init(v_ready.index(s), count=1)
+        mbarrier.init(k_empty.index(s), count=2)  # one arrival per group
+        mbarrier.init(v_empty.index(s), count=2)
+
+    gl.warp_specialize(
+        [(_prows_dq_group, (desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, qd_empty, k_ready, v_ready, k_empty,
+                            v_empty, n_tiles, tiles_n, N_CTX, n_n, qk_scale, sm_scale, 0, HEAD_DIM, BLOCK_N, STAGES,
+                            QD_BUFS)),
+         (_prows_dq_group, (desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, qd_empty, k_ready, v_ready, k_empty,
+                            v_empty, n_tiles, tiles_n, N_CTX, n_n, qk_scale, sm_scale, 1, HEAD_DIM, BLOCK_N, STAGES,
+                            QD_BUFS)),
+         (_prows_dq_producer, (desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_ready, qd_empty, k_ready,
+                               v_ready, k_empty, v_empty, n_tiles, tiles_n, N_CTX, n_n, BLOCK_N, STAGES, QD_BUFS))],
+        [4, 1],
+        [CONSUMER_REGS, PRODUCER_REGS])
+
+    for i in gl.static_range(2 * QD_BUFS):
+        mbarrier.invalidate(qd_ready.index(i))
+        mbarrier.invalidate(qd_empty.index(i))
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(k_ready.index(s))
+        mbarrier.invalidate(v_ready.index(s))
+        mbarrier.invalidate(k_empty.index(s))
+        mbarrier.invalidate(v_empty.index(s))
+
+
+# ---------------------------------------------------------------------------
 # Configuration, compilation, launch.
 # ---------------------------------------------------------------------------
 
@@ -1210,10 +1631,12 @@ def attn_bwd_dq_rows_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v,
 # loop, read sub-tiled (fa_bwd's DQ_SUBTILE) with 128-key steps, split by
 # rows with 2-slot rings; two compute groups at 240 registers, the producer
 # at 24, one CTA per SM (224 and 192 KB of shared memory). SPLIT (both
-# loops) and EARLY_S are ablations (bench/gpu/probe/gluon_bwd_probe.py).
+# loops), EARLY_S, DQ_INFLIGHT, K_REGS, DPD_F16, REG_A, PIPE, MAXNREG1,
+# PERSIST1 and PERSIST2 serve other splits and ablations
+# (bench/gpu/probe/gluon_bwd_probe.py, probes 23-27).
 DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=128, STAGES1=3, STAGES2=2, EARLY_S=False,
                       DQ_INFLIGHT=False, K_REGS=False, DPD_F16=False, REG_A=False,
-                      PIPE=True, MAXNREG1=None,
+                      PIPE=True, MAXNREG1=None, PERSIST1=False, PERSIST2=False,
                       SPLIT=None,
                       SPLIT1="function", SPLIT2="rows", CONSUMER_REGS=240, PRODUCER_REGS=24)
 
@@ -1233,7 +1656,10 @@ def _constexprs(cfg):
         raise ValueError(f"dK/dV split {split1!r}: 'function', 'rows', 'elementwise' or 'single'")
     if split2 not in ("function", "rows"):
         raise ValueError(f"dQ split {split2!r}: 'function' or 'rows'")
-    if split1 == "function":
+    if split1 == "function" and cfg["PERSIST1"]:
+        p_cst = dict(HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M1"], STAGES=cfg["STAGES1"], KV_BUFS=cfg["PERSIST1"], **regs)
+        dkdv = (attn_bwd_dkdv_persistent_kernel, p_cst, TILE_ROWS)
+    elif split1 == "function":
         fn_cst = dict(HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M1"], STAGES=cfg["STAGES1"], REG_A=cfg["REG_A"], **regs)
         dkdv = (attn_bwd_dkdv_gluon_kernel, fn_cst, TILE_ROWS)
     elif split1 == "single":
@@ -1247,11 +1673,20 @@ def _constexprs(cfg):
         dkdv = (attn_bwd_dkdv_ew_kernel, ew_cst, TILE_ROWS)
     else:
         dkdv = (attn_bwd_dkdv_rows_kernel, dkdv_cst, TILE_ROWS // 2)
-    if split2 == "function":
+    if split2 == "rows" and cfg["PERSIST2"]:
+        p2_cst = dict(HEAD_DIM=d, BLOCK_N=cfg["BLOCK_N2"], STAGES=cfg["STAGES2"], QD_BUFS=cfg["PERSIST2"], **regs)
+        dq = (attn_bwd_dq_rows_persistent_kernel, p2_cst, TILE_ROWS // 2)
+    elif split2 == "function":
         dq = (attn_bwd_dq_gluon_kernel, dict(dq_cst, EARLY_S=cfg["EARLY_S"], **regs), TILE_ROWS)
     else:
         dq = (attn_bwd_dq_rows_kernel, dict(dq_cst, DQ_INFLIGHT=cfg["DQ_INFLIGHT"], **regs), TILE_ROWS // 2)
     return dkdv, dq
+
+
+def _persistent(cfg):
+    """Whether the (dK/dV, dQ) kernels of `cfg` run on a persistent grid."""
+    return ((cfg["SPLIT"] or cfg["SPLIT1"]) == "function" and bool(cfg["PERSIST1"]),
+            (cfg["SPLIT"] or cfg["SPLIT2"]) == "rows" and bool(cfg["PERSIST2"]))
 
 
 def ast_sources(**config):
@@ -1265,8 +1700,12 @@ def ast_sources(**config):
     common = {"sm_scale": "fp32", "M": "*fp32", "Delta": "*fp32"}
     dkdv_sig = dict(common, desc_q=_desc_type(qm), desc_do=_desc_type(qm), desc_k=_desc_type(own1),
                     desc_v=_desc_type(own1), desc_dk=_desc_type(own1), desc_dv=_desc_type(own1), N_CTX="i32")
+    if _persistent(cfg)[0]:
+        dkdv_sig["N_HZ"] = "i32"
     dq_sig = dict(common, desc_q=_desc_type(own2), desc_do=_desc_type(own2), desc_k=_desc_type(kn),
                   desc_v=_desc_type(kn), desc_dq=_desc_type(own2), N_CTX="i32")
+    if _persistent(cfg)[1]:
+        dq_sig["N_HZ"] = "i32"
     dkdv_sig.update({k: "constexpr" for k in dkdv_cst})
     dq_sig.update({k: "constexpr" for k in dq_cst})
     return (GluonASTSource(fn=dkdv_fn, signature=dkdv_sig, constexprs=dkdv_cst, attrs={}),
@@ -1302,17 +1741,30 @@ def launcher(kernels, q, k, v, do, lse, delta, dq, dk, dv, sm_scale, **config):
         return TensorDescriptor.from_tensor(t.view(rows, D), block, _layout(block))
 
     bm, bn = cfg["BLOCK_M1"], cfg["BLOCK_N2"]
-    dkdv_args = (desc(q, bm), desc(do, bm), desc(k, own1), desc(v, own1), desc(dk, own1), desc(dv, own1), N,
-                 *dkdv_cst.values())
-    dq_args = (desc(q, own2), desc(do, own2), desc(k, bn), desc(v, bn), desc(dq, own2), N, *dq_cst.values())
     grid = (N // TILE_ROWS, Z * H, 1)
+    grids, args = [], []
+    for persistent, front, cst in zip(_persistent(cfg),
+                                      ((desc(q, bm), desc(do, bm), desc(k, own1), desc(v, own1), desc(dk, own1),
+                                        desc(dv, own1), N),
+                                       (desc(q, own2), desc(do, own2), desc(k, bn), desc(v, bn), desc(dq, own2), N)),
+                                      (dkdv_cst, dq_cst)):
+        if persistent:
+            # One program per SM (at most one per tile), walking the tiles in the grid's order.
+            import torch
+
+            sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+            grids.append((min(sms, grid[0] * grid[1]), 1, 1))
+            args.append(front + (Z * H, *cst.values()))
+        else:
+            grids.append(grid)
+            args.append(front + tuple(cst.values()))
     dkdv_kernel, dq_kernel = kernels
 
     def run_dkdv():
-        dkdv_kernel[grid](sm_scale, lse, delta, *dkdv_args)
+        dkdv_kernel[grids[0]](sm_scale, lse, delta, *args[0])
 
     def run_dq():
-        dq_kernel[grid](sm_scale, lse, delta, *dq_args)
+        dq_kernel[grids[1]](sm_scale, lse, delta, *args[1])
 
     def run():
         run_dkdv()

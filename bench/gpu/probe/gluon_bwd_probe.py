@@ -77,6 +77,9 @@ def gluon_variants(d):
                                                                        "(split by function)")):
         if r.get("plan"):
             out[key] = (label, dict(base, **r["plan"]))
+            if key == "plan":
+                out["planp"] = (label + ", dK/dV on a persistent grid", dict(base, **r["plan"], PERSIST1=True))
+                out["planq"] = (label + ", dQ on a persistent grid", dict(base, **r["plan"], PERSIST2=1))
         elif not args.check:
             print(f"hd{d}: no Gluon plan ({key}): {r.get('refused')}", flush=True)
     tag = "" if rec.get("plan") else " (not twill's plan)"
@@ -101,6 +104,12 @@ def gluon_variants(d):
                       "(dQ, 128-key steps)" + tag, dict(base, SPLIT1="single", BLOCK_M1=32, MAXNREG1=128, STAGES1=4)),
         "single_np": ("gluon one compute group, 2 CTAs/SM, 32-row steps, as written (dK/dV), by rows (dQ, 128-key "
                       "steps)" + tag, dict(base, SPLIT1="single", BLOCK_M1=32, MAXNREG1=128, PIPE=False)),
+        "frp": ("gluon split by function on a persistent grid (dK/dV), by rows (dQ, 128-key steps)" + tag,
+                dict(base, PERSIST1=True)),
+        "frp2": ("gluon split by function on a persistent grid, 2 K/V buffers (dK/dV), by rows (dQ, 128-key steps)"
+                 + tag, dict(base, PERSIST1=2)),
+        "frpp": ("gluon split by function, persistent, 2 K/V buffers (dK/dV), by rows, persistent, 2 Q/dO buffers "
+                 "(dQ, 128-key steps)" + tag, dict(base, PERSIST1=2, PERSIST2=2)),
         "frr": ("gluon split by function, A operands from registers (dK/dV), by rows (dQ, "
                 "128-key steps)" + tag, dict(base, REG_A=True)),
     })

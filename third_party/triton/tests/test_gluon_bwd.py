@@ -164,6 +164,35 @@ def test_single_group_fits_two_ctas_per_sm(tmp_path, monkeypatch):
     assert frame <= (0 if triton.__version__.startswith("3.6") else 128), f"{frame} bytes of stack"
 
 
+@pytest.mark.parametrize("head_dim, persist1, persist2", [(64, 2, 2), (128, 1, 1)])
+def test_persistent_kernels_compile(head_dim, persist1, persist2, tmp_path, monkeypatch):
+    """The kernels on a persistent grid (PERSIST1 / PERSIST2 K/V or Q/dO
+    buffers; probe 27): both compile within the shared memory (two buffers
+    fit at head dim 64 only), asynchronous, no spills on Triton 3.6 beyond
+    the hd128 dK/dV kernel's 8 bytes; they take the (z, h) count as an
+    argument, which the other kernels do not."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    cfg = dict(HEAD_DIM=head_dim, PERSIST1=persist1, PERSIST2=persist2)
+    kernels = fa_bwd_gluon.compile_for(GPUTarget("cuda", 90, 32), **cfg)
+    assert [k.name for k in kernels] == ["attn_bwd_dkdv_persistent_kernel", "attn_bwd_dq_rows_persistent_kernel"]
+    dkdv_src, dq_src = fa_bwd_gluon.ast_sources(**cfg)
+    assert "N_HZ" in dkdv_src.signature and "N_HZ" in dq_src.signature
+    assert "N_HZ" not in fa_bwd_gluon.ast_sources(HEAD_DIM=head_dim)[0].signature
+    for k, limit in zip(kernels, (8 if head_dim == 128 else 0, 0)):
+        assert k.metadata.shared <= SMEM_LIMIT, f"{k.name}: {k.metadata.shared} bytes of shared memory"
+        sass = _sass(k.asm["cubin"], tmp_path)
+        hgmma = len(re.findall(r"\bHGMMA\.", sass))
+        depbar = len(re.findall(r"WARPGROUP\.DEPBAR", sass))
+        assert depbar <= 12 < hgmma, f"{k.name}: {depbar} WARPGROUP.DEPBAR for {hgmma} HGMMA: serialized"
+        if triton.__version__.startswith("3.6"):
+            _, frame = configure.cubin_resources(k.asm["cubin"])
+            assert frame <= limit, f"{k.name}: {frame} bytes of stack"
+    if head_dim == 128:
+        # Two Q/dO buffers do not fit beside the hd128 dQ rings.
+        dq2 = fa_bwd_gluon.compile_for(GPUTarget("cuda", 90, 32), HEAD_DIM=128, PERSIST2=2)[1]
+        assert dq2.metadata.shared > SMEM_LIMIT
+
+
 def test_unknown_splits_are_refused():
     with pytest.raises(ValueError, match="dK/dV split"):
         fa_bwd_gluon.ast_sources(SPLIT1="diagonal")
