@@ -510,7 +510,8 @@ def record_gluon_only(sub):
 
 # The FA backward's Gluon plans (fa_bwd_gluon_plan): directory under GLUON ->
 # fa_bwd.CONFIGS entry whose two loops twill reads. bench_all measures the
-# recorded plan (GLUON_BWD_KINDS: head dim 128; head dim 64's is refused), and
+# recorded plan (GLUON_BWD_KINDS: head dim 128; head dim 64's is refused for
+# its dQ loop), and
 # bench/gpu/probe/gluon_bwd_probe.py sets it next to its ablations (probe 23).
 # The dQ loop is read sub-tiled (DQ_SUBTILE: two halves of 64 query rows,
 # which twill gives a group each) at 128-key steps, the tile probe 23
@@ -1015,9 +1016,11 @@ def bwd_inputs(cfg_name, Z, H, N):
 # the GEMM), else the configuration its model chooses on the Triton path.
 # The rule is per kernel, not per size, and fixed before the measurement:
 # the better of twill's two rows is never picked.
-# The backward has a Gluon plan at head dim 128 (GLUON_BWD_PLANS); at head
-# dim 64 twill's dK/dV schedule is outside what fa_bwd_gluon lowers (the
-# recorded refusal), so that kernel stays on the Triton path.
+# The backward has a Gluon plan at head dim 128 (GLUON_BWD_PLANS). At head
+# dim 64 the plan is refused (recorded): fa_bwd_gluon lowers twill's dK/dV
+# cut there (SPLIT1 = "elementwise"; probe 25 measured it at 0.73-0.82 of
+# stock), but not its dQ schedule, which keeps each half's dQ in flight past
+# the next block's S (ptxas C7515). That kernel stays on the Triton path.
 GLUON_BWD_KINDS = {"bwd_hd128": "bwd_hd128"}
 CONFIG_ROUTE = dict({FA_ROWS[k]: "gluon" for k in GLUON_KINDS}, matmul="gluon",
                     **{"fa_" + k: "gluon" for k in GLUON_BWD_KINDS})

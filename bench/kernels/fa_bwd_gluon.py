@@ -63,8 +63,9 @@ other, with P^T, dP^T - Delta and dS^T crossing. SPLIT1 = "elementwise"
 lowers that cut (`attn_bwd_dkdv_ew_kernel`); measured (probe 25) it runs
 the dK/dV kernel 1.35x slower than the function split, 1.10x with the fp32
 crossing sent in fp16 (DPD_F16): the model prices a crossing as latency,
-not as the shared-memory traffic it is. `fa_bwd_gluon_plan` still refuses
-that schedule, so the bench does not route it. REG_A (function split: K,
+not as the shared-memory traffic it is. `fa_bwd_gluon_plan` accepts the
+cut; the head-dim-64 plan is refused for its dQ loop (dQ kept in flight,
+C7515), so the bench does not run it. REG_A (function split: K,
 P^T and dS^T as register A operands) and K_REGS are ablations of the same
 probe. SPLIT1 = "single" (probe 26) runs the dK/dV loop on one compute
 group beside the producer, small enough at head dim 64 with 32-row steps

@@ -6,11 +6,18 @@ pass), solved as the Gluon kernel runs them (`fa_fwd_gluon_plan.gluon_graph`:
 no last-stage pins, registers of a 4-warp group) with two compute groups.
 What the kernel's SPLIT = "function" lowers, and `describe` checks:
 
-* dK/dV loop: S^T and dV on one compute group (group P), dP^T and dK on
-  the other (group dS); every op between S^T and dV (the exponentials of
-  P^T) on group P, every op between dP^T and dK that does not feed dV (the
-  dS^T arithmetic) on group dS; each group issues its first wgmma of
-  iteration j + 1 before its second of iteration j (the kernel's order);
+* dK/dV loop, split by function (SPLIT1 = "function"): S^T and dV on one
+  compute group (group P), dP^T and dK on the other (group dS); every op
+  between S^T and dV (the exponentials of P^T) on group P, every op
+  between dP^T and dK that does not feed dV (the dS^T arithmetic) on
+  group dS; each group issues its first wgmma of iteration j + 1 before
+  its second of iteration j (the kernel's order);
+* or the cut twill makes at head dim 64 (SPLIT1 = "elementwise"): S^T and
+  everything from it to P^T and to dS^T on group E, dP^T, dV and dK (and
+  dP^T - Delta) on group W, in the kernel's order (`_describe_elementwise`).
+  The kernel lowers it; it runs at 0.73-0.82 of stock Triton (probe 25:
+  the model does not charge its three crossings' shared-memory traffic),
+  and the head-dim-64 plan is refused for its dQ loop anyway;
 * dQ loop: S and dP on group P, dQ on the other group; or, for the loop
   sub-tiled into two halves of 64 query rows (fa_bwd's DQ_SUBTILE), each
   half's S, dP and dQ (and everything between) on a group of its own, dQ of
@@ -134,11 +141,14 @@ def describe(schedule: dict, graph: dict, loop: str) -> dict:
         crossing = sorted({o for g, m in sides.items() for o in m for t in succs.get(o, ())
                            if t in compute and ops[t]["warp_group"] != g})
         slots = {"STAGES2": max(ring_slots(schedule, graph, n) for n in loads if _feeds_tc(n, graph))}
+    elif loop == "dkdv" and group["dV"] == group["dP"] == group["dK"] != group["S"]:
+        return _describe_elementwise(schedule, graph, roles, group, cycle, preds, succs, loads, compute)
     elif loop == "dkdv":
         p_ops = on_paths("S", "dV")
         ds_ops = (on_paths("dP", "dK") | on_paths("S", "dK")) - p_ops
         if group["S"] != group["dV"] or group["dP"] != group["dK"] or group["S"] == group["dP"]:
-            raise PlanError(f"dK/dV wgmmas on groups {group}: not S^T, dV on one group and dP^T, dK on the other")
+            raise PlanError(f"dK/dV wgmmas on groups {group}: neither S^T, dV on one group and dP^T, dK on the "
+                            f"other, nor S^T alone")
         # The kernel's order: a group issues its first wgmma of iteration
         # j + 1 before its second of iteration j, and that second before
         # its first of iteration j + 2.
@@ -148,7 +158,8 @@ def describe(schedule: dict, graph: dict, loop: str) -> dict:
                                 f"kernel's order ({first} of j + 1, then {second} of j)")
         sides = {group["S"]: p_ops, group["dP"]: ds_ops}
         crossing = sorted({o for o in p_ops for s in succs.get(o, ()) if s in ds_ops})
-        slots = {"STAGES1": max(ring_slots(schedule, graph, n) for n in loads if _feeds_tc(n, graph))}
+        slots = {"SPLIT1": "function",
+                 "STAGES1": max(ring_slots(schedule, graph, n) for n in loads if _feeds_tc(n, graph))}
     else:
         p_ops = on_paths("S", "dQ") | on_paths("dP", "dQ")
         p_ops -= {roles["dQ"]}
@@ -168,6 +179,44 @@ def describe(schedule: dict, graph: dict, loop: str) -> dict:
     return dict(groups={r: group[r] for r in sorted(group)}, crossing=crossing, **slots)
 
 
+def _describe_elementwise(schedule, graph, roles, group, cycle, preds, succs, loads, compute):
+    """`describe` for twill's other dK/dV cut (SPLIT1 = "elementwise"):
+    S^T on group E with every op from it to P^T and to dS^T (the product
+    that joins the S^T and dP^T paths); dP^T, dV and dK on group W with the
+    ops of the dP^T path before that join (dP^T - Delta). What converts P^T
+    or dS^T into dV's or dK's operand may sit on either side (the kernel
+    hands both over in shared memory). The kernel's order: group W issues
+    dP^T of j, then dV and dK of j - 1; group E issues S^T of j, forms
+    dS^T of j - 1, then P^T of j."""
+    ii = schedule["ii"]
+    ops = {o["name"]: o for o in schedule["ops"]}
+    e_group, w_group = group["S"], group["dP"]
+    down = {r: _ancestors(roles[r], succs) for r in ("S", "dP")}
+    up = {r: _ancestors(roles[r], preds) for r in ("dV", "dK")}
+    handoff = (preds.get(roles["dV"], set()) | preds.get(roles["dK"], set())) - set(roles.values()) - set(loads)
+    join = (down["S"] & down["dP"] & up["dK"]) - handoff
+    e_ops = (((down["S"] & up["dV"]) | join) - handoff) | {roles["S"]}
+    w_ops = ((down["dP"] & up["dK"]) - down["S"] - handoff) | {roles[r] for r in ("dP", "dV", "dK")}
+    if not join:
+        raise PlanError("no op joins the S^T and dP^T paths before dK")
+    for g, members in ((e_group, e_ops), (w_group, w_ops)):
+        off = sorted(n for n in members if n in compute and ops[n]["warp_group"] != g)
+        if off:
+            raise PlanError(f"{off} not on group {g} with their chain")
+    if not cycle["dP"] + ii < cycle["dV"] < cycle["dK"] < cycle["dP"] + 2 * ii:
+        raise PlanError(f"dP^T at {cycle['dP']}, dV at {cycle['dV']}, dK at {cycle['dK']} (I = {ii}): not the "
+                        f"kernel's order (dP^T of j, then dV and dK of j - 1)")
+    sfu = [ops[n]["cycle"] for n in e_ops if "SFU" in ops[n]["units"]]
+    first_exp = min(sfu) if sfu else cycle["S"] + ii
+    late = sorted(n for n in join if not cycle["S"] + ii <= ops[n]["cycle"] < first_exp + ii)
+    if late:
+        raise PlanError(f"{late} not between S^T of the next block and its exponentials: not the kernel's order")
+    crossing = sorted({o for o in e_ops | w_ops | handoff for t in succs.get(o, ())
+                       if t in compute and ops[t]["warp_group"] != ops[o]["warp_group"]})
+    return dict(groups={r: group[r] for r in sorted(group)}, crossing=crossing, SPLIT1="elementwise",
+                STAGES1=max(ring_slots(schedule, graph, n) for n in loads if _feeds_tc(n, graph)))
+
+
 def _feeds_tc(load, graph):
     """Whether `load` is read by a wgmma (the TMA tiles; M and Delta are
     pointer loads the kernel's groups issue themselves)."""
@@ -178,10 +227,10 @@ def _feeds_tc(load, graph):
 def plan_from_schedules(dkdv_schedule: dict, dkdv_graph: dict, dq_schedule: dict, dq_graph: dict) -> dict:
     """The kernel constexprs (SPLIT1, SPLIT2, STAGES1, STAGES2) that lower
     twill's schedules of the two loops, or PlanError: the dK/dV loop split
-    by function; the dQ loop by function, or by rows where twill read it
-    sub-tiled (DQ_SUBTILE) and gave each half a group."""
+    by function or elementwise; the dQ loop by function, or by rows where
+    twill read it sub-tiled (DQ_SUBTILE) and gave each half a group."""
     a = describe(dkdv_schedule, dkdv_graph, "dkdv")
     kind = dq_loop_kind(dq_graph)
     b = describe(dq_schedule, dq_graph, kind)
-    return dict(SPLIT1="function", SPLIT2="rows" if kind == "dq_rows" else "function", STAGES1=a["STAGES1"],
+    return dict(SPLIT1=a["SPLIT1"], SPLIT2="rows" if kind == "dq_rows" else "function", STAGES1=a["STAGES1"],
                 STAGES2=b["STAGES2"])

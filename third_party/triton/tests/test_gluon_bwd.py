@@ -288,11 +288,19 @@ def test_schedules_outside_the_family_are_refused(solved):
     (sa, ga), (sb, gb) = solved["dkdv"], solved["dq"]
     roles = B.tensor_core_roles(ga, "dkdv")
     ops = {o["name"]: o for o in sa["ops"]}
-    # dV on the other group than S^T.
+    # dV on the other group than S^T: the elementwise cut's wgmmas, with
+    # dS^T formed on the wrong side for it.
     bad = copy.deepcopy(sa)
     for o in bad["ops"]:
         if o["name"] == roles["dV"]:
             o["warp_group"] = ops[roles["dK"]]["warp_group"]
+    with pytest.raises(B.PlanError, match="not on group"):
+        B.describe(bad, ga, "dkdv")
+    # S^T and dK on one group, dV and dP^T on the other.
+    bad = copy.deepcopy(sa)
+    for o in bad["ops"]:
+        if o["name"] in (roles["dK"], roles["dV"]):
+            o["warp_group"] = ops[roles["dV" if o["name"] == roles["dK"] else "dK"]]["warp_group"]
     with pytest.raises(B.PlanError, match="dK/dV wgmmas on groups"):
         B.describe(bad, ga, "dkdv")
     # dV issued in the same stage as S^T: not the kernel's order.
@@ -342,7 +350,8 @@ def test_ring_slots_span_the_buffer_lifetime():
 def test_recorded_plans():
     """The plans run.py recorded for each Triton (`--record-gluon-only
     bwd_hd128 / bwd_hd64`): head dim 128 is the kernel's default; head dim
-    64 is refused (its dK/dV schedule puts dV with dP^T and dK)."""
+    64 is refused for its dQ loop (each half's dQ in flight past the next
+    block's S), its dK/dV cut being the elementwise one."""
     for replay in ("replay", "replay-3.9.0"):
         root = REPO / "bench" / "gpu" / replay / "gluon"
         rec = json.loads((root / "bwd_hd128" / "plan.json").read_text())
@@ -353,4 +362,46 @@ def test_recorded_plans():
         assert rec["as_written"]["plan"] == dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=64, SPLIT1="function",
                                                  SPLIT2="function", STAGES1=3, STAGES2=3)
         rec64 = json.loads((root / "bwd_hd64" / "plan.json").read_text())
-        assert rec64["plan"] is None and "dK/dV wgmmas on groups" in rec64["refused"]
+        assert rec64["plan"] is None and "dQ at 40 after S of the next block" in rec64["refused"]
+        assert "dQ wgmmas on groups" in rec64["as_written"]["refused"]
+
+
+def _recorded_hd64_dkdv(suffix=""):
+    import tomllib
+
+    root = REPO / "bench" / "gpu" / "replay" / "gluon" / "bwd_hd64"
+    schedule = json.loads((root / f"schedule_dkdv{suffix}.json").read_text())
+    graph = tomllib.loads((root / f"graph_dkdv{suffix}.toml").read_text())
+    return schedule, graph
+
+
+@pytest.mark.parametrize("suffix", ["", "_as_written"])
+def test_hd64_dkdv_cut_is_the_elementwise_split(suffix):
+    """twill's recorded hd64 dK/dV schedule (I = 14) is what SPLIT1 =
+    "elementwise" lowers: S^T alone among the wgmmas on its group, with the
+    exponentials and dS^T; P^T, dP^T - Delta and dS^T crossing; Q read in
+    two stages (3 ring slots)."""
+    schedule, graph = _recorded_hd64_dkdv(suffix)
+    d = B.describe(schedule, graph, "dkdv")
+    assert d["SPLIT1"] == "elementwise" and d["STAGES1"] == 3
+    assert d["groups"]["S"] != d["groups"]["dV"] == d["groups"]["dP"] == d["groups"]["dK"]
+    assert d["crossing"] == ["convert_layout_30", "subf_27", "truncf_16"]
+
+
+def test_hd64_dkdv_cut_outside_the_kernel_is_refused():
+    """The elementwise family's own rules: dS^T formed on group W (twill's
+    choice at 400 registers) and dK issued before dV are refused."""
+    schedule, graph = _recorded_hd64_dkdv()
+    w = {o["name"]: o for o in schedule["ops"]}["warp_group_dot_24"]["warp_group"]
+    bad = copy.deepcopy(schedule)
+    for o in bad["ops"]:
+        if o["name"] in ("mulf_28", "truncf_29"):
+            o["warp_group"] = w
+    with pytest.raises(B.PlanError, match=r"\['mulf_28', 'truncf_29'\] not on group"):
+        B.describe(bad, graph, "dkdv")
+    bad = copy.deepcopy(schedule)
+    for o in bad["ops"]:
+        if o["name"] == "warp_group_dot_31":
+            o["cycle"] = 20
+    with pytest.raises(B.PlanError, match="not the kernel's order"):
+        B.describe(bad, graph, "dkdv")
