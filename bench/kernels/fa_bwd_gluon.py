@@ -419,8 +419,10 @@ def _pdkdv_group_p(desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, kv_empty, q_ready
                    pt_ready, pt_empty, n_tiles, tiles_n, N_CTX, n_m, qk_scale, HEAD_DIM: gl.constexpr,
                    BLOCK_M: gl.constexpr, STAGES: gl.constexpr, KV_BUFS: gl.constexpr):
     """Group P of `_dkdv_group_p`, per tile of the persistent grid."""
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_M, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 16])
     cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
     s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
     it = 0
@@ -494,8 +496,10 @@ def _pdkdv_group_ds(desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, kv_emp
                     do_empty, pt_ready, pt_empty, n_tiles, tiles_n, N_CTX, n_m, sm_scale, HEAD_DIM: gl.constexpr,
                     BLOCK_M: gl.constexpr, STAGES: gl.constexpr, KV_BUFS: gl.constexpr):
     """Group dS of `_dkdv_group_ds`, per tile of the persistent grid."""
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_M, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 16])
     cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
     s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
     it = 0
@@ -645,7 +649,8 @@ def _ew_group_e(M, k_s, q_s, pt_s, dpd_s, ds_s, kv_ready, q_ready, q_empty, pt_r
     block j. P^T and dS^T go to shared memory for group W's dV and dK. K_REGS:
     K is read once into registers and S^T takes it as its A operand there
     (the wgmma then reads only Q from shared memory)."""
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_M, 16])
     cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
     s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
     mbarrier.wait(kv_ready, 0)
@@ -719,8 +724,10 @@ def _ew_group_w(desc_dk, desc_dv, Delta, k_s, v_s, q_s, do_s, pt_s, dpd_s, ds_s,
     (ptxas serializes every wgmma of a kernel whose accumulators stay in
     flight across the back edge: C7515), while group E's S^T of j + 1 keeps
     the tensor core busy."""
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_M, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 16])
     cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
     s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
     dv = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
@@ -1046,7 +1053,8 @@ def _dq_group_p(M, Delta, q_s, do_s, k_s, v_s, ds_s, qd_ready, k_ready, v_ready,
     """Group P (the default partition): S = Q K^T and dP = dO V^T of key
     block j, the exponentials of P under dP, dS = P (dP - Delta) into
     shared memory (a ring of two) for group dQ."""
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16])
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_N, 16])
     rows = gl.arange(0, TILE, layout=gl.SliceLayout(1, s_layout))
     s_zero = gl.zeros([TILE, BLOCK_N], gl.float32, s_layout)
     mbarrier.wait(qd_ready, 0)
@@ -1129,7 +1137,8 @@ def _dq_group_dq(desc_dq, q_s, k_s, ds_s, out_s, k_ready, k_empty, ds_ready, ds_
     """Group dQ (a 4-warp worker): dQ += dS K of key block j, keeping one
     wgmma in flight: block j's is issued before block j - 1's is waited
     for (and its dS slot and K slot released)."""
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 16])
     dq = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
     for j in range(n_n):
         s = j % STAGES
