@@ -106,6 +106,47 @@ LOG2E = gl.constexpr(1.44269504)
 # ---------------------------------------------------------------------------
 
 @gluon.jit
+def _load_pair(desc_a, desc_b, a_s, b_s, a_ready, b_ready, a_empty, b_empty, row, g, STAGES: gl.constexpr):
+    """The producer's load of ring iteration g: the blocks of `desc_a` and
+    `desc_b` at `row` into slot g % STAGES, each once its slot's readers
+    have released it (the first lap waits on parity 1 of a fresh barrier,
+    which returns at once)."""
+    s = g % STAGES
+    ph = ((g // STAGES) & 1) ^ 1
+    mbarrier.wait(a_empty.index(s), ph)
+    mbarrier.expect(a_ready.index(s), desc_a.block_type.nbytes)
+    _tma_load(desc_a, [row, 0], a_ready.index(s), a_s.index(s))
+    mbarrier.wait(b_empty.index(s), ph)
+    mbarrier.expect(b_ready.index(s), desc_b.block_type.nbytes)
+    _tma_load(desc_b, [row, 0], b_ready.index(s), b_s.index(s))
+
+
+@gluon.jit
+def _store_tile(desc, row, buf, val):
+    """A group's epilogue: `val` into shared buffer `buf`, then to global
+    memory at `row` through TMA, waited for."""
+    buf.store(val)
+    fence_async_shared()
+    _group_barrier()
+    _tma_store(desc, [row, 0], buf)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _store_dv_dk(desc_dv, desc_dk, row, k_t, v_t, dv, dk, sm_scale):
+    """A group's epilogue holding both accumulators: dV and dK (scaled)
+    through the tile's K and V buffers, which no other group reads any
+    more, to global memory at `row`, waited for."""
+    k_t.store(dv.to(gl.float16))
+    v_t.store((dk * sm_scale).to(gl.float16))
+    fence_async_shared()
+    _group_barrier()
+    _tma_store(desc_dv, [row, 0], k_t)
+    _tma_store(desc_dk, [row, 0], v_t)
+    tma.store_wait(0)
+
+
+@gluon.jit
 def _dkdv_producer(desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_ready, q_ready, do_ready, q_empty,
                    do_empty, kv_row, row0, n_m, BLOCK_M: gl.constexpr, STAGES: gl.constexpr):
     """One warp: the program's K and V tiles, then Q and dO of every query
@@ -116,60 +157,61 @@ def _dkdv_producer(desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_read
     _tma_load(desc_k, [kv_row, 0], kv_ready, k_s)
     _tma_load(desc_v, [kv_row, 0], kv_ready, v_s)
     for j in range(n_m):
-        s = j % STAGES
-        ph = ((j // STAGES) & 1) ^ 1
-        mbarrier.wait(q_empty.index(s), ph)
-        mbarrier.expect(q_ready.index(s), desc_q.block_type.nbytes)
-        _tma_load(desc_q, [row0 + j * BLOCK_M, 0], q_ready.index(s), q_s.index(s))
-        mbarrier.wait(do_empty.index(s), ph)
-        mbarrier.expect(do_ready.index(s), desc_do.block_type.nbytes)
-        _tma_load(desc_do, [row0 + j * BLOCK_M, 0], do_ready.index(s), do_s.index(s))
+        _load_pair(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M, j, STAGES)
 
 
 @gluon.jit
-def _dkdv_group_p(desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, q_ready, do_ready, q_empty, do_empty, pt_ready,
-                  pt_empty, kv_row, m_row, n_m, qk_scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
-                  STAGES: gl.constexpr, REG_A: gl.constexpr):
-    """Group P (the default partition): S^T = K Q^T and P^T of query block
-    j, then dV += P^T dO of block j - 1, with S^T issued first and P^T's
-    exponentials under that dV. P^T goes to shared memory (a ring of two)
-    for group dS and for dV's A operand. REG_A (an ablation): S^T takes K,
-    read once, and dV takes P^T from registers (P^T still goes to shared
-    memory for group dS)."""
+def _dkdv_p_tile(M, k_t, q_s, do_s, pt_s, kv_ready, kv_phase, q_ready, do_ready, q_empty, do_empty, pt_ready,
+                 pt_empty, m_row, n_m, g0, qk_scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
+                 STAGES: gl.constexpr, REG_A: gl.constexpr, REUSE: gl.constexpr):
+    """Group P's loop over one program's tile (K in `k_t`, ready at
+    `kv_phase` of `kv_ready`), its ring iterations numbered from g0: S^T =
+    K Q^T and P^T of query block j, then dV += P^T dO of block j - 1, with
+    S^T issued first and P^T's exponentials under that dV. P^T goes to
+    shared memory (a ring of two) for group dS and for dV's A operand.
+    Returns dV. REG_A (an ablation): S^T takes K, read once, and dV takes
+    P^T from registers (P^T still goes to shared memory for group dS).
+    REUSE: the P^T slots may hold an earlier tile's (a persistent grid), so
+    block 0 waits for its slot too."""
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
     s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
     dv = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
-    mbarrier.wait(kv_ready, 0)
+    mbarrier.wait(kv_ready, kv_phase)
     if REG_A:
-        k_op = k_s.load(gl.DotOperandLayout(operand_index=0, parent=s_layout, k_width=2))
+        k_op = k_t.load(gl.DotOperandLayout(operand_index=0, parent=s_layout, k_width=2))
     else:
-        k_op = k_s
+        k_op = k_t
 
     # Block 0: S^T and P^T alone.
-    mbarrier.wait(q_ready.index(0), 0)
-    s_tok = warpgroup_mma(k_op, q_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    s0 = g0 % STAGES
+    b0 = g0 % 2
+    mbarrier.wait(q_ready.index(s0), (g0 // STAGES) & 1)
+    s_tok = warpgroup_mma(k_op, q_s.index(s0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
     m = gl.load(M + m_row + cols)
     st = warpgroup_mma_wait(0, deps=[s_tok])
-    mbarrier.arrive(q_empty.index(0), count=1)
+    mbarrier.arrive(q_empty.index(s0), count=1)
     pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
     if REG_A:
         pt_op = gl.convert_layout(pt.to(gl.float16), a_layout)
-    pt_s.index(0).store(pt.to(gl.float16))
+    if REUSE:
+        mbarrier.wait(pt_empty.index(b0), ((g0 // 2) & 1) ^ 1)
+    pt_s.index(b0).store(pt.to(gl.float16))
     fence_async_shared()
     _group_barrier()
-    mbarrier.arrive(pt_ready.index(0), count=1)
+    mbarrier.arrive(pt_ready.index(b0), count=1)
 
     for j in range(1, n_m):
-        s = j % STAGES
-        sp = (j - 1) % STAGES
-        b = j % 2
-        bp = (j - 1) % 2
-        mbarrier.wait(q_ready.index(s), (j // STAGES) & 1)
+        g = g0 + j
+        s = g % STAGES
+        sp = (g - 1) % STAGES
+        b = g % 2
+        bp = (g - 1) % 2
+        mbarrier.wait(q_ready.index(s), (g // STAGES) & 1)
         s_tok = warpgroup_mma(k_op, q_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        mbarrier.wait(do_ready.index(sp), ((j - 1) // STAGES) & 1)
+        mbarrier.wait(do_ready.index(sp), ((g - 1) // STAGES) & 1)
         if REG_A:
             dv_tok = warpgroup_mma(pt_op, do_s.index(sp), dv, is_async=True)
         else:
@@ -182,7 +224,7 @@ def _dkdv_group_p(desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, q_ready, do_ready,
             pt_next = gl.convert_layout(pt.to(gl.float16), a_layout)
         # Slot b last held P^T of block j - 2: group dS has read it, and this
         # group's dV of j - 2 completed in the previous iteration.
-        mbarrier.wait(pt_empty.index(b), ((j // 2) & 1) ^ 1)
+        mbarrier.wait(pt_empty.index(b), ((g // 2) & 1) ^ 1)
         pt_s.index(b).store(pt.to(gl.float16))
         fence_async_shared()
         _group_barrier()
@@ -193,9 +235,10 @@ def _dkdv_group_p(desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, q_ready, do_ready,
         mbarrier.arrive(do_empty.index(sp), count=1)
         mbarrier.arrive(pt_empty.index(bp), count=1)
 
-    sl = (n_m - 1) % STAGES
-    bl = (n_m - 1) % 2
-    mbarrier.wait(do_ready.index(sl), ((n_m - 1) // STAGES) & 1)
+    gl_ = g0 + n_m - 1
+    sl = gl_ % STAGES
+    bl = gl_ % 2
+    mbarrier.wait(do_ready.index(sl), (gl_ // STAGES) & 1)
     if REG_A:
         dv_tok = warpgroup_mma(pt_op, do_s.index(sl), dv, is_async=True)
     else:
@@ -203,24 +246,31 @@ def _dkdv_group_p(desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, q_ready, do_ready,
     dv = warpgroup_mma_wait(0, deps=[dv_tok])
     mbarrier.arrive(do_empty.index(sl), count=1)
     mbarrier.arrive(pt_empty.index(bl), count=1)
-
-    # Epilogue through K's buffer (only this group reads K, and its last
-    # S^T has completed).
-    k_s.store(dv.to(gl.float16))
-    fence_async_shared()
-    _group_barrier()
-    _tma_store(desc_dv, [kv_row, 0], k_s)
-    tma.store_wait(0)
+    return dv
 
 
 @gluon.jit
-def _dkdv_group_ds(desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready, do_ready, q_empty, do_empty,
-                   pt_ready, pt_empty, kv_row, m_row, n_m, sm_scale, HEAD_DIM: gl.constexpr,
-                   BLOCK_M: gl.constexpr, STAGES: gl.constexpr, REG_A: gl.constexpr):
-    """Group dS (a 4-warp worker): dP^T = V dO^T of query block j, then
+def _dkdv_group_p(desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, q_ready, do_ready, q_empty, do_empty, pt_ready,
+                  pt_empty, kv_row, m_row, n_m, qk_scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
+                  STAGES: gl.constexpr, REG_A: gl.constexpr):
+    """Group P (the default partition): the program's tile
+    (`_dkdv_p_tile`), then dV through K's buffer (only this group reads K,
+    and its last S^T has completed)."""
+    dv = _dkdv_p_tile(M, k_s, q_s, do_s, pt_s, kv_ready, 0, q_ready, do_ready, q_empty, do_empty, pt_ready, pt_empty,
+                      m_row, n_m, 0, qk_scale, HEAD_DIM, BLOCK_M, STAGES, REG_A, False)
+    _store_tile(desc_dv, kv_row, k_s, dv.to(gl.float16))
+
+
+@gluon.jit
+def _dkdv_ds_tile(Delta, v_t, q_s, do_s, pt_s, ds_s, kv_ready, kv_phase, q_ready, do_ready, q_empty, do_empty,
+                  pt_ready, pt_empty, m_row, n_m, g0, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
+                  STAGES: gl.constexpr, REG_A: gl.constexpr):
+    """Group dS's loop over one program's tile (V in `v_t`), its ring
+    iterations numbered from g0: dP^T = V dO^T of query block j, then
     dK += dS^T Q of block j - 1, with dP^T issued first and dS^T of block j
     (from group P's P^T) formed under that dK. dS^T goes to shared memory
-    (a ring of two, this group's own) as dK's A operand; REG_A (an
+    (a ring of two, this group's own; an earlier tile's last dK has
+    completed) as dK's A operand. Returns dK (unscaled). REG_A (an
     ablation): dK takes dS^T from registers instead."""
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
@@ -228,41 +278,44 @@ def _dkdv_group_ds(desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready
     cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
     s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
     dk = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
-    mbarrier.wait(kv_ready, 0)
+    mbarrier.wait(kv_ready, kv_phase)
 
     # Block 0: dP^T and dS^T alone.
-    mbarrier.wait(do_ready.index(0), 0)
-    dp_tok = warpgroup_mma(v_s, do_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    s0 = g0 % STAGES
+    b0 = g0 % 2
+    mbarrier.wait(do_ready.index(s0), (g0 // STAGES) & 1)
+    dp_tok = warpgroup_mma(v_t, do_s.index(s0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
     delta = gl.load(Delta + m_row + cols)
     dpt = warpgroup_mma_wait(0, deps=[dp_tok])
-    mbarrier.arrive(do_empty.index(0), count=1)
-    mbarrier.wait(pt_ready.index(0), 0)
-    pt = pt_s.index(0).load(s_layout)
+    mbarrier.arrive(do_empty.index(s0), count=1)
+    mbarrier.wait(pt_ready.index(b0), (g0 // 2) & 1)
+    pt = pt_s.index(b0).load(s_layout)
     _group_barrier()
-    mbarrier.arrive(pt_empty.index(0), count=1)
+    mbarrier.arrive(pt_empty.index(b0), count=1)
     dst = pt.to(gl.float32) * (dpt - gl.expand_dims(delta, 0))
     if REG_A:
         ds_op = dst.to(gl.float16)
     else:
-        ds_s.index(0).store(dst.to(gl.float16))
+        ds_s.index(b0).store(dst.to(gl.float16))
         fence_async_shared()
         _group_barrier()
 
     for j in range(1, n_m):
-        s = j % STAGES
-        sp = (j - 1) % STAGES
-        b = j % 2
-        mbarrier.wait(do_ready.index(s), (j // STAGES) & 1)
-        dp_tok = warpgroup_mma(v_s, do_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        mbarrier.wait(q_ready.index(sp), ((j - 1) // STAGES) & 1)
+        g = g0 + j
+        s = g % STAGES
+        sp = (g - 1) % STAGES
+        b = g % 2
+        mbarrier.wait(do_ready.index(s), (g // STAGES) & 1)
+        dp_tok = warpgroup_mma(v_t, do_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        mbarrier.wait(q_ready.index(sp), ((g - 1) // STAGES) & 1)
         if REG_A:
             dk_tok = warpgroup_mma(gl.convert_layout(ds_op, a_layout), q_s.index(sp), dk, is_async=True)
         else:
-            dk_tok = warpgroup_mma(ds_s.index((j - 1) % 2), q_s.index(sp), dk, is_async=True)
+            dk_tok = warpgroup_mma(ds_s.index((g - 1) % 2), q_s.index(sp), dk, is_async=True)
         delta = gl.load(Delta + m_row + j * BLOCK_M + cols)
         dpt = warpgroup_mma_wait(1, deps=[dp_tok])
         mbarrier.arrive(do_empty.index(s), count=1)
-        mbarrier.wait(pt_ready.index(b), (j // 2) & 1)
+        mbarrier.wait(pt_ready.index(b), (g // 2) & 1)
         pt = pt_s.index(b).load(s_layout)
         _group_barrier()
         mbarrier.arrive(pt_empty.index(b), count=1)
@@ -280,21 +333,27 @@ def _dkdv_group_ds(desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready
             fence_async_shared()
             _group_barrier()
 
-    sl = (n_m - 1) % STAGES
-    mbarrier.wait(q_ready.index(sl), ((n_m - 1) // STAGES) & 1)
+    gl_ = g0 + n_m - 1
+    sl = gl_ % STAGES
+    mbarrier.wait(q_ready.index(sl), (gl_ // STAGES) & 1)
     if REG_A:
         dk_tok = warpgroup_mma(gl.convert_layout(ds_op, a_layout), q_s.index(sl), dk, is_async=True)
     else:
-        dk_tok = warpgroup_mma(ds_s.index((n_m - 1) % 2), q_s.index(sl), dk, is_async=True)
+        dk_tok = warpgroup_mma(ds_s.index(gl_ % 2), q_s.index(sl), dk, is_async=True)
     dk = warpgroup_mma_wait(0, deps=[dk_tok])
     mbarrier.arrive(q_empty.index(sl), count=1)
+    return dk
 
-    # Epilogue through V's buffer (only this group reads V).
-    v_s.store((dk * sm_scale).to(gl.float16))
-    fence_async_shared()
-    _group_barrier()
-    _tma_store(desc_dk, [kv_row, 0], v_s)
-    tma.store_wait(0)
+
+@gluon.jit
+def _dkdv_group_ds(desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready, do_ready, q_empty, do_empty,
+                   pt_ready, pt_empty, kv_row, m_row, n_m, sm_scale, HEAD_DIM: gl.constexpr,
+                   BLOCK_M: gl.constexpr, STAGES: gl.constexpr, REG_A: gl.constexpr):
+    """Group dS (a 4-warp worker): the program's tile (`_dkdv_ds_tile`),
+    then dK through V's buffer (only this group reads V)."""
+    dk = _dkdv_ds_tile(Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, 0, q_ready, do_ready, q_empty, do_empty, pt_ready,
+                       pt_empty, m_row, n_m, 0, HEAD_DIM, BLOCK_M, STAGES, REG_A)
+    _store_tile(desc_dk, kv_row, v_s, (dk * sm_scale).to(gl.float16))
 
 
 @gluon.jit
@@ -371,19 +430,6 @@ def _tile_rows(t, tiles_n, N_CTX):
 
 
 @gluon.jit
-def _pdkdv_load(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row, g,
-                STAGES: gl.constexpr):
-    s = g % STAGES
-    ph = ((g // STAGES) & 1) ^ 1
-    mbarrier.wait(q_empty.index(s), ph)
-    mbarrier.expect(q_ready.index(s), desc_q.block_type.nbytes)
-    _tma_load(desc_q, [row, 0], q_ready.index(s), q_s.index(s))
-    mbarrier.wait(do_empty.index(s), ph)
-    mbarrier.expect(do_ready.index(s), desc_do.block_type.nbytes)
-    _tma_load(desc_do, [row, 0], do_ready.index(s), do_s.index(s))
-
-
-@gluon.jit
 def _pdkdv_producer(desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_ready, kv_empty, q_ready, do_ready,
                     q_empty, do_empty, n_tiles, tiles_n, N_CTX, n_m, BLOCK_M: gl.constexpr, STAGES: gl.constexpr,
                     KV_BUFS: gl.constexpr):
@@ -402,15 +448,15 @@ def _pdkdv_producer(desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_rea
         g0 = it * n_m
         kb = it % KV_BUFS
         for j in range(n_first):
-            _pdkdv_load(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M, g0 + j,
-                        STAGES)
+            _load_pair(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M, g0 + j,
+                       STAGES)
         mbarrier.wait(kv_empty.index(kb), ((it // KV_BUFS) & 1) ^ 1)
         mbarrier.expect(kv_ready.index(kb), 2 * desc_k.block_type.nbytes)
         _tma_load(desc_k, [kv_row, 0], kv_ready.index(kb), k_s.index(kb))
         _tma_load(desc_v, [kv_row, 0], kv_ready.index(kb), v_s.index(kb))
         for j in range(n_first, n_m):
-            _pdkdv_load(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M, g0 + j,
-                        STAGES)
+            _load_pair(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M, g0 + j,
+                       STAGES)
         it += 1
 
 
@@ -418,74 +464,17 @@ def _pdkdv_producer(desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_rea
 def _pdkdv_group_p(desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, kv_empty, q_ready, do_ready, q_empty, do_empty,
                    pt_ready, pt_empty, n_tiles, tiles_n, N_CTX, n_m, qk_scale, HEAD_DIM: gl.constexpr,
                    BLOCK_M: gl.constexpr, STAGES: gl.constexpr, KV_BUFS: gl.constexpr):
-    """Group P of `_dkdv_group_p`, per tile of the persistent grid."""
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_M, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, HEAD_DIM, 16])
-    cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
-    s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
+    """Group P of `_dkdv_group_p`, per tile of the persistent grid: the K
+    buffer is released once dV has been stored through it."""
     it = 0
     for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
         kv_row, row0 = _tile_rows(t, tiles_n, N_CTX)
-        g0 = it * n_m
-        dv = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
         kb = it % KV_BUFS
         k_t = k_s.index(kb)
-        mbarrier.wait(kv_ready.index(kb), (it // KV_BUFS) & 1)
-
-        # Block 0: S^T and P^T alone.
-        s0 = g0 % STAGES
-        b0 = g0 % 2
-        mbarrier.wait(q_ready.index(s0), (g0 // STAGES) & 1)
-        s_tok = warpgroup_mma(k_t, q_s.index(s0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        m = gl.load(M + row0 + cols)
-        st = warpgroup_mma_wait(0, deps=[s_tok])
-        mbarrier.arrive(q_empty.index(s0), count=1)
-        pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
-        mbarrier.wait(pt_empty.index(b0), ((g0 // 2) & 1) ^ 1)
-        pt_s.index(b0).store(pt.to(gl.float16))
-        fence_async_shared()
-        _group_barrier()
-        mbarrier.arrive(pt_ready.index(b0), count=1)
-
-        for j in range(1, n_m):
-            g = g0 + j
-            s = g % STAGES
-            sp = (g - 1) % STAGES
-            b = g % 2
-            bp = (g - 1) % 2
-            mbarrier.wait(q_ready.index(s), (g // STAGES) & 1)
-            s_tok = warpgroup_mma(k_t, q_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            mbarrier.wait(do_ready.index(sp), ((g - 1) // STAGES) & 1)
-            dv_tok = warpgroup_mma(pt_s.index(bp), do_s.index(sp), dv, is_async=True)
-            m = gl.load(M + row0 + j * BLOCK_M + cols)
-            st = warpgroup_mma_wait(1, deps=[s_tok])
-            mbarrier.arrive(q_empty.index(s), count=1)
-            pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
-            mbarrier.wait(pt_empty.index(b), ((g // 2) & 1) ^ 1)
-            pt_s.index(b).store(pt.to(gl.float16))
-            fence_async_shared()
-            _group_barrier()
-            mbarrier.arrive(pt_ready.index(b), count=1)
-            dv = warpgroup_mma_wait(0, deps=[dv_tok])
-            mbarrier.arrive(do_empty.index(sp), count=1)
-            mbarrier.arrive(pt_empty.index(bp), count=1)
-
-        gl_ = g0 + n_m - 1
-        sl = gl_ % STAGES
-        bl = gl_ % 2
-        mbarrier.wait(do_ready.index(sl), (gl_ // STAGES) & 1)
-        dv_tok = warpgroup_mma(pt_s.index(bl), do_s.index(sl), dv, is_async=True)
-        dv = warpgroup_mma_wait(0, deps=[dv_tok])
-        mbarrier.arrive(do_empty.index(sl), count=1)
-        mbarrier.arrive(pt_empty.index(bl), count=1)
-
-        k_t.store(dv.to(gl.float16))
-        fence_async_shared()
-        _group_barrier()
-        _tma_store(desc_dv, [kv_row, 0], k_t)
-        tma.store_wait(0)
+        dv = _dkdv_p_tile(M, k_t, q_s, do_s, pt_s, kv_ready.index(kb), (it // KV_BUFS) & 1, q_ready, do_ready,
+                          q_empty, do_empty, pt_ready, pt_empty, row0, n_m, it * n_m, qk_scale, HEAD_DIM, BLOCK_M,
+                          STAGES, False, True)
+        _store_tile(desc_dv, kv_row, k_t, dv.to(gl.float16))
         _group_barrier()
         mbarrier.arrive(kv_empty.index(kb), count=1)
         it += 1
@@ -495,76 +484,17 @@ def _pdkdv_group_p(desc_dv, M, k_s, q_s, do_s, pt_s, kv_ready, kv_empty, q_ready
 def _pdkdv_group_ds(desc_dk, Delta, v_s, q_s, do_s, pt_s, ds_s, kv_ready, kv_empty, q_ready, do_ready, q_empty,
                     do_empty, pt_ready, pt_empty, n_tiles, tiles_n, N_CTX, n_m, sm_scale, HEAD_DIM: gl.constexpr,
                     BLOCK_M: gl.constexpr, STAGES: gl.constexpr, KV_BUFS: gl.constexpr):
-    """Group dS of `_dkdv_group_ds`, per tile of the persistent grid."""
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_M, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, HEAD_DIM, 16])
-    cols = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
-    s_zero = gl.zeros([TILE, BLOCK_M], gl.float32, s_layout)
+    """Group dS of `_dkdv_group_ds`, per tile of the persistent grid: the V
+    buffer is released once dK has been stored through it."""
     it = 0
     for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
         kv_row, row0 = _tile_rows(t, tiles_n, N_CTX)
-        g0 = it * n_m
-        dk = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
         kb = it % KV_BUFS
         v_t = v_s.index(kb)
-        mbarrier.wait(kv_ready.index(kb), (it // KV_BUFS) & 1)
-
-        # Block 0: dP^T and dS^T alone.
-        s0 = g0 % STAGES
-        b0 = g0 % 2
-        mbarrier.wait(do_ready.index(s0), (g0 // STAGES) & 1)
-        dp_tok = warpgroup_mma(v_t, do_s.index(s0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        delta = gl.load(Delta + row0 + cols)
-        dpt = warpgroup_mma_wait(0, deps=[dp_tok])
-        mbarrier.arrive(do_empty.index(s0), count=1)
-        mbarrier.wait(pt_ready.index(b0), (g0 // 2) & 1)
-        pt = pt_s.index(b0).load(s_layout)
-        _group_barrier()
-        mbarrier.arrive(pt_empty.index(b0), count=1)
-        dst = pt.to(gl.float32) * (dpt - gl.expand_dims(delta, 0))
-        # Slot b0 last held dS^T of the previous tile's block before last,
-        # whose dK completed in that tile.
-        ds_s.index(b0).store(dst.to(gl.float16))
-        fence_async_shared()
-        _group_barrier()
-
-        for j in range(1, n_m):
-            g = g0 + j
-            s = g % STAGES
-            sp = (g - 1) % STAGES
-            b = g % 2
-            mbarrier.wait(do_ready.index(s), (g // STAGES) & 1)
-            dp_tok = warpgroup_mma(v_t, do_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            mbarrier.wait(q_ready.index(sp), ((g - 1) // STAGES) & 1)
-            dk_tok = warpgroup_mma(ds_s.index((g - 1) % 2), q_s.index(sp), dk, is_async=True)
-            delta = gl.load(Delta + row0 + j * BLOCK_M + cols)
-            dpt = warpgroup_mma_wait(1, deps=[dp_tok])
-            mbarrier.arrive(do_empty.index(s), count=1)
-            mbarrier.wait(pt_ready.index(b), (g // 2) & 1)
-            pt = pt_s.index(b).load(s_layout)
-            _group_barrier()
-            mbarrier.arrive(pt_empty.index(b), count=1)
-            dst = pt.to(gl.float32) * (dpt - gl.expand_dims(delta, 0))
-            dk = warpgroup_mma_wait(0, deps=[dk_tok])
-            mbarrier.arrive(q_empty.index(sp), count=1)
-            ds_s.index(b).store(dst.to(gl.float16))
-            fence_async_shared()
-            _group_barrier()
-
-        gl_ = g0 + n_m - 1
-        sl = gl_ % STAGES
-        mbarrier.wait(q_ready.index(sl), (gl_ // STAGES) & 1)
-        dk_tok = warpgroup_mma(ds_s.index(gl_ % 2), q_s.index(sl), dk, is_async=True)
-        dk = warpgroup_mma_wait(0, deps=[dk_tok])
-        mbarrier.arrive(q_empty.index(sl), count=1)
-
-        v_t.store((dk * sm_scale).to(gl.float16))
-        fence_async_shared()
-        _group_barrier()
-        _tma_store(desc_dk, [kv_row, 0], v_t)
-        tma.store_wait(0)
+        dk = _dkdv_ds_tile(Delta, v_t, q_s, do_s, pt_s, ds_s, kv_ready.index(kb), (it // KV_BUFS) & 1, q_ready,
+                           do_ready, q_empty, do_empty, pt_ready, pt_empty, row0, n_m, it * n_m, HEAD_DIM, BLOCK_M,
+                           STAGES, False)
+        _store_tile(desc_dk, kv_row, v_t, (dk * sm_scale).to(gl.float16))
         _group_barrier()
         mbarrier.arrive(kv_empty.index(kb), count=1)
         it += 1
@@ -782,13 +712,7 @@ def _ew_group_w(desc_dk, desc_dv, Delta, k_s, v_s, q_s, do_s, pt_s, dpd_s, ds_s,
 
     # Epilogue through K's and V's buffers: group E's last S^T completed
     # before its last P^T, which this group has read.
-    k_s.store(dv.to(gl.float16))
-    v_s.store((dk * sm_scale).to(gl.float16))
-    fence_async_shared()
-    _group_barrier()
-    _tma_store(desc_dv, [kv_row, 0], k_s)
-    _tma_store(desc_dk, [kv_row, 0], v_s)
-    tma.store_wait(0)
+    _store_dv_dk(desc_dv, desc_dk, kv_row, k_s, v_s, dv, dk, sm_scale)
 
 
 @gluon.jit
@@ -874,15 +798,13 @@ def attn_bwd_dkdv_ew_kernel(sm_scale, M, Delta, desc_q, desc_do, desc_k, desc_v,
 # ---------------------------------------------------------------------------
 
 @gluon.jit
-def _single_dkdv_group(desc_dk, desc_dv, M, Delta, k_s, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready, do_ready,
-                       q_empty, do_empty, kv_row, m_row, n_m, qk_scale, sm_scale, HEAD_DIM: gl.constexpr,
-                       BLOCK_M: gl.constexpr, STAGES: gl.constexpr, PIPE: gl.constexpr):
-    """The compute group (the default partition). PIPE: iteration j issues
-    S^T and dP^T of query block j + 1, then dV += P^T dO and dK += dS^T Q of
-    block j, and forms P^T and dS^T of block j + 1 under dV and dK (2-slot
-    P^T and dS^T buffers); dV and dK complete within the iteration (C7515).
-    Without PIPE: the loop as fa_bwd writes it (S^T, dP^T, P^T, dS^T, dV,
-    dK of block j, each wgmma waited in its iteration)."""
+def _single_dkdv_pipelined(desc_dk, desc_dv, M, Delta, k_s, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready,
+                            do_ready, q_empty, do_empty, kv_row, m_row, n_m, qk_scale, sm_scale,
+                            HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr):
+    """The one-group dK/dV loop pipelined (PIPE): iteration j issues S^T and
+    dP^T of query block j + 1, then dV += P^T dO and dK += dS^T Q of block
+    j, and forms P^T and dS^T of block j + 1 under dV and dK (2-slot P^T
+    and dS^T buffers); dV and dK complete within the iteration (C7515)."""
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_M, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -892,88 +814,76 @@ def _single_dkdv_group(desc_dk, desc_dv, M, Delta, k_s, v_s, q_s, do_s, pt_s, ds
     dv = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
     dk = gl.zeros([TILE, HEAD_DIM], gl.float32, o_layout)
     mbarrier.wait(kv_ready, 0)
-    if PIPE:
-        # Block 0's S^T, dP^T, P^T and dS^T.
-        mbarrier.wait(q_ready.index(0), 0)
-        s_tok = warpgroup_mma(k_s, q_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        mbarrier.wait(do_ready.index(0), 0)
-        dp_tok = warpgroup_mma(v_s, do_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        m = gl.load(M + m_row + cols)
-        delta = gl.load(Delta + m_row + cols)
-        st = warpgroup_mma_wait(1, deps=[s_tok])
-        pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
-        dpt = warpgroup_mma_wait(0, deps=[dp_tok])
-        dst = pt * (dpt - gl.expand_dims(delta, 0))
-        pt_s.index(0).store(pt.to(gl.float16))
-        ds_s.index(0).store(dst.to(gl.float16))
-        fence_async_shared()
-        _group_barrier()
-        for j in range(0, n_m - 1):
-            s = j % STAGES
-            sn = (j + 1) % STAGES
-            b = j % 2
-            bn = (j + 1) % 2
-            ph = ((j + 1) // STAGES) & 1
-            mbarrier.wait(q_ready.index(sn), ph)
-            s_tok = warpgroup_mma(k_s, q_s.index(sn).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            mbarrier.wait(do_ready.index(sn), ph)
-            dp_tok = warpgroup_mma(v_s, do_s.index(sn).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            dv_tok = warpgroup_mma(pt_s.index(b), do_s.index(s), dv, is_async=True)
-            dk_tok = warpgroup_mma(ds_s.index(b), q_s.index(s), dk, is_async=True)
-            m = gl.load(M + m_row + (j + 1) * BLOCK_M + cols)
-            delta = gl.load(Delta + m_row + (j + 1) * BLOCK_M + cols)
-            st = warpgroup_mma_wait(3, deps=[s_tok])
-            pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
-            dpt = warpgroup_mma_wait(2, deps=[dp_tok])
-            dst = pt * (dpt - gl.expand_dims(delta, 0))
-            # Slot bn last held block j - 1's, whose dV and dK completed in
-            # the previous iteration.
-            pt_s.index(bn).store(pt.to(gl.float16))
-            ds_s.index(bn).store(dst.to(gl.float16))
-            fence_async_shared()
-            _group_barrier()
-            dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
-            mbarrier.arrive(q_empty.index(s), count=1)
-            mbarrier.arrive(do_empty.index(s), count=1)
-        sl = (n_m - 1) % STAGES
-        bl = (n_m - 1) % 2
-        dv_tok = warpgroup_mma(pt_s.index(bl), do_s.index(sl), dv, is_async=True)
-        dk_tok = warpgroup_mma(ds_s.index(bl), q_s.index(sl), dk, is_async=True)
-        dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
-        mbarrier.arrive(q_empty.index(sl), count=1)
-        mbarrier.arrive(do_empty.index(sl), count=1)
-    else:
-        for j in range(n_m):
-            s = j % STAGES
-            ph = (j // STAGES) & 1
-            mbarrier.wait(q_ready.index(s), ph)
-            s_tok = warpgroup_mma(k_s, q_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            mbarrier.wait(do_ready.index(s), ph)
-            dp_tok = warpgroup_mma(v_s, do_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            m = gl.load(M + m_row + j * BLOCK_M + cols)
-            delta = gl.load(Delta + m_row + j * BLOCK_M + cols)
-            st = warpgroup_mma_wait(1, deps=[s_tok])
-            pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
-            dpt = warpgroup_mma_wait(0, deps=[dp_tok])
-            dst = pt * (dpt - gl.expand_dims(delta, 0))
-            pt_s.index(0).store(pt.to(gl.float16))
-            ds_s.index(0).store(dst.to(gl.float16))
-            fence_async_shared()
-            _group_barrier()
-            dv_tok = warpgroup_mma(pt_s.index(0), do_s.index(s), dv, is_async=True)
-            dk_tok = warpgroup_mma(ds_s.index(0), q_s.index(s), dk, is_async=True)
-            dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
-            mbarrier.arrive(q_empty.index(s), count=1)
-            mbarrier.arrive(do_empty.index(s), count=1)
-
-    # Epilogue through K's and V's buffers (this group is their only reader).
-    k_s.store(dv.to(gl.float16))
-    v_s.store((dk * sm_scale).to(gl.float16))
+    # Block 0's S^T, dP^T, P^T and dS^T.
+    mbarrier.wait(q_ready.index(0), 0)
+    s_tok = warpgroup_mma(k_s, q_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    mbarrier.wait(do_ready.index(0), 0)
+    dp_tok = warpgroup_mma(v_s, do_s.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    m = gl.load(M + m_row + cols)
+    delta = gl.load(Delta + m_row + cols)
+    st = warpgroup_mma_wait(1, deps=[s_tok])
+    pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
+    dpt = warpgroup_mma_wait(0, deps=[dp_tok])
+    dst = pt * (dpt - gl.expand_dims(delta, 0))
+    pt_s.index(0).store(pt.to(gl.float16))
+    ds_s.index(0).store(dst.to(gl.float16))
     fence_async_shared()
     _group_barrier()
-    _tma_store(desc_dv, [kv_row, 0], k_s)
-    _tma_store(desc_dk, [kv_row, 0], v_s)
-    tma.store_wait(0)
+    for j in range(0, n_m - 1):
+        s = j % STAGES
+        sn = (j + 1) % STAGES
+        b = j % 2
+        bn = (j + 1) % 2
+        ph = ((j + 1) // STAGES) & 1
+        mbarrier.wait(q_ready.index(sn), ph)
+        s_tok = warpgroup_mma(k_s, q_s.index(sn).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        mbarrier.wait(do_ready.index(sn), ph)
+        dp_tok = warpgroup_mma(v_s, do_s.index(sn).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        dv_tok = warpgroup_mma(pt_s.index(b), do_s.index(s), dv, is_async=True)
+        dk_tok = warpgroup_mma(ds_s.index(b), q_s.index(s), dk, is_async=True)
+        m = gl.load(M + m_row + (j + 1) * BLOCK_M + cols)
+        delta = gl.load(Delta + m_row + (j + 1) * BLOCK_M + cols)
+        st = warpgroup_mma_wait(3, deps=[s_tok])
+        pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
+        dpt = warpgroup_mma_wait(2, deps=[dp_tok])
+        dst = pt * (dpt - gl.expand_dims(delta, 0))
+        # Slot bn last held block j - 1's, whose dV and dK completed in
+        # the previous iteration.
+        pt_s.index(bn).store(pt.to(gl.float16))
+        ds_s.index(bn).store(dst.to(gl.float16))
+        fence_async_shared()
+        _group_barrier()
+        dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
+        mbarrier.arrive(q_empty.index(s), count=1)
+        mbarrier.arrive(do_empty.index(s), count=1)
+    sl = (n_m - 1) % STAGES
+    bl = (n_m - 1) % 2
+    dv_tok = warpgroup_mma(pt_s.index(bl), do_s.index(sl), dv, is_async=True)
+    dk_tok = warpgroup_mma(ds_s.index(bl), q_s.index(sl), dk, is_async=True)
+    dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
+    mbarrier.arrive(q_empty.index(sl), count=1)
+    mbarrier.arrive(do_empty.index(sl), count=1)
+
+    # Epilogue through K's and V's buffers (this group is their only reader).
+    _store_dv_dk(desc_dv, desc_dk, kv_row, k_s, v_s, dv, dk, sm_scale)
+
+
+@gluon.jit
+def _single_dkdv_group(desc_dk, desc_dv, M, Delta, k_s, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready, do_ready,
+                       q_empty, do_empty, kv_row, m_row, n_m, qk_scale, sm_scale, HEAD_DIM: gl.constexpr,
+                       BLOCK_M: gl.constexpr, STAGES: gl.constexpr, PIPE: gl.constexpr):
+    """The compute group (the default partition): pipelined
+    (`_single_dkdv_pipelined`), or without PIPE the loop as fa_bwd writes it
+    (`_dkdv_serial`: S^T, dP^T, P^T, dS^T, dV, dK of block j, each wgmma
+    waited in its iteration)."""
+    if PIPE:
+        _single_dkdv_pipelined(desc_dk, desc_dv, M, Delta, k_s, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready,
+                               do_ready, q_empty, do_empty, kv_row, m_row, n_m, qk_scale, sm_scale, HEAD_DIM, BLOCK_M,
+                               STAGES)
+    else:
+        _dkdv_serial(desc_dk, desc_dv, M, Delta, k_s, v_s, q_s, do_s, pt_s.index(0), ds_s.index(0), kv_ready, q_ready,
+                     do_ready, q_empty, do_empty, kv_row, m_row, n_m, qk_scale, sm_scale, 0, TILE, HEAD_DIM, BLOCK_M,
+                     STAGES)
 
 
 @gluon.jit
@@ -1037,14 +947,7 @@ def _dq_producer(desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_ready,
     _tma_load(desc_q, [q_row, 0], qd_ready, q_s)
     _tma_load(desc_do, [q_row, 0], qd_ready, do_s)
     for j in range(n_n):
-        s = j % STAGES
-        ph = ((j // STAGES) & 1) ^ 1
-        mbarrier.wait(k_empty.index(s), ph)
-        mbarrier.expect(k_ready.index(s), desc_k.block_type.nbytes)
-        _tma_load(desc_k, [row0 + j * BLOCK_N, 0], k_ready.index(s), k_s.index(s))
-        mbarrier.wait(v_empty.index(s), ph)
-        mbarrier.expect(v_ready.index(s), desc_v.block_type.nbytes)
-        _tma_load(desc_v, [row0 + j * BLOCK_N, 0], v_ready.index(s), v_s.index(s))
+        _load_pair(desc_k, desc_v, k_s, v_s, k_ready, v_ready, k_empty, v_empty, row0 + j * BLOCK_N, j, STAGES)
 
 
 @gluon.jit
@@ -1235,29 +1138,22 @@ def _rows_dkdv_producer(desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv
         _tma_load(desc_k, [kv_row + c * SUB, 0], kv_ready.index(c), k_s.index(c))
         _tma_load(desc_v, [kv_row + c * SUB, 0], kv_ready.index(c), v_s.index(c))
     for j in range(n_m):
-        s = j % STAGES
-        ph = ((j // STAGES) & 1) ^ 1
-        mbarrier.wait(q_empty.index(s), ph)
-        mbarrier.expect(q_ready.index(s), desc_q.block_type.nbytes)
-        _tma_load(desc_q, [row0 + j * BLOCK_M, 0], q_ready.index(s), q_s.index(s))
-        mbarrier.wait(do_empty.index(s), ph)
-        mbarrier.expect(do_ready.index(s), desc_do.block_type.nbytes)
-        _tma_load(desc_do, [row0 + j * BLOCK_M, 0], do_ready.index(s), do_s.index(s))
+        _load_pair(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M, j, STAGES)
 
 
 @gluon.jit
-def _rows_dkdv_group(desc_dk, desc_dv, M, Delta, k_s, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready, do_ready,
-                     q_empty, do_empty, kv_row, m_row, n_m, qk_scale, sm_scale, C: gl.constexpr,
-                     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr):
-    """Compute group C: key rows [C * 64, C * 64 + 64) of the program's
-    tile. Iteration j issues S^T and dP^T of query block j, forms P^T under
-    dP^T, then dS^T, writes both to this group's shared buffers, and issues
-    dV += P^T dO and dK += dS^T Q, which complete before the next
-    iteration (ptxas serializes every wgmma of the kernel when both
-    accumulators stay in flight across the loop's back edge: C7515, "non
-    wgmma instructions defining accumulator registers"); the other group's
-    wgmmas fill the tensor core meanwhile."""
-    SUB: gl.constexpr = desc_dk.block_type.shape[0]
+def _dkdv_serial(desc_dk, desc_dv, M, Delta, k_t, v_t, q_s, do_s, pt_b, ds_b, kv_ready, q_ready, do_ready, q_empty,
+                 do_empty, kv_row, m_row, n_m, qk_scale, sm_scale, C: gl.constexpr, SUB: gl.constexpr,
+                 HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr):
+    """The dK/dV loop as fa_bwd writes it, for the SUB key rows in `k_t`,
+    `v_t` (rows kv_row + C * SUB on, ready on `kv_ready`): iteration j issues S^T and dP^T of query
+    block j, forms P^T under dP^T, then dS^T, writes both to the group's
+    buffers `pt_b`, `ds_b`, and issues dV += P^T dO and dK += dS^T Q,
+    which complete before the next iteration (ptxas serializes every wgmma
+    of the kernel when both accumulators stay in flight across the loop's
+    back edge: C7515, "non wgmma instructions defining accumulator
+    registers"). Then dV and dK go out through `k_t` and `v_t` (no other
+    group reads them)."""
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_M, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -1266,42 +1162,44 @@ def _rows_dkdv_group(desc_dk, desc_dv, M, Delta, k_s, v_s, q_s, do_s, pt_s, ds_s
     s_zero = gl.zeros([SUB, BLOCK_M], gl.float32, s_layout)
     dv = gl.zeros([SUB, HEAD_DIM], gl.float32, o_layout)
     dk = gl.zeros([SUB, HEAD_DIM], gl.float32, o_layout)
-    k_c = k_s.index(C)
-    v_c = v_s.index(C)
-    pt_c = pt_s.index(C)
-    ds_c = ds_s.index(C)
-    mbarrier.wait(kv_ready.index(C), 0)
+    mbarrier.wait(kv_ready, 0)
     for j in range(n_m):
         s = j % STAGES
         ph = (j // STAGES) & 1
         mbarrier.wait(q_ready.index(s), ph)
-        s_tok = warpgroup_mma(k_c, q_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        s_tok = warpgroup_mma(k_t, q_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         mbarrier.wait(do_ready.index(s), ph)
-        dp_tok = warpgroup_mma(v_c, do_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        dp_tok = warpgroup_mma(v_t, do_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         m = gl.load(M + m_row + j * BLOCK_M + cols)
         delta = gl.load(Delta + m_row + j * BLOCK_M + cols)
         st = warpgroup_mma_wait(1, deps=[s_tok])
         pt = gl.exp2(st * qk_scale - gl.expand_dims(m, 0))
         dpt = warpgroup_mma_wait(0, deps=[dp_tok])
         dst = pt * (dpt - gl.expand_dims(delta, 0))
-        pt_c.store(pt.to(gl.float16))
-        ds_c.store(dst.to(gl.float16))
+        pt_b.store(pt.to(gl.float16))
+        ds_b.store(dst.to(gl.float16))
         fence_async_shared()
         _group_barrier()
-        dv_tok = warpgroup_mma(pt_c, do_s.index(s), dv, is_async=True)
-        dk_tok = warpgroup_mma(ds_c, q_s.index(s), dk, is_async=True)
+        dv_tok = warpgroup_mma(pt_b, do_s.index(s), dv, is_async=True)
+        dk_tok = warpgroup_mma(ds_b, q_s.index(s), dk, is_async=True)
         dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
         mbarrier.arrive(q_empty.index(s), count=1)
         mbarrier.arrive(do_empty.index(s), count=1)
 
-    # Epilogue through this group's K and V halves (no other group reads them).
-    k_c.store(dv.to(gl.float16))
-    v_c.store((dk * sm_scale).to(gl.float16))
-    fence_async_shared()
-    _group_barrier()
-    _tma_store(desc_dv, [kv_row + C * SUB, 0], k_c)
-    _tma_store(desc_dk, [kv_row + C * SUB, 0], v_c)
-    tma.store_wait(0)
+    _store_dv_dk(desc_dv, desc_dk, kv_row + C * SUB, k_t, v_t, dv, dk, sm_scale)
+
+
+@gluon.jit
+def _rows_dkdv_group(desc_dk, desc_dv, M, Delta, k_s, v_s, q_s, do_s, pt_s, ds_s, kv_ready, q_ready, do_ready,
+                     q_empty, do_empty, kv_row, m_row, n_m, qk_scale, sm_scale, C: gl.constexpr,
+                     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr):
+    """Compute group C: key rows [C * 64, C * 64 + 64) of the program's
+    tile, the loop as written (`_dkdv_serial`); the other group's wgmmas
+    fill the tensor core while this one forms P^T and dS^T."""
+    SUB: gl.constexpr = desc_dk.block_type.shape[0]
+    _dkdv_serial(desc_dk, desc_dv, M, Delta, k_s.index(C), v_s.index(C), q_s, do_s, pt_s.index(C), ds_s.index(C),
+                 kv_ready.index(C), q_ready, do_ready, q_empty, do_empty, kv_row, m_row, n_m, qk_scale, sm_scale, C,
+                 SUB, HEAD_DIM, BLOCK_M, STAGES)
 
 
 @gluon.jit
@@ -1369,28 +1267,22 @@ def _rows_dq_producer(desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_r
         _tma_load(desc_q, [q_row + c * SUB, 0], qd_ready.index(c), q_s.index(c))
         _tma_load(desc_do, [q_row + c * SUB, 0], qd_ready.index(c), do_s.index(c))
     for j in range(n_n):
-        s = j % STAGES
-        ph = ((j // STAGES) & 1) ^ 1
-        mbarrier.wait(k_empty.index(s), ph)
-        mbarrier.expect(k_ready.index(s), desc_k.block_type.nbytes)
-        _tma_load(desc_k, [row0 + j * BLOCK_N, 0], k_ready.index(s), k_s.index(s))
-        mbarrier.wait(v_empty.index(s), ph)
-        mbarrier.expect(v_ready.index(s), desc_v.block_type.nbytes)
-        _tma_load(desc_v, [row0 + j * BLOCK_N, 0], v_ready.index(s), v_s.index(s))
+        _load_pair(desc_k, desc_v, k_s, v_s, k_ready, v_ready, k_empty, v_empty, row0 + j * BLOCK_N, j, STAGES)
 
 
 @gluon.jit
-def _rows_dq_group(desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_ready, k_empty, v_empty, q_row,
-                   m_row, n_n, qk_scale, sm_scale, C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
-                   STAGES: gl.constexpr, DQ_INFLIGHT: gl.constexpr):
-    """Compute group C: query rows [C * 64, C * 64 + 64). Iteration j issues
-    S and dP of key block j, forms P under dP, then dS, and issues
-    dQ += dS K (A from registers), which completes within the iteration, as
-    in twill's schedule (one stage); the other group's wgmmas fill the
-    tensor core meanwhile. DQ_INFLIGHT (an ablation) leaves it in flight
+def _rows_dq_tile(M, Delta, q_s, do_s, i, k_s, v_s, qd_ready, qd_phase, k_ready, v_ready, k_empty, v_empty, m_row,
+                  n_n, g0, qk_scale, C: gl.constexpr, SUB: gl.constexpr, HEAD_DIM: gl.constexpr,
+                  BLOCK_N: gl.constexpr, STAGES: gl.constexpr, DQ_INFLIGHT: gl.constexpr):
+    """Compute group C's loop over query rows [m_row + C * SUB, + SUB) (Q and
+    dO in buffer i of `q_s`, `do_s`, ready at `qd_phase` of `qd_ready`), its ring
+    iterations numbered from g0: iteration j issues S and dP of key block
+    j, forms P under dP, then dS, and issues dQ += dS K (A from registers),
+    which completes within the iteration, as in twill's schedule (one
+    stage); the other group's wgmmas fill the tensor core meanwhile.
+    Returns dQ (unscaled). DQ_INFLIGHT (an ablation) leaves it in flight
     until the next iteration's first wait instead, which makes ptxas
     serialize every wgmma of the kernel at 128-key steps (C7515)."""
-    SUB: gl.constexpr = desc_dq.block_type.shape[0]
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -1402,14 +1294,15 @@ def _rows_dq_group(desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_
         dq = warpgroup_mma_init(gl.zeros([SUB, HEAD_DIM], gl.float32, o_layout))
     else:
         dq = gl.zeros([SUB, HEAD_DIM], gl.float32, o_layout)
-    q_c = q_s.index(C)
-    do_c = do_s.index(C)
+    q_c = q_s.index(i)
+    do_c = do_s.index(i)
     m = gl.expand_dims(gl.load(M + m_row + C * SUB + rows), 1)
     delta = gl.expand_dims(gl.load(Delta + m_row + C * SUB + rows), 1)
-    mbarrier.wait(qd_ready.index(C), 0)
+    mbarrier.wait(qd_ready.index(i), qd_phase)
     for j in range(n_n):
-        s = j % STAGES
-        ph = (j // STAGES) & 1
+        g = g0 + j
+        s = g % STAGES
+        ph = (g // STAGES) & 1
         mbarrier.wait(k_ready.index(s), ph)
         s_tok = warpgroup_mma(q_c, k_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         mbarrier.wait(v_ready.index(s), ph)
@@ -1417,7 +1310,7 @@ def _rows_dq_group(desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_
         if DQ_INFLIGHT:
             st, dq = warpgroup_mma_wait(1, deps=[s_tok, dq])
             if j > 0:
-                mbarrier.arrive(k_empty.index((j - 1) % STAGES), count=1)
+                mbarrier.arrive(k_empty.index((g - 1) % STAGES), count=1)
         else:
             st = warpgroup_mma_wait(1, deps=[s_tok])
         p = gl.exp2(st * qk_scale - m)
@@ -1432,14 +1325,20 @@ def _rows_dq_group(desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_
             mbarrier.arrive(k_empty.index(s), count=1)
     if DQ_INFLIGHT:
         dq = warpgroup_mma_wait(0, deps=[dq])
-        mbarrier.arrive(k_empty.index((n_n - 1) % STAGES), count=1)
+        mbarrier.arrive(k_empty.index((g0 + n_n - 1) % STAGES), count=1)
+    return dq
 
-    # Epilogue through this group's Q half (no other group reads it).
-    q_c.store((dq * sm_scale).to(gl.float16))
-    fence_async_shared()
-    _group_barrier()
-    _tma_store(desc_dq, [q_row + C * SUB, 0], q_c)
-    tma.store_wait(0)
+
+@gluon.jit
+def _rows_dq_group(desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, k_ready, v_ready, k_empty, v_empty, q_row,
+                   m_row, n_n, qk_scale, sm_scale, C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
+                   STAGES: gl.constexpr, DQ_INFLIGHT: gl.constexpr):
+    """Compute group C: query rows [C * 64, C * 64 + 64) (`_rows_dq_tile`),
+    then dQ through this group's Q half (no other group reads it)."""
+    SUB: gl.constexpr = desc_dq.block_type.shape[0]
+    dq = _rows_dq_tile(M, Delta, q_s, do_s, C, k_s, v_s, qd_ready, 0, k_ready, v_ready, k_empty, v_empty, m_row, n_n,
+                       0, qk_scale, C, SUB, HEAD_DIM, BLOCK_N, STAGES, DQ_INFLIGHT)
+    _store_tile(desc_dq, q_row + C * SUB, q_s.index(C), (dq * sm_scale).to(gl.float16))
 
 
 @gluon.jit
@@ -1515,15 +1414,8 @@ def _prows_dq_producer(desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_
             _tma_load(desc_q, [q_row + c * SUB, 0], qd_ready.index(i), q_s.index(i))
             _tma_load(desc_do, [q_row + c * SUB, 0], qd_ready.index(i), do_s.index(i))
         for j in range(n_n):
-            g = it * n_n + j
-            s = g % STAGES
-            ph = ((g // STAGES) & 1) ^ 1
-            mbarrier.wait(k_empty.index(s), ph)
-            mbarrier.expect(k_ready.index(s), desc_k.block_type.nbytes)
-            _tma_load(desc_k, [row0 + j * BLOCK_N, 0], k_ready.index(s), k_s.index(s))
-            mbarrier.wait(v_empty.index(s), ph)
-            mbarrier.expect(v_ready.index(s), desc_v.block_type.nbytes)
-            _tma_load(desc_v, [row0 + j * BLOCK_N, 0], v_ready.index(s), v_s.index(s))
+            _load_pair(desc_k, desc_v, k_s, v_s, k_ready, v_ready, k_empty, v_empty, row0 + j * BLOCK_N, it * n_n + j,
+                       STAGES)
         it += 1
 
 
@@ -1531,48 +1423,16 @@ def _prows_dq_producer(desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_
 def _prows_dq_group(desc_dq, M, Delta, q_s, do_s, k_s, v_s, qd_ready, qd_empty, k_ready, v_ready, k_empty, v_empty,
                     n_tiles, tiles_n, N_CTX, n_n, qk_scale, sm_scale, C: gl.constexpr, HEAD_DIM: gl.constexpr,
                     BLOCK_N: gl.constexpr, STAGES: gl.constexpr, QD_BUFS: gl.constexpr):
-    """Compute group C of `_rows_dq_group`, per tile of the persistent grid."""
+    """Compute group C of `_rows_dq_group`, per tile of the persistent grid:
+    its Q and dO buffer is released once dQ has been stored through it."""
     SUB: gl.constexpr = desc_dq.block_type.shape[0]
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_N, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, HEAD_DIM, 16])
-    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    rows = gl.arange(0, SUB, layout=gl.SliceLayout(1, s_layout))
-    s_zero = gl.zeros([SUB, BLOCK_N], gl.float32, s_layout)
     it = 0
     for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
         q_row, row0 = _tile_rows(t, tiles_n, N_CTX)
         i = (it % QD_BUFS) * 2 + C
-        q_c = q_s.index(i)
-        do_c = do_s.index(i)
-        dq = gl.zeros([SUB, HEAD_DIM], gl.float32, o_layout)
-        m = gl.expand_dims(gl.load(M + q_row + C * SUB + rows), 1)
-        delta = gl.expand_dims(gl.load(Delta + q_row + C * SUB + rows), 1)
-        mbarrier.wait(qd_ready.index(i), (it // QD_BUFS) & 1)
-        for j in range(n_n):
-            g = it * n_n + j
-            s = g % STAGES
-            ph = (g // STAGES) & 1
-            mbarrier.wait(k_ready.index(s), ph)
-            s_tok = warpgroup_mma(q_c, k_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            mbarrier.wait(v_ready.index(s), ph)
-            dp_tok = warpgroup_mma(do_c, v_s.index(s).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            st = warpgroup_mma_wait(1, deps=[s_tok])
-            p = gl.exp2(st * qk_scale - m)
-            dp = warpgroup_mma_wait(0, deps=[dp_tok])
-            mbarrier.arrive(v_empty.index(s), count=1)
-            ds16 = gl.convert_layout((p * (dp - delta)).to(gl.float16), a_layout)
-            dq_tok = warpgroup_mma(ds16, k_s.index(s), dq, is_async=True)
-            dq, ds16 = warpgroup_mma_wait(0, deps=[dq_tok, ds16])
-            mbarrier.arrive(k_empty.index(s), count=1)
-
-        # Epilogue through this group's Q half, released once stored.
-        q_c.store((dq * sm_scale).to(gl.float16))
-        fence_async_shared()
-        _group_barrier()
-        _tma_store(desc_dq, [q_row + C * SUB, 0], q_c)
-        tma.store_wait(0)
+        dq = _rows_dq_tile(M, Delta, q_s, do_s, i, k_s, v_s, qd_ready, (it // QD_BUFS) & 1, k_ready, v_ready, k_empty,
+                           v_empty, q_row, n_n, it * n_n, qk_scale, C, SUB, HEAD_DIM, BLOCK_N, STAGES, False)
+        _store_tile(desc_dq, q_row + C * SUB, q_s.index(i), (dq * sm_scale).to(gl.float16))
         _group_barrier()
         mbarrier.arrive(qd_empty.index(i), count=1)
         it += 1
