@@ -92,6 +92,7 @@ import gluon_hopper
 from gluon_hopper import desc_type as _desc_type
 from gluon_hopper import group_barrier as _group_barrier
 from gluon_hopper import nvmma_layout as _layout
+from gluon_hopper import ring_load_pair as _ring_load_pair
 from gluon_hopper import tma_load as _tma_load
 from gluon_hopper import tma_store as _tma_store
 
@@ -104,22 +105,6 @@ LOG2E = gl.constexpr(1.44269504)
 # ---------------------------------------------------------------------------
 # The dK/dV loop.
 # ---------------------------------------------------------------------------
-
-@gluon.jit
-def _load_pair(desc_a, desc_b, a_s, b_s, a_ready, b_ready, a_empty, b_empty, row, g, STAGES: gl.constexpr):
-    """The producer's load of ring iteration g: the blocks of `desc_a` and
-    `desc_b` at `row` into slot g % STAGES, each once its slot's readers
-    have released it (the first lap waits on parity 1 of a fresh barrier,
-    which returns at once)."""
-    s = g % STAGES
-    ph = ((g // STAGES) & 1) ^ 1
-    mbarrier.wait(a_empty.index(s), ph)
-    mbarrier.expect(a_ready.index(s), desc_a.block_type.nbytes)
-    _tma_load(desc_a, [row, 0], a_ready.index(s), a_s.index(s))
-    mbarrier.wait(b_empty.index(s), ph)
-    mbarrier.expect(b_ready.index(s), desc_b.block_type.nbytes)
-    _tma_load(desc_b, [row, 0], b_ready.index(s), b_s.index(s))
-
 
 @gluon.jit
 def _store_tile(desc, row, buf, val):
@@ -157,7 +142,7 @@ def _dkdv_producer(desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_read
     _tma_load(desc_k, [kv_row, 0], kv_ready, k_s)
     _tma_load(desc_v, [kv_row, 0], kv_ready, v_s)
     for j in range(n_m):
-        _load_pair(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M, j, STAGES)
+        _ring_load_pair(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M, j, STAGES)
 
 
 @gluon.jit
@@ -448,15 +433,15 @@ def _pdkdv_producer(desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv_rea
         g0 = it * n_m
         kb = it % KV_BUFS
         for j in range(n_first):
-            _load_pair(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M, g0 + j,
-                       STAGES)
+            _ring_load_pair(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M,
+                            g0 + j, STAGES)
         mbarrier.wait(kv_empty.index(kb), ((it // KV_BUFS) & 1) ^ 1)
         mbarrier.expect(kv_ready.index(kb), 2 * desc_k.block_type.nbytes)
         _tma_load(desc_k, [kv_row, 0], kv_ready.index(kb), k_s.index(kb))
         _tma_load(desc_v, [kv_row, 0], kv_ready.index(kb), v_s.index(kb))
         for j in range(n_first, n_m):
-            _load_pair(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M, g0 + j,
-                       STAGES)
+            _ring_load_pair(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M,
+                            g0 + j, STAGES)
         it += 1
 
 
@@ -947,7 +932,7 @@ def _dq_producer(desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_ready,
     _tma_load(desc_q, [q_row, 0], qd_ready, q_s)
     _tma_load(desc_do, [q_row, 0], qd_ready, do_s)
     for j in range(n_n):
-        _load_pair(desc_k, desc_v, k_s, v_s, k_ready, v_ready, k_empty, v_empty, row0 + j * BLOCK_N, j, STAGES)
+        _ring_load_pair(desc_k, desc_v, k_s, v_s, k_ready, v_ready, k_empty, v_empty, row0 + j * BLOCK_N, j, STAGES)
 
 
 @gluon.jit
@@ -1138,7 +1123,7 @@ def _rows_dkdv_producer(desc_q, desc_do, desc_k, desc_v, k_s, v_s, q_s, do_s, kv
         _tma_load(desc_k, [kv_row + c * SUB, 0], kv_ready.index(c), k_s.index(c))
         _tma_load(desc_v, [kv_row + c * SUB, 0], kv_ready.index(c), v_s.index(c))
     for j in range(n_m):
-        _load_pair(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M, j, STAGES)
+        _ring_load_pair(desc_q, desc_do, q_s, do_s, q_ready, do_ready, q_empty, do_empty, row0 + j * BLOCK_M, j, STAGES)
 
 
 @gluon.jit
@@ -1267,7 +1252,7 @@ def _rows_dq_producer(desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_r
         _tma_load(desc_q, [q_row + c * SUB, 0], qd_ready.index(c), q_s.index(c))
         _tma_load(desc_do, [q_row + c * SUB, 0], qd_ready.index(c), do_s.index(c))
     for j in range(n_n):
-        _load_pair(desc_k, desc_v, k_s, v_s, k_ready, v_ready, k_empty, v_empty, row0 + j * BLOCK_N, j, STAGES)
+        _ring_load_pair(desc_k, desc_v, k_s, v_s, k_ready, v_ready, k_empty, v_empty, row0 + j * BLOCK_N, j, STAGES)
 
 
 @gluon.jit
@@ -1414,8 +1399,8 @@ def _prows_dq_producer(desc_q, desc_do, desc_k, desc_v, q_s, do_s, k_s, v_s, qd_
             _tma_load(desc_q, [q_row + c * SUB, 0], qd_ready.index(i), q_s.index(i))
             _tma_load(desc_do, [q_row + c * SUB, 0], qd_ready.index(i), do_s.index(i))
         for j in range(n_n):
-            _load_pair(desc_k, desc_v, k_s, v_s, k_ready, v_ready, k_empty, v_empty, row0 + j * BLOCK_N, it * n_n + j,
-                       STAGES)
+            _ring_load_pair(desc_k, desc_v, k_s, v_s, k_ready, v_ready, k_empty, v_empty, row0 + j * BLOCK_N,
+                            it * n_n + j, STAGES)
         it += 1
 
 

@@ -69,6 +69,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 import gluon_hopper
 from gluon_hopper import desc_type as _desc_type
 from gluon_hopper import nvmma_layout as _layout
+from gluon_hopper import ring_load_pair as _ring_load_pair
 from gluon_hopper import tma_load as _tma_load
 from gluon_hopper import tma_store as _tma_store
 
@@ -85,14 +86,7 @@ def _producer(desc_q, desc_k, desc_v, q_s, k_s, v_s, q_ready, k_ready, v_ready, 
         mbarrier.expect(q_ready.index(c), desc_q.block_type.nbytes)
         _tma_load(desc_q, [q_row + c * desc_q.block_type.shape[0], 0], q_ready.index(c), q_s.index(c))
     for j in range(n_kv):
-        s = j % STAGES
-        ph = ((j // STAGES) & 1) ^ 1
-        mbarrier.wait(k_empty.index(s), ph)
-        mbarrier.expect(k_ready.index(s), desc_k.block_type.nbytes)
-        _tma_load(desc_k, [kv_row + j * BLOCK_N, 0], k_ready.index(s), k_s.index(s))
-        mbarrier.wait(v_empty.index(s), ph)
-        mbarrier.expect(v_ready.index(s), desc_v.block_type.nbytes)
-        _tma_load(desc_v, [kv_row + j * BLOCK_N, 0], v_ready.index(s), v_s.index(s))
+        _ring_load_pair(desc_k, desc_v, k_s, v_s, k_ready, v_ready, k_empty, v_empty, kv_row + j * BLOCK_N, j, STAGES)
 
 
 @gluon.jit

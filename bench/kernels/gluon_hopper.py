@@ -1,10 +1,12 @@
 """What the Hopper Gluon kernels of the bench share (fa_fwd_gluon.py,
-matmul_gluon.py): the TMA copies under either Triton's names, fp16 shared
-layouts and descriptor types for a GluonASTSource signature, and the
-register split of a warp-specialized CTA."""
+fa_bwd_gluon.py, matmul_gluon.py): the TMA copies under either Triton's
+names, a producer's ring load of two operands, fp16 shared layouts and
+descriptor types for a GluonASTSource signature, and the register split of
+a warp-specialized CTA."""
 
+from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import tma
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
 # TMA copies were renamed in Triton 3.7 (the old names raise there).
 if hasattr(tma, "async_load"):
@@ -13,6 +15,23 @@ if hasattr(tma, "async_load"):
 else:
     tma_load = tma.async_copy_global_to_shared
     tma_store = tma.async_copy_shared_to_global
+
+
+@gluon.jit
+def ring_load_pair(desc_a, desc_b, a_s, b_s, a_ready, b_ready, a_empty, b_empty, row, g, STAGES: gl.constexpr):
+    """A producer's load of ring iteration g: the blocks of `desc_a` and
+    `desc_b` at `row` into slot g % STAGES, each once its slot's readers
+    have released it (the first lap waits on parity 1 of a fresh barrier,
+    which returns at once)."""
+    s = g % STAGES
+    ph = ((g // STAGES) & 1) ^ 1
+    mbarrier.wait(a_empty.index(s), ph)
+    mbarrier.expect(a_ready.index(s), desc_a.block_type.nbytes)
+    tma_load(desc_a, [row, 0], a_ready.index(s), a_s.index(s))
+    mbarrier.wait(b_empty.index(s), ph)
+    mbarrier.expect(b_ready.index(s), desc_b.block_type.nbytes)
+    tma_load(desc_b, [row, 0], b_ready.index(s), b_s.index(s))
+
 
 # Registers per thread of the producer's warpgroup (one TMA warp, padded by
 # Triton to a warpgroup so that every warp can hand back registers).
