@@ -63,6 +63,13 @@ def _sass(cubin: bytes, tmp_path) -> str:
     return subprocess.run([str(nvdisasm), "-c", str(path)], capture_output=True, text=True, check=True).stdout
 
 
+def _wgmma_counts(sass: str):
+    """(HGMMA instructions, WARPGROUP.DEPBAR waits) of a kernel's SASS: a
+    few waits for many HGMMA means the wgmmas run asynchronously, one wait
+    per HGMMA that ptxas serialized them."""
+    return len(re.findall(r"\bHGMMA\.", sass)), len(re.findall(r"WARPGROUP\.DEPBAR", sass))
+
+
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_kernels_compile_with_async_wgmma(name, tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
@@ -75,8 +82,7 @@ def test_kernels_compile_with_async_wgmma(name, tmp_path, monkeypatch):
         assert re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+240", ptx)
         assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+24", ptx)
         sass = _sass(k.asm["cubin"], tmp_path)
-        hgmma = len(re.findall(r"\bHGMMA\.", sass))
-        depbar = len(re.findall(r"WARPGROUP\.DEPBAR", sass))
+        hgmma, depbar = _wgmma_counts(sass)
         # Every wgmma of the loop body is there (k = 16 each), and the
         # waits are the kernel's (two per group and iteration, the
         # prologue's and epilogue's), not ptxas's one per HGMMA.
@@ -130,8 +136,7 @@ def test_twill_hd64_cut_compiles(name, cfg, tmp_path, monkeypatch):
     ptx = dkdv.asm["ptx"]
     assert re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+240", ptx)
     sass = _sass(dkdv.asm["cubin"], tmp_path)
-    hgmma = len(re.findall(r"\bHGMMA\.", sass))
-    depbar = len(re.findall(r"WARPGROUP\.DEPBAR", sass))
+    hgmma, depbar = _wgmma_counts(sass)
     assert hgmma >= 16 and depbar <= 12, f"{name}: {depbar} WARPGROUP.DEPBAR for {hgmma} HGMMA: serialized"
     reg_a = bool(re.search(r"HGMMA\.\S+ R\d+, R\d+, gdesc", sass))
     assert reg_a == bool(cfg.get("K_REGS")), f"{name}: register A operand {'used' if reg_a else 'missing'}"
@@ -157,8 +162,7 @@ def test_single_group_fits_two_ctas_per_sm(tmp_path, monkeypatch):
     assert re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+232", ptx)
     assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+24", ptx)
     sass = _sass(dkdv.asm["cubin"], tmp_path)
-    hgmma = len(re.findall(r"\bHGMMA\.", sass))
-    depbar = len(re.findall(r"WARPGROUP\.DEPBAR", sass))
+    hgmma, depbar = _wgmma_counts(sass)
     assert hgmma >= 16 and depbar <= 12, f"{depbar} WARPGROUP.DEPBAR for {hgmma} HGMMA: serialized"
     # Triton 3.9's code spills 96 bytes here (probe 26 ran on 3.6 only).
     assert frame <= (0 if triton.__version__.startswith("3.6") else 128), f"{frame} bytes of stack"
@@ -181,8 +185,7 @@ def test_persistent_kernels_compile(head_dim, persist1, persist2, tmp_path, monk
     for k, limit in zip(kernels, (8 if head_dim == 128 else 0, 0)):
         assert k.metadata.shared <= SMEM_LIMIT, f"{k.name}: {k.metadata.shared} bytes of shared memory"
         sass = _sass(k.asm["cubin"], tmp_path)
-        hgmma = len(re.findall(r"\bHGMMA\.", sass))
-        depbar = len(re.findall(r"WARPGROUP\.DEPBAR", sass))
+        hgmma, depbar = _wgmma_counts(sass)
         assert depbar <= 12 < hgmma, f"{k.name}: {depbar} WARPGROUP.DEPBAR for {hgmma} HGMMA: serialized"
         if triton.__version__.startswith("3.6"):
             _, frame = configure.cubin_resources(k.asm["cubin"])
