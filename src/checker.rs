@@ -49,6 +49,14 @@
 //!    floor(M(v)/I) = max over all ops w of floor(M(w)/I) (Triton before 3.9
 //!    pipelines Hopper wgmma only there).
 //!
+//! 10. **bandwidth**: for every bandwidth unit f (a shared-memory port:
+//!     traffic is bounded per iteration, not per cycle), the raw machine
+//!     cycles of one iteration's traffic fit what f moves in I normalized
+//!     cycles: sum over v of traffic(v, f), plus, on the crossing unit of a
+//!     joint schedule, cross_traffic(u) for every distinct data edge
+//!     u -> v (u != v, both of fixed latency) with A(u) != A(v), is at most
+//!     floor(I * cap(f) * raw / normalized), the problem's cycle scale.
+//!
 //! # Measure (not a rule)
 //!
 //! [`latency_slack`] measures how much later than modeled the asynchronous
@@ -108,6 +116,15 @@ pub struct JointSchedule {
 pub enum Violation {
     /// Rule 1: the initiation interval must be at least 1.
     ZeroInitiationInterval,
+    /// Rule 10: bandwidth unit `unit` carries `used` raw cycles of traffic
+    /// in an iteration, more than its `budget`; `crossings` are the
+    /// crossing data edges (from, to, raw cycles) counted in `used`.
+    Bandwidth {
+        unit: String,
+        used: u64,
+        budget: u64,
+        crossings: Vec<(String, String, u64)>,
+    },
     /// Rule 9: `op` must be in the last stage, but `later` is in a later one.
     LastStage {
         op: String,
@@ -301,6 +318,22 @@ impl fmt::Display for Violation {
                     who.join(", ")
                 )
             }
+            Violation::Bandwidth {
+                unit,
+                used,
+                budget,
+                crossings,
+            } => {
+                let who: Vec<String> = crossings
+                    .iter()
+                    .map(|(a, b, c)| format!("{a}->{b}:{c}"))
+                    .collect();
+                write!(
+                    f,
+                    "bandwidth: {unit} carries {used} raw cycles per iteration > its budget {budget} (crossings: {})",
+                    if who.is_empty() { "none".to_string() } else { who.join(", ") }
+                )
+            }
             Violation::Concurrency {
                 blocked,
                 other,
@@ -328,7 +361,8 @@ impl fmt::Display for Violation {
     }
 }
 
-/// Validates `s` against `p`; returns every violation (empty when valid).
+/// Validates `s` against `p` (rules 1-4, 9, and 10 without crossings);
+/// returns every violation (empty when valid).
 pub fn check(p: &Problem, s: &Schedule) -> Vec<Violation> {
     let mut out = Vec::new();
     if s.ii == 0 {
@@ -432,7 +466,26 @@ pub fn check(p: &Problem, s: &Schedule) -> Vec<Violation> {
             }
         }
     }
+    // Rule 10, the ops' own traffic.
+    for f in (0..p.units.len()).filter(|&f| p.bandwidth[f]) {
+        let used: u64 = p.ops.iter().map(|o| o.traffic[f]).sum();
+        let budget = budget_of(p, f, s.ii);
+        if used > budget {
+            out.push(Violation::Bandwidth {
+                unit: p.units[f].clone(),
+                used,
+                budget,
+                crossings: Vec::new(),
+            });
+        }
+    }
     out
+}
+
+/// Rule 10's budget: floor(I * cap(f) * raw / normalized).
+fn budget_of(p: &Problem, f: usize, ii: u32) -> u64 {
+    let num = u128::from(ii) * u128::from(p.capacity[f]) * u128::from(p.scale.0);
+    (num / u128::from(p.scale.1.max(1))).min(u128::from(u64::MAX)) as u64
 }
 
 /// Whether `s` is a valid schedule of `p`.
@@ -440,8 +493,9 @@ pub fn is_valid(p: &Problem, s: &Schedule) -> bool {
     check(p, s).is_empty()
 }
 
-/// Validates a joint schedule: rules 1-4 and 9 of [`check`] with the
-/// cross-warp spill delays of rule 6, and rules 5-8. Returns every violation.
+/// Validates a joint schedule: rules 1-4, 9 and 10 of [`check`] with the
+/// cross-warp spill delays of rule 6, rules 5-8, and rule 10's crossings.
+/// Returns every violation.
 pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Violation> {
     let s = &js.schedule;
     let mut out = check(p, s);
@@ -460,6 +514,36 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
         return out;
     }
     let g = &js.group;
+    // Rule 10 with the crossings, where the ops' own traffic fits (check
+    // reported it otherwise).
+    if let Some(f) = p.crossing_unit {
+        let own: u64 = p.ops.iter().map(|o| o.traffic[f]).sum();
+        let budget = budget_of(p, f, s.ii);
+        let mut seen = std::collections::BTreeSet::new();
+        let mut crossings = Vec::new();
+        for e in &p.edges {
+            let (u, v) = (e.from, e.to);
+            if u == v || e.order || p.ops[u].variable_latency || p.ops[v].variable_latency {
+                continue;
+            }
+            if g[u] != g[v] && seen.insert((u, v)) && p.ops[u].cross_traffic > 0 {
+                crossings.push((
+                    p.ops[u].name.clone(),
+                    p.ops[v].name.clone(),
+                    p.ops[u].cross_traffic,
+                ));
+            }
+        }
+        let used = own + crossings.iter().map(|c| c.2).sum::<u64>();
+        if own <= budget && used > budget {
+            out.push(Violation::Bandwidth {
+                unit: p.units[f].clone(),
+                used,
+                budget,
+                crossings,
+            });
+        }
+    }
     for (op, &grp) in p.ops.iter().zip(g) {
         let ok = if op.variable_latency {
             grp == 0

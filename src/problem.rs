@@ -37,7 +37,18 @@ pub struct ProblemOp {
     /// For streaming ops: the raw cycles (with latency) before the latency
     /// was dropped (section 5.3); 0 otherwise.
     pub stream_cycles: u64,
+    /// Raw machine cycles the op occupies each bandwidth unit (parallel to
+    /// [`Problem::units`]; 0 for functional units): its traffic over the
+    /// unit's bytes per cycle. Counted per iteration, not per cycle.
+    pub traffic: Vec<u64>,
+    /// Raw machine cycles on [`Problem::crossing_unit`] for each consumer of
+    /// the op's result on another warp group.
+    pub cross_traffic: u64,
 }
+
+/// What crossing groups costs on the crossing unit: (a, b, raw cycles)
+/// for an unordered pair a < b of ops (see [`Problem::crossing_charges`]).
+pub type CrossingCharge = (usize, usize, u64);
 
 /// An edge (u, v, d, delta) of the resolved problem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +84,22 @@ pub struct Problem {
     /// to `units`), before normalization rounds op durations: what the
     /// iteration costs the SM when other work (other CTAs, other
     /// partitions) shares its units. Divide by `capacity` for the time.
+    /// For a bandwidth unit, the ops' own traffic (crossings excluded).
     pub unit_cycles: Vec<u64>,
+    /// Whether each unit is a bandwidth (parallel to `units`): bounded per
+    /// iteration by [`Problem::bandwidth_budget`], holding no slots.
+    pub bandwidth: Vec<bool>,
+    /// The bandwidth unit that tiles handed between warp groups pass
+    /// through, if the machine names one.
+    pub crossing_unit: Option<usize>,
+    /// Raw machine cycles per normalized cycle for the bandwidth budgets, as
+    /// an exact fraction (raw, normalized): the busiest functional unit's
+    /// (its raw busy cycles over its normalized ones, largest raw
+    /// occupancy per instance), so that a bandwidth and the unit that
+    /// bounds I are measured alike; normalization rounds each duration on
+    /// its own, so the largest duration's ratio (`cycle_scale`) can be off
+    /// by a fifth at U = 30. The largest duration's when no unit is busy.
+    pub scale: (u64, u64),
 }
 
 /// Options of problem construction.
@@ -124,6 +150,65 @@ impl Problem {
         self.occupancy(f).div_ceil(self.capacity[f].max(1) as u64)
     }
 
+    /// Raw machine cycles that bandwidth unit `f` offers in an iteration
+    /// of `ii` normalized cycles: floor(ii * capacity * raw / normalized).
+    pub fn bandwidth_budget(&self, f: usize, ii: u32) -> u64 {
+        (u128::from(ii) * u128::from(self.capacity[f]) * u128::from(self.scale.0)
+            / u128::from(self.scale.1.max(1)))
+        .min(u128::from(u64::MAX)) as u64
+    }
+
+    /// Raw cycles of bandwidth unit `f` that the ops take whatever their
+    /// warp groups (their own traffic).
+    pub fn fixed_traffic(&self, f: usize) -> u64 {
+        self.ops.iter().map(|o| o.traffic[f]).sum()
+    }
+
+    /// What crossing groups costs on the crossing unit: for each unordered
+    /// pair (a, b), a < b, of fixed-latency ops joined by a data edge, the
+    /// raw cycles charged when A(a) != A(b): the source's `cross_traffic`
+    /// once per distinct directed data edge between them. Pairs that cost
+    /// nothing are left out. Empty without a crossing unit.
+    /// Variable-latency ops (loads) are left out: their tiles land in
+    /// shared memory by the copy, whose traffic the op already carries.
+    pub fn crossing_charges(&self) -> Vec<CrossingCharge> {
+        if self.crossing_unit.is_none() {
+            return Vec::new();
+        }
+        let mut directed: Vec<(usize, usize)> = self
+            .edges
+            .iter()
+            .filter(|e| e.from != e.to && !e.order)
+            .filter(|e| !self.ops[e.from].variable_latency && !self.ops[e.to].variable_latency)
+            .map(|e| (e.from, e.to))
+            .collect();
+        directed.sort_unstable();
+        directed.dedup();
+        let mut pairs: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+        for (u, v) in directed {
+            *pairs.entry((u.min(v), u.max(v))).or_insert(0) += self.ops[u].cross_traffic;
+        }
+        pairs
+            .into_iter()
+            .filter(|&(_, w)| w > 0)
+            .map(|((a, b), w)| (a, b, w))
+            .collect()
+    }
+
+    /// The smallest I at which every bandwidth unit's fixed traffic fits
+    /// its budget (1 without bandwidth units).
+    pub fn bandwidth_mii(&self) -> u32 {
+        let mut mii = 1u64;
+        for f in (0..self.units.len()).filter(|&f| self.bandwidth[f]) {
+            let need = u128::from(self.fixed_traffic(f));
+            let per = u128::from(self.capacity[f].max(1)) * u128::from(self.scale.0.max(1));
+            // smallest ii with ii * per / den >= need, i.e. ii * per >= need * den
+            let ii = (need * u128::from(self.scale.1.max(1))).div_ceil(per);
+            mii = mii.max(ii.min(u128::from(u32::MAX)) as u64);
+        }
+        mii as u32
+    }
+
     /// Longest paths from a virtual source joined to every op with weight 0,
     /// over the edges `weight` keeps (Bellman-Ford). `None` when a cycle of
     /// positive weight makes them unbounded.
@@ -161,6 +246,45 @@ impl Problem {
             .iter()
             .map(|m| (m.name.clone(), m.capacity))
             .collect();
+
+        let bandwidth: Vec<bool> = machine
+            .units
+            .iter()
+            .map(|u| u.bytes_per_cycle.is_some())
+            .collect();
+        let crossing_unit = machine.units.iter().position(|u| u.crossings);
+        let raw_cycles = |f: usize, bytes: u64| -> u64 {
+            machine.units[f]
+                .bytes_per_cycle
+                .map_or(0, |b| bytes.div_ceil(b.max(1)))
+        };
+        let mut traffic: Vec<Vec<u64>> = Vec::with_capacity(graph.ops.len());
+        for (i, op) in graph.ops.iter().enumerate() {
+            let mut row = vec![0u64; units.len()];
+            for (unit, &bytes) in &op.traffic {
+                match units.iter().position(|u| u == unit) {
+                    Some(f) if bandwidth[f] => row[f] = raw_cycles(f, bytes),
+                    _ => {
+                        let known: Vec<&str> = machine
+                            .units
+                            .iter()
+                            .filter(|u| u.bytes_per_cycle.is_some())
+                            .map(|u| u.name.as_str())
+                            .collect();
+                        return Err(located(
+                            &op.origin,
+                            format!("op[{i}].traffic.{unit}"),
+                            format!(
+                                "`{unit}` is not a bandwidth unit of machine `{}` (bandwidth units: {})",
+                                machine.name,
+                                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                            ),
+                        ));
+                    }
+                }
+            }
+            traffic.push(row);
+        }
 
         // Timing of every op as segments, priced where needed.
         let mut segments: Vec<Vec<Segment>> = Vec::with_capacity(graph.ops.len());
@@ -224,7 +348,10 @@ impl Problem {
         let busy = busy_cycles(segments.iter().flatten());
         let unit_cycles: Vec<u64> = units
             .iter()
-            .map(|u| busy.get(u).copied().unwrap_or(0))
+            .enumerate()
+            .map(|(f, u)| {
+                busy.get(u).copied().unwrap_or(0) + traffic.iter().map(|t| t[f]).sum::<u64>()
+            })
             .collect();
 
         // Every positive duration takes part in one normalization.
@@ -250,7 +377,13 @@ impl Problem {
         };
 
         let mut ops = Vec::with_capacity(graph.ops.len());
-        for ((op, segs), &stream_cycles) in graph.ops.iter().zip(&segments).zip(&stream_raw) {
+        for (((op, segs), &stream_cycles), traffic) in graph
+            .ops
+            .iter()
+            .zip(&segments)
+            .zip(&stream_raw)
+            .zip(traffic)
+        {
             let mut rrt: Vec<Vec<u32>> = Vec::new();
             for seg in segs {
                 let mut row = vec![0u32; units.len()];
@@ -285,6 +418,8 @@ impl Problem {
                 spill_cost: u32::try_from(spill).map_err(|_| too_big(spill, "spill_cost"))?,
                 asynchronous: op_async,
                 stream_cycles,
+                traffic,
+                cross_traffic: crossing_unit.map_or(0, |f| raw_cycles(f, op.cross_bytes)),
             });
         }
         let mut edges = Vec::with_capacity(graph.edges.len());
@@ -323,10 +458,29 @@ impl Problem {
                 ));
             }
         }
-        let cycle_scale = match (norm.original.last(), norm.normalized.last()) {
-            (Some(&raw), Some(&n)) if n > 0 => raw as f64 / n as f64,
-            _ => 1.0,
+        let (largest_raw, largest_norm) = match (norm.original.last(), norm.normalized.last()) {
+            (Some(&raw), Some(&n)) if n > 0 => (raw, n),
+            _ => (1, 1),
         };
+        let cycle_scale = largest_raw as f64 / largest_norm as f64;
+        let mut scale = (largest_raw, largest_norm);
+        // The busiest unit in machine cycles (largest raw occupancy per
+        // instance, compared exactly as fractions busy / capacity).
+        let mut best: Option<(u64, u64)> = None; // (raw busy, capacity)
+        for f in (0..units.len()).filter(|&f| !bandwidth[f]) {
+            let norm_busy: u64 = ops
+                .iter()
+                .flat_map(|o| &o.rrt)
+                .map(|r| u64::from(r[f]))
+                .sum();
+            let raw_busy = busy.get(&units[f]).copied().unwrap_or(0);
+            let cap = u64::from(capacity[f].max(1));
+            let better = best.is_none_or(|(b, c)| raw_busy * c > b * cap);
+            if norm_busy > 0 && raw_busy > 0 && better {
+                best = Some((raw_busy, cap));
+                scale = (raw_busy, norm_busy);
+            }
+        }
         Ok((
             Problem {
                 units,
@@ -338,6 +492,9 @@ impl Problem {
                 same_group: graph.same_group.iter().map(|g| g.ops.clone()).collect(),
                 cycle_scale,
                 unit_cycles,
+                bandwidth,
+                crossing_unit,
+                scale,
             },
             norm,
         ))

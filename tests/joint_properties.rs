@@ -1,5 +1,6 @@
 //! Property tests of the joint SWP + WS solver on random small graphs with
 //! register footprints, memory footprints, variable-latency ops, spill costs,
+//! shared-memory traffic and crossing charges on a bandwidth unit,
 //! blocking and ordering-only edges, colocation (same_group) pairs: all three encodings return schedules the checker accepts,
 //! they agree on (I, L), and an exhaustive search following Algorithm 1
 //! finds the same (I, L); the parallel search over I (three threads) gives
@@ -35,6 +36,9 @@ struct RawOp {
     vl: bool,
     spill: u64,
     pin: bool,
+    /// Bytes (= raw cycles) on the test machine's bandwidth unit BW.
+    traffic: u64,
+    cross: u64,
 }
 
 fn op_strategy() -> impl Strategy<Value = RawOp> {
@@ -46,16 +50,22 @@ fn op_strategy() -> impl Strategy<Value = RawOp> {
         prop::bool::weighted(0.25),
         0u64..=1,
         prop::bool::weighted(0.15),
+        prop::sample::select(vec![0u64, 0, 1, 2]),
+        prop::sample::select(vec![0u64, 0, 1, 2]),
     )
-        .prop_map(|(unit, cycles, regs, smem, vl, spill, pin)| RawOp {
-            unit,
-            cycles,
-            regs,
-            smem,
-            vl,
-            spill,
-            pin,
-        })
+        .prop_map(
+            |(unit, cycles, regs, smem, vl, spill, pin, traffic, cross)| RawOp {
+                unit,
+                cycles,
+                regs,
+                smem,
+                vl,
+                spill,
+                pin,
+                traffic,
+                cross,
+            },
+        )
 }
 
 fn graph_strategy() -> impl Strategy<Value = Graph> {
@@ -117,6 +127,12 @@ fn graph_strategy() -> impl Strategy<Value = Graph> {
                         warp_group: false,
                         last_stage: r.pin,
                         spill_cost: r.spill,
+                        traffic: if r.traffic > 0 {
+                            BTreeMap::from([("BW".to_string(), r.traffic)])
+                        } else {
+                            BTreeMap::new()
+                        },
+                        cross_bytes: r.cross,
                         origin: format!("generated:{i}"),
                     }
                 })
@@ -277,6 +293,8 @@ fn generated_op(i: usize, cycles: u64, regs: u32, unit: Option<&str>) -> Op {
         warp_group: false,
         last_stage: false,
         spill_cost: 0,
+        traffic: BTreeMap::new(),
+        cross_bytes: 0,
         origin: format!("generated:{i}"),
     }
 }

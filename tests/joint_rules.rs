@@ -533,3 +533,93 @@ fn latency_slack_is_the_least_path_slack_between_asynchronous_ops() {
     assert_eq!(Some(y.cycles), latency_slack(&p, b));
     assert!(y.cycles >= x.cycles);
 }
+
+#[test]
+fn bandwidth_bounds_the_interval_and_names_its_unit() {
+    // A and B move 3 + 2 raw cycles through BW (1 byte per cycle): no I
+    // below 5 holds their traffic, whatever the schedule.
+    let text = r#"
+[[op]]
+name = "A"
+cycles = 1
+uses = { TC = 1 }
+traffic = { BW = 3 }
+[[op]]
+name = "B"
+cycles = 1
+uses = { SFU = 1 }
+traffic = { BW = 2 }
+[[edge]]
+from = "A"
+to = "B"
+"#;
+    let p = problem(text);
+    assert_eq!(twill::modulo::mii::res_mii(&p), 5);
+    let r = both(&p, 2).unwrap();
+    assert_eq!(r.schedule.schedule.ii, 5);
+    assert!(r.certificate.iter().any(|c| matches!(
+        c,
+        joint::JointRefuted::Modulo(twill::modulo::Refuted {
+            from: 1,
+            to: 4,
+            why: twill::modulo::Infeasibility::Bandwidth { unit, demand: 5, budget: 4 },
+        }) if unit == "BW"
+    )));
+    let r = both(&problem(&text.replace("traffic = { BW = 3 }", "")), 2).unwrap();
+    assert_eq!(r.schedule.schedule.ii, 2);
+}
+
+#[test]
+fn a_crossing_pays_its_bandwidth() {
+    // A's result handed to B on another group costs 3 raw cycles of BW on
+    // top of the ops' own 1: at I = 3 that exceeds the budget, on one group
+    // it does not.
+    let p = problem(
+        r#"
+[[op]]
+name = "A"
+cycles = 1
+uses = { TC = 1 }
+traffic = { BW = 1 }
+cross_bytes = 3
+[[op]]
+name = "B"
+cycles = 1
+uses = { SFU = 1 }
+[[edge]]
+from = "A"
+to = "B"
+"#,
+    );
+    assert_eq!(p.crossing_charges(), vec![(0, 1, 3)]);
+    let warps = WarpConfig {
+        groups: 2,
+        reg_limit: 255,
+        cross_warp: true,
+    };
+    let at = |group: Vec<u32>, ii: u32| JointSchedule {
+        schedule: Schedule {
+            ii,
+            start: vec![0, 1],
+            length: 2,
+        },
+        group,
+    };
+    assert!(check_joint(&p, &at(vec![1, 1], 3), &warps).is_empty());
+    let v = check_joint(&p, &at(vec![1, 2], 3), &warps);
+    assert_eq!(
+        v,
+        vec![Violation::Bandwidth {
+            unit: "BW".into(),
+            used: 4,
+            budget: 3,
+            crossings: vec![("A".into(), "B".into(), 3)],
+        }]
+    );
+    assert!(
+        v[0].to_string().starts_with("bandwidth: BW carries 4"),
+        "{}",
+        v[0]
+    );
+    assert!(check_joint(&p, &at(vec![1, 2], 4), &warps).is_empty());
+}

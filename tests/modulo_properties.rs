@@ -27,11 +27,12 @@ fn cases() -> u32 {
 
 /// A random op: 1 or 2 RRT rows, each using TC and/or SFU or nothing, and
 /// sometimes a last-stage pin.
-fn op_strategy() -> impl Strategy<Value = (Vec<(u32, u32)>, u32, bool)> {
+fn op_strategy() -> impl Strategy<Value = (Vec<(u32, u32)>, u32, bool, u64)> {
     (
         prop::collection::vec((0u32..=1, 0u32..=1), 1..=2),
         0u32..=1, // extra idle cycles after the busy rows
         prop::bool::weighted(0.15),
+        prop::sample::select(vec![0u64, 0, 0, 1, 3]), // bytes on the bandwidth unit BW
     )
 }
 
@@ -66,7 +67,7 @@ fn graph_strategy() -> impl Strategy<Value = (Graph, u32, u32)> {
             let ops = ops
                 .into_iter()
                 .enumerate()
-                .map(|(i, (rows, idle, pin))| {
+                .map(|(i, (rows, idle, pin, traffic))| {
                     let mut segs: Vec<Segment> = Vec::new();
                     for (a, b) in rows {
                         let mut uses = BTreeMap::new();
@@ -100,6 +101,12 @@ fn graph_strategy() -> impl Strategy<Value = (Graph, u32, u32)> {
                         warp_group: false,
                         last_stage: pin,
                         spill_cost: 0,
+                        traffic: if traffic > 0 {
+                            BTreeMap::from([("BW".to_string(), traffic)])
+                        } else {
+                            BTreeMap::new()
+                        },
+                        cross_bytes: 0,
                         origin: format!("generated:{}", i + 1),
                     }
                 })

@@ -35,7 +35,7 @@ use petgraph::unionfind::UnionFind;
 
 use super::{element_bytes, parse_tile, IrOp, LoopIr, Tile, ValueSrc};
 use crate::graph::{Edge, Graph, Op, SameGroup, Timing};
-use crate::machine::{DtypeFrom, Machine, OpRule, ShapeFrom};
+use crate::machine::{DtypeFrom, Machine, OpRule, ShapeFrom, TrafficFrom};
 use crate::problem::{busy_cycles, priced_segments};
 
 /// Why a loop cannot be scheduled.
@@ -286,6 +286,36 @@ pub fn lower(
             });
             continue;
         };
+        // What the op moves through a bandwidth unit (shared memory).
+        let mut traffic = BTreeMap::new();
+        if let Some(t) = &rule.traffic {
+            let bytes = match t.from {
+                TrafficFrom::Tile => shape.iter().product::<u64>() * element_bytes(&dtype),
+                TrafficFrom::SharedOperands { rows } => {
+                    let m = result_tile
+                        .as_ref()
+                        .and_then(|r| r.shape.len().checked_sub(2).map(|k| r.shape[k]))
+                        .unwrap_or(1);
+                    tile_operands
+                        .iter()
+                        .take(2)
+                        .enumerate()
+                        .filter(|(_, o)| o.memdesc && !o.tensor_memory)
+                        .map(|(k, o)| {
+                            let b = o.elements() * element_bytes(&o.dtype);
+                            if k == 1 {
+                                b * m.div_ceil(rows).max(1)
+                            } else {
+                                b
+                            }
+                        })
+                        .sum()
+                }
+            };
+            if bytes > 0 {
+                traffic.insert(t.unit.clone(), bytes);
+            }
+        }
         if let Some(cost) = machine.cost_rule(class) {
             if !cost.per_cycle.contains_key(&dtype) {
                 let fallback = if cost.per_cycle.contains_key("f32") {
@@ -303,6 +333,7 @@ pub fn lower(
         let mut regs = 0u64;
         let mut memory = BTreeMap::new();
         let mut spill_cost = 0u64;
+        let mut cross_bytes = 0u64;
         for t in op.results.iter().filter_map(|t| parse_tile(t)) {
             if t.memdesc {
                 if let Some(kind) = &rule.memory {
@@ -312,6 +343,7 @@ pub fn lower(
                 regs += (t.elements() * element_bytes(&t.dtype)).div_ceil(4 * threads);
                 // Handing a register tile to another warp group goes through
                 // shared memory: a store and a load of the tile.
+                cross_bytes += 2 * t.elements() * element_bytes(&t.dtype);
                 if let Ok(c) = machine.cost(SPILL_CLASS, &t.shape, &t.dtype) {
                     spill_cost += 2 * c.occupancy + c.latency;
                 } else if let Ok(c) = machine.cost(SPILL_CLASS, &t.shape, "f32") {
@@ -339,6 +371,8 @@ pub fn lower(
             warp_group: rule.warp_group,
             last_stage: last_stage_ops.contains(&op.name.as_str()),
             spill_cost,
+            traffic,
+            cross_bytes,
             origin: op.location.clone(),
         });
     }
@@ -348,6 +382,7 @@ pub fn lower(
         if let Some(n) = classified[*load].node {
             ops[n].regs = 0;
             ops[n].spill_cost = 0;
+            ops[n].cross_bytes = 0;
             for &a in allocs {
                 for t in ir.ops[a].results.iter().filter_map(|t| parse_tile(t)) {
                     *ops[n].memory.entry("smem".to_string()).or_insert(0) += footprint(&t);

@@ -77,6 +77,9 @@ struct RawOp {
     last_stage: bool,
     spill_cost: Option<Spanned<i64>>,
     #[serde(default)]
+    traffic: BTreeMap<String, Spanned<i64>>,
+    cross_bytes: Option<Spanned<i64>>,
+    #[serde(default)]
     origin: Option<String>,
 }
 
@@ -318,8 +321,21 @@ pub fn parse(file: &str, text: &str) -> Result<Graph, LoadError> {
             Some(s) => cx.int(s, &field("spill_cost"), 0, "spill cost")?,
             None => 0,
         };
+        let mut traffic = BTreeMap::new();
+        for (unit, bytes) in &op.traffic {
+            traffic.insert(
+                unit.clone(),
+                cx.int(bytes, &field(&format!("traffic.{unit}")), 0, "traffic")?,
+            );
+        }
+        let cross_bytes = match &op.cross_bytes {
+            Some(s) => cx.int(s, &field("cross_bytes"), 0, "crossing bytes")?,
+            None => 0,
+        };
         index.insert(name.clone(), i);
         ops.push(Op {
+            traffic,
+            cross_bytes,
             name,
             timing,
             regs,
@@ -631,6 +647,17 @@ pub fn to_toml(g: &Graph) -> String {
         }
         if op.spill_cost > 0 {
             out.push_str(&format!("spill_cost = {}\n", op.spill_cost));
+        }
+        if !op.traffic.is_empty() {
+            let items: Vec<String> = op
+                .traffic
+                .iter()
+                .map(|(k, v)| format!("{} = {v}", quote_key(k)))
+                .collect();
+            out.push_str(&format!("traffic = {{ {} }}\n", items.join(", ")));
+        }
+        if op.cross_bytes > 0 {
+            out.push_str(&format!("cross_bytes = {}\n", op.cross_bytes));
         }
         out.push_str(&format!("origin = {}\n", quote(&op.origin)));
     }

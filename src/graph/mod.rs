@@ -52,6 +52,13 @@ pub struct Op {
     pub last_stage: bool,
     /// Cycles to move this op's result to another warp through shared memory.
     pub spill_cost: u64,
+    /// Bytes the op moves through each bandwidth unit (by unit name) each
+    /// time it runs: wgmma operands read from shared memory, TMA copies
+    /// written to it. Bounded per iteration, not per cycle.
+    pub traffic: BTreeMap<String, u64>,
+    /// Bytes moved through the machine's crossing unit for each consumer of
+    /// this op's result on another warp group (a store and a load).
+    pub cross_bytes: u64,
     /// Where the op came from (an MLIR location, or `file:line`).
     pub origin: String,
 }

@@ -192,6 +192,19 @@ impl<'p> IntEncoding<'p> {
             }
         }
 
+        // Bandwidth of the crossings (rule 9), as a linear sum.
+        if ws && self.cfg.groups > 1 {
+            if let Some((charges, left)) = super::crossing_budget(p, ii) {
+                let zero = Int::from_i64(0);
+                let terms: Vec<Int> = charges
+                    .iter()
+                    .map(|&(a, b, w)| differ(a, b).ite(&Int::from_i64(w as i64), &zero))
+                    .collect();
+                let refs: Vec<&Int> = terms.iter().collect();
+                s.assert(Int::add(&refs).le(left.min(i64::MAX as u64) as i64));
+            }
+        }
+
         // Dependences (+ cross-warp spill).
         for e in &p.edges {
             if ws

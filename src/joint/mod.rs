@@ -31,7 +31,7 @@ use tracing::{debug, info};
 
 use crate::checker::{self, JointSchedule, WarpConfig};
 use crate::modulo::{self, mii, zlp, Infeasibility, Refuted};
-use crate::problem::{Problem, Schedule};
+use crate::problem::{CrossingCharge, Problem, Schedule};
 
 /// Length ranges at most this wide are searched downward from the best
 /// length found (one unsatisfiable query) rather than bisected.
@@ -1079,6 +1079,21 @@ fn shortest(
 
 /// Unordered pairs of distinct compute (fixed-latency) ops joined by an
 /// edge: the values that cross between groups when their ends differ.
+/// The crossings' share of the bandwidth at `ii` (rule 9 of the checker):
+/// the pairs whose crossing costs raw cycles on the crossing unit
+/// ([`Problem::crossing_charges`]), and the raw cycles left for them after
+/// the ops' own traffic. `None` when no crossing can exceed what is left
+/// (nothing to encode); the remainder saturates at 0 (then any charged
+/// crossing is excluded; ResMII already refutes an I whose own traffic
+/// does not fit).
+pub fn crossing_budget(p: &Problem, ii: u32) -> Option<(Vec<CrossingCharge>, u64)> {
+    let f = p.crossing_unit?;
+    let charges = p.crossing_charges();
+    let left = p.bandwidth_budget(f, ii).saturating_sub(p.fixed_traffic(f));
+    let total: u64 = charges.iter().map(|c| c.2).sum();
+    (total > left).then_some((charges, left))
+}
+
 pub fn cross_pairs(p: &Problem) -> Vec<(usize, usize)> {
     let mut pairs: Vec<(usize, usize)> = p
         .edges

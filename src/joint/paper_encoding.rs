@@ -209,6 +209,16 @@ impl JointEncoding for PaperEncoding<'_> {
                 solver.assert(cross(pair[0], pair[1]).not());
             }
         }
+        // Bandwidth of the crossings (rule 9).
+        if groups.len() > 1 {
+            if let Some((charges, left)) = super::crossing_budget(p, self.ii) {
+                let terms: Vec<(Bool, i32)> = charges
+                    .iter()
+                    .map(|&(a, b, w)| (cross(a, b), w.min(i32::MAX as u64) as i32))
+                    .collect();
+                solver.assert(pb_le(&terms, left.min(i32::MAX as u64) as i64));
+            }
+        }
         // Dependence and cross-warp spills.
         for e in &p.edges {
             check_deadline!();

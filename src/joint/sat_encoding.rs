@@ -262,6 +262,23 @@ impl<'p> SatEncoding<'p> {
             Vec::new()
         };
 
+        // Bandwidth of the crossings (rule 9): the charged pairs that cross
+        // fit in what the ops' own traffic leaves of the budget.
+        if ws && groups > 1 {
+            if let Some((charges, left)) = super::crossing_budget(p, ii) {
+                let crossed: Vec<Bool> = charges
+                    .iter()
+                    .map(|&(a, b, _)| same(a, b, &self.group).not())
+                    .collect();
+                let terms: Vec<(&Bool, i32)> = crossed
+                    .iter()
+                    .zip(&charges)
+                    .map(|(c, &(_, _, w))| (c, w.min(i32::MAX as u64) as i32))
+                    .collect();
+                s.assert(Bool::pb_le(&terms, left.min(i32::MAX as u64) as i32));
+            }
+        }
+
         // Dependences (+ cross-warp spill, + prohibited cross-warp edges).
         for e in &p.edges {
             let (u, v) = (e.from, e.to);

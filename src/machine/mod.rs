@@ -28,6 +28,34 @@ pub struct Unit {
     /// interrupted when its warp blocks, so blocking concurrency (rule 8 of
     /// the checker) does not count it as executing.
     pub asynchronous: bool,
+    /// A bandwidth, not a functional unit: bytes it moves per cycle per
+    /// instance. Ops hold no slot of it; what one iteration moves through
+    /// it (ops' `traffic`, and the tiles handed between warp groups when
+    /// `crossings`) is bounded as a total, at most I x capacity cycles
+    /// (see [`crate::problem::Problem::bandwidth_budget`]).
+    pub bytes_per_cycle: Option<u64>,
+    /// Register tiles handed from one warp group to another pass through
+    /// this bandwidth unit (a store and a load through shared memory).
+    pub crossings: bool,
+}
+
+/// What an op moves through a bandwidth unit each time it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrafficFrom {
+    /// The bytes of the priced tile (a copy into or out of shared memory).
+    Tile,
+    /// The bytes of the op's memdesc operands it reads: the first (A) once,
+    /// the second (B) once per `rows` rows of the result, since a
+    /// warp-group MMA instruction covers `rows` rows and reads its B tile
+    /// again for each (wgmma: 64).
+    SharedOperands { rows: u64 },
+}
+
+/// An op rule's traffic on a bandwidth unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Traffic {
+    pub unit: String,
+    pub from: TrafficFrom,
 }
 
 /// One kind of on-chip memory and its capacity per SM.
@@ -164,6 +192,8 @@ pub struct OpRule {
     /// Triton lowers such a load + `local_alloc` pair to one asynchronous
     /// copy that lands in shared memory.
     pub absorbs_load: bool,
+    /// What the op moves through a bandwidth unit (shared memory), if any.
+    pub traffic: Option<Traffic>,
 }
 
 impl OpRule {
@@ -256,6 +286,12 @@ struct RawOpRule {
     memory: Option<Spanned<String>>,
     #[serde(default)]
     absorbs_load: bool,
+    #[serde(default)]
+    traffic: Option<Spanned<String>>,
+    #[serde(default)]
+    traffic_unit: Option<Spanned<String>>,
+    #[serde(default)]
+    traffic_rows: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -266,6 +302,10 @@ struct RawUnit {
     description: String,
     #[serde(default)]
     asynchronous: bool,
+    #[serde(default)]
+    bytes_per_cycle: Option<Spanned<i64>>,
+    #[serde(default)]
+    crossings: bool,
 }
 
 #[derive(Deserialize)]
@@ -370,12 +410,37 @@ impl Machine {
         let mut units = Vec::new();
         for (uname, unit) in raw.units.get_ref() {
             let u = unit.get_ref();
+            let bytes_per_cycle = match &u.bytes_per_cycle {
+                Some(b) => Some(positive(
+                    &map,
+                    b,
+                    format!("units.{uname}.bytes_per_cycle"),
+                    false,
+                )?),
+                None => None,
+            };
+            if u.crossings && bytes_per_cycle.is_none() {
+                return Err(map.error(
+                    Some(unit.span()),
+                    format!("units.{uname}.crossings"),
+                    "only a bandwidth unit (with bytes_per_cycle) carries crossings",
+                ));
+            }
             units.push(Unit {
                 name: uname.clone(),
                 capacity: small(&map, &u.capacity, format!("units.{uname}.capacity"))?,
                 description: u.description.clone(),
                 asynchronous: u.asynchronous,
+                bytes_per_cycle,
+                crossings: u.crossings,
             });
+        }
+        if units.iter().filter(|u| u.crossings).count() > 1 {
+            return Err(map.error(
+                Some(raw.units.span()),
+                "units",
+                "at most one unit carries crossings",
+            ));
         }
         if units.is_empty() {
             return Err(map.error(
@@ -406,12 +471,22 @@ impl Machine {
             let c = c.get_ref();
             let field = |f: &str| format!("cost[{i}].{f}");
             let unit = c.unit.get_ref().clone();
-            if !units.iter().any(|u| u.name == unit) {
-                return Err(map.error(
-                    Some(c.unit.span()),
-                    field("unit"),
-                    format!("unknown unit `{unit}`"),
-                ));
+            match units.iter().find(|u| u.name == unit) {
+                None => {
+                    return Err(map.error(
+                        Some(c.unit.span()),
+                        field("unit"),
+                        format!("unknown unit `{unit}`"),
+                    ))
+                }
+                Some(u) if u.bytes_per_cycle.is_some() => {
+                    return Err(map.error(
+                        Some(c.unit.span()),
+                        field("unit"),
+                        format!("`{unit}` is a bandwidth unit: ops reach it through an op rule's `traffic`, not a cost rule"),
+                    ))
+                }
+                Some(_) => {}
             }
             let work = match c.work.get_ref().as_str() {
                 "2mnk" => Work::MatmulFlops,
@@ -528,7 +603,57 @@ impl Machine {
                 }
                 m => m.as_ref().map(|m| m.get_ref().clone()),
             };
+            let traffic = match (&r.traffic, &r.traffic_unit) {
+                (None, None) => None,
+                (Some(t), Some(u)) => {
+                    if !units
+                        .iter()
+                        .any(|k| &k.name == u.get_ref() && k.bytes_per_cycle.is_some())
+                    {
+                        return Err(map.error(
+                            Some(u.span()),
+                            field("traffic_unit"),
+                            format!("`{}` is not a bandwidth unit of this machine", u.get_ref()),
+                        ));
+                    }
+                    let from = match t.get_ref().as_str() {
+                        "tile" => TrafficFrom::Tile,
+                        "shared_operands" => TrafficFrom::SharedOperands {
+                            rows: match &r.traffic_rows {
+                                Some(n) => positive(&map, n, field("traffic_rows"), false)?,
+                                None => u64::MAX,
+                            },
+                        },
+                        other => {
+                            return Err(map.error(
+                                Some(t.span()),
+                                field("traffic"),
+                                format!("unknown traffic measure `{other}` (expected tile or shared_operands)"),
+                            ))
+                        }
+                    };
+                    Some(Traffic {
+                        unit: u.get_ref().clone(),
+                        from,
+                    })
+                }
+                (Some(t), None) => {
+                    return Err(map.error(
+                        Some(t.span()),
+                        field("traffic_unit"),
+                        "`traffic` needs `traffic_unit` (the bandwidth unit it loads)",
+                    ))
+                }
+                (None, Some(u)) => {
+                    return Err(map.error(
+                        Some(u.span()),
+                        field("traffic"),
+                        "`traffic_unit` needs `traffic` (tile or shared_operands)",
+                    ))
+                }
+            };
             ops.push(OpRule {
+                traffic,
                 patterns: r.patterns.get_ref().clone(),
                 class,
                 shape,
@@ -769,6 +894,49 @@ mod tests {
         let e = Machine::parse("m.toml", text).unwrap_err();
         assert_eq!(e.line, 8);
         assert_eq!(e.field, "units.TC.capacity");
+    }
+
+    #[test]
+    fn bandwidth_units_are_reached_through_op_rules_only() {
+        let head = "name='x'\nvendor='v'\narch='a'\ndescription='d'\nclock_mhz=1\nsms=1\n\
+                    [warps]\nthreads_per_warp=32\nwarp_group_size=4\n\
+                    max_warps_per_cta=32\nmax_regs_per_thread=255\nregister_file=65536\n\
+                    [units.TC]\ncapacity = 1\n";
+        let bw = "[units.SMEM]\ncapacity = 1\nbytes_per_cycle = 128\ncrossings = true\n";
+        let cost =
+            "[[cost]]\nclass = 'mma'\nunit = 'TC'\nwork = '2mnk'\nper_cycle = { f16 = 4096 }\n";
+        let rule = "[[op]]\nmatch = ['tt.dot']\nclass = 'mma'\nshape = 'mnk'\n";
+        let m = Machine::parse(
+            "m.toml",
+            &format!("{head}{bw}{cost}{rule}traffic = 'shared_operands'\ntraffic_rows = 64\ntraffic_unit = 'SMEM'\n"),
+        )
+        .unwrap();
+        let smem = m.unit("SMEM").unwrap();
+        assert_eq!((smem.bytes_per_cycle, smem.crossings), (Some(128), true));
+        assert_eq!(
+            m.ops[0].traffic,
+            Some(Traffic {
+                unit: "SMEM".into(),
+                from: TrafficFrom::SharedOperands { rows: 64 }
+            })
+        );
+        let err = |text: String| Machine::parse("m.toml", &text).unwrap_err();
+        let e = err(format!("{head}{bw}{}", cost.replace("'TC'", "'SMEM'")));
+        assert!(e.message.contains("bandwidth unit"), "{e}");
+        let e = err(format!("{head}{bw}{cost}{rule}traffic = 'tile'\n"));
+        assert_eq!(e.field, "op[0].traffic_unit");
+        let e = err(format!(
+            "{head}{bw}{cost}{rule}traffic = 'tile'\ntraffic_unit = 'TC'\n"
+        ));
+        assert!(e.message.contains("not a bandwidth unit"), "{e}");
+        let e = err(format!(
+            "{head}{bw}{cost}{rule}traffic = 'bytes'\ntraffic_unit = 'SMEM'\n"
+        ));
+        assert!(e.message.contains("unknown traffic measure"), "{e}");
+        let e = err(format!(
+            "{head}[units.LSU]\ncapacity = 1\ncrossings = true\n"
+        ));
+        assert!(e.message.contains("only a bandwidth unit"), "{e}");
     }
 
     #[test]

@@ -3,13 +3,15 @@
 use crate::problem::Problem;
 
 /// Resource-constrained lower bound: for every unit, the total occupancy of
-/// one iteration divided by the unit's capacity, rounded up; at least 1.
+/// one iteration divided by the unit's capacity, rounded up; for every
+/// bandwidth unit, the I whose budget holds the ops' own traffic
+/// ([`Problem::bandwidth_mii`]); at least 1.
 pub fn res_mii(p: &Problem) -> u32 {
     let mii = (0..p.capacity.len())
         .map(|f| p.unit_bound(f))
         .max()
         .unwrap_or(1);
-    mii.max(1) as u32
+    (mii.max(1).min(u64::from(u32::MAX)) as u32).max(p.bandwidth_mii())
 }
 
 /// Whether the dependence graph with weights d - I*delta has a cycle of

@@ -29,6 +29,14 @@ pub enum Infeasibility {
         demand: u64,
         capacity: u32,
     },
+    /// Below ResMII: the ops' own traffic on a bandwidth unit exceeds what
+    /// it moves in I cycles (raw machine cycles: `demand` > `budget`, the
+    /// budget at the largest refuted I).
+    Bandwidth {
+        unit: String,
+        demand: u64,
+        budget: u64,
+    },
     /// Below RecMII: a dependence cycle needs more than I cycles per iteration.
     RecMii,
     /// The ZLP at this I is infeasible (solver proof).
@@ -61,6 +69,14 @@ impl std::fmt::Display for Infeasibility {
             } => write!(
                 f,
                 "ResMII: {unit} is busy {demand} cycles per iteration with capacity {capacity}"
+            ),
+            Infeasibility::Bandwidth {
+                unit,
+                demand,
+                budget,
+            } => write!(
+                f,
+                "ResMII: bandwidth {unit} carries {demand} raw cycles of traffic per iteration, over its budget of {budget}"
             ),
             Infeasibility::RecMii => write!(
                 f,
@@ -244,15 +260,26 @@ pub fn lower_bound_certificate(p: &Problem, res: u32, rec: u32) -> Vec<Refuted> 
         let f = (0..p.capacity.len())
             .max_by_key(|&f| (p.unit_bound(f), std::cmp::Reverse(f)))
             .unwrap_or(0);
-        let demand = p.occupancy(f);
+        let slot_bound = u32::try_from(p.unit_bound(f)).unwrap_or(u32::MAX).max(1);
+        let bandwidth = (0..p.units.len())
+            .filter(|&b| p.bandwidth[b])
+            .max_by_key(|&b| (p.fixed_traffic(b) * p.scale.1, std::cmp::Reverse(b)));
+        let why = match bandwidth {
+            Some(b) if p.bandwidth_mii() > slot_bound => Infeasibility::Bandwidth {
+                unit: p.units[b].clone(),
+                demand: p.fixed_traffic(b),
+                budget: p.bandwidth_budget(b, res - 1),
+            },
+            _ => Infeasibility::ResMii {
+                unit: p.units[f].clone(),
+                demand: p.occupancy(f),
+                capacity: p.capacity[f],
+            },
+        };
         certificate.push(Refuted {
             from: 1,
             to: res - 1,
-            why: Infeasibility::ResMii {
-                unit: p.units[f].clone(),
-                demand,
-                capacity: p.capacity[f],
-            },
+            why,
         });
     }
     if rec > res {
@@ -347,7 +374,22 @@ pub fn search_cap(p: &Problem) -> u32 {
     // iteration ends by L_seq <= sum cycles + sum delays. With I >= L_seq +
     // max delay no two copies overlap and every loop-carried edge is met, so
     // the search below ends by this cap.
+    // A bandwidth unit's budget grows with I: by the I at which the ops'
+    // own traffic and every possible crossing fit, it binds no schedule.
     let delays = p.edges.iter().map(|e| e.delay as u64).sum::<u64>();
     let cap = p.ops.iter().map(|o| o.cycles as u64).sum::<u64>() + 2 * delays + 1;
-    u32::try_from(cap).unwrap_or(u32::MAX)
+    let crossings: u64 = p.crossing_charges().iter().map(|c| c.2).sum();
+    let mut bandwidth = 1u64;
+    for f in (0..p.units.len()).filter(|&f| p.bandwidth[f]) {
+        let need = p.fixed_traffic(f)
+            + if p.crossing_unit == Some(f) {
+                crossings
+            } else {
+                0
+            };
+        let per = u128::from(p.capacity[f].max(1)) * u128::from(p.scale.0.max(1));
+        let ii = (u128::from(need) * u128::from(p.scale.1.max(1))).div_ceil(per);
+        bandwidth = bandwidth.max(ii.min(u128::from(u32::MAX)) as u64);
+    }
+    u32::try_from(cap.max(bandwidth)).unwrap_or(u32::MAX)
 }

@@ -47,7 +47,7 @@
 // Both copies fit one initiation interval of the TMA (1024 cycles): one
 // stage, every op in program order.
 // SCHED: remark: twill: scheduled producer_loop1: I={{[0-9]+}} (~1024 cycles) L={{[0-9]+}} stages=1
-// SCHED-SAME: [units per iteration: ALU 4, TMA 1024 cycles]
+// SCHED-SAME: [units per iteration: ALU 4, SMEM 512, TMA 1024 cycles]
 // SCHED-LABEL: scf.for
 // SCHED: "ttng.wait_barrier"{{.*}}loop.stage = 0
 // SCHED: "ttng.barrier_expect"{{.*}}loop.stage = 0

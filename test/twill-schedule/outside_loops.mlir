@@ -15,7 +15,7 @@
 // 756 + 704 = 1460.
 
 // CHECK-LABEL: remark: twill: scheduled prologue_epilogue_loop1:
-// CHECK-SAME: [units per iteration: TC 512 cycles]
+// CHECK-SAME: [units per iteration: SMEM 384, TC 512 cycles]
 // CHECK: remark: twill: outside loops of @prologue_epilogue: ~1460 cycles per CTA
 
 #blocked = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>

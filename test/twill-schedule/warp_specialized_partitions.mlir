@@ -23,9 +23,9 @@
 // ALL: remark: loc("partition_loop"): twill: scheduled ws_partitions_loop2: I={{[0-9]+}}
 // ALL-SAME: [warp_specialize #0]
 // ALL-LABEL: "ttg.warp_specialize"
-// ALL: "ttng.warp_group_dot"{{.*}}loop.stage = 2 : i32
-// ALL: } {tt.scheduled_max_stage = 2 : i32}
+// ALL: "ttng.warp_group_dot"{{.*}}loop.stage = 1 : i32
+// ALL: } {tt.scheduled_max_stage = 1 : i32}
 // ALL: "ttg.warp_specialize.partitions"
-// ALL: "ttng.warp_group_dot"{{.*}}loop.stage = 2 : i32
-// ALL: } {tt.scheduled_max_stage = 2 : i32}
+// ALL: "ttng.warp_group_dot"{{.*}}loop.stage = 1 : i32
+// ALL: } {tt.scheduled_max_stage = 1 : i32}
 // ALL-NOT: async_task_id

@@ -32,6 +32,42 @@ pub fn valid(p: &Problem, ii: u32, start: &[u32], length: u32) -> bool {
         .iter()
         .all(|row| row.iter().zip(&p.capacity).all(|(n, cap)| n <= cap))
         && pins_hold(p, ii, start)
+        && (0..p.units.len()).all(|f| bandwidth_used(p, f, None) <= bandwidth_offered(p, f, ii))
+}
+
+/// Raw cycles bandwidth unit `f` moves in `ii` normalized cycles
+/// (0 for a functional unit, which holds slots instead).
+pub fn bandwidth_offered(p: &Problem, f: usize, ii: u32) -> u64 {
+    if !p.bandwidth[f] {
+        return u64::MAX;
+    }
+    // raw cycles = normalized cycles * scale.0 / scale.1, rounded down
+    (ii as u64 * p.capacity[f] as u64 * p.scale.0) / p.scale.1
+}
+
+/// Raw cycles of traffic on unit `f` in one iteration: every op's own, and
+/// with a group assignment, the source's crossing charge for each distinct
+/// data edge between fixed-latency ops on different groups.
+pub fn bandwidth_used(p: &Problem, f: usize, group: Option<&[u32]>) -> u64 {
+    let mut used: u64 = p.ops.iter().map(|o| o.traffic[f]).sum();
+    if let (Some(g), Some(cu)) = (group, p.crossing_unit) {
+        if cu == f {
+            let mut pairs: Vec<(usize, usize)> = Vec::new();
+            for e in &p.edges {
+                let fixed = !p.ops[e.from].variable_latency && !p.ops[e.to].variable_latency;
+                if e.from != e.to
+                    && !e.order
+                    && fixed
+                    && g[e.from] != g[e.to]
+                    && !pairs.contains(&(e.from, e.to))
+                {
+                    pairs.push((e.from, e.to));
+                    used += p.ops[e.from].cross_traffic;
+                }
+            }
+        }
+    }
+    used
 }
 
 /// Last-stage pins: no op issues in a later stage than a pinned op.
@@ -70,6 +106,10 @@ pub fn naive_horizon(p: &Problem, ii: u32) -> u32 {
 /// Smallest schedule length at `ii`, by exhaustive enumeration.
 pub fn min_length(p: &Problem, ii: u32) -> Option<u32> {
     let n = p.ops.len();
+    // The ops' own traffic does not depend on M: it fits or no M does.
+    if (0..p.units.len()).any(|f| bandwidth_used(p, f, None) > bandwidth_offered(p, f, ii)) {
+        return None;
+    }
     if n == 0 {
         return Some(0);
     }
@@ -147,6 +187,7 @@ pub fn machine_toml_async(tc: u32, sfu: u32, tc_async: bool) -> String {
         "name = 'test'\nvendor = 'test'\narch = 'test'\ndescription = 'generated'\n\
          clock_mhz = 1000\nsms = 1\n\
          [units.TC]\ncapacity = {tc}\nasynchronous = {tc_async}\n[units.SFU]\ncapacity = {sfu}\n\
+         [units.BW]\ncapacity = 1\nbytes_per_cycle = 1\ncrossings = true\n\
          [memory.smem]\ncapacity = 1000\nunit = 'bytes'\n\
          [warps]\nthreads_per_warp = 32\nwarp_group_size = 4\nmax_warps_per_cta = 32\n\
          max_regs_per_thread = 255\nregister_file = 65536\n"
@@ -183,6 +224,9 @@ pub fn valid_joint(
         if !ok {
             return false;
         }
+    }
+    if (0..p.units.len()).any(|f| bandwidth_used(p, f, Some(group)) > bandwidth_offered(p, f, ii)) {
+        return false;
     }
     // Colocation: each same_group set on one group.
     if p.same_group
