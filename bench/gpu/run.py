@@ -510,9 +510,11 @@ def record_gluon_only(sub):
 
 # The FA backward's Gluon plans (fa_bwd_gluon_plan): directory under GLUON ->
 # fa_bwd.CONFIGS entry whose two loops twill reads. bench_all measures the
-# recorded plan (GLUON_BWD_KINDS: head dim 128; head dim 64's is refused for
-# its dQ loop), and
-# bench/gpu/probe/gluon_bwd_probe.py sets it next to its ablations (probe 23).
+# recorded plan (GLUON_BWD_KINDS: both head dims, since session 19's model
+# charges shared-memory bandwidth and completes the rows kernel's dQ within
+# its iteration; the plan carries its launch, fa_bwd_gluon_plan.launch_plan),
+# and bench/gpu/probe/gluon_bwd_probe.py sets it next to its ablations
+# (probes 23-28).
 # The dQ loop is read sub-tiled (DQ_SUBTILE: two halves of 64 query rows,
 # which twill gives a group each) at 128-key steps, the tile probe 23
 # measured fastest for the Gluon kernel (64-key steps: 0.93-0.95 of it, on
@@ -541,6 +543,23 @@ def record_gluon_bwd(twill_opt, twill, out, cfg_name, changes):
           f"as written: {record['as_written']['plan'] or 'refused: ' + record['as_written']['refused']}")
 
 
+def gluon_bwd_fits(cfg):
+    """Whether both Gluon backward kernels at `cfg` compile for sm_90 within
+    the shared memory of the H100 model (machines/h100.toml, memory.smem)."""
+    import tomllib
+
+    import fa_bwd_gluon
+    from triton.backends.compiler import GPUTarget
+
+    limit = tomllib.loads((REPO / "machines" / "h100.toml").read_text())["memory"]["smem"]["capacity"]
+    try:
+        kernels = fa_bwd_gluon.compile_for(GPUTarget("cuda", 90, 32), **cfg)
+    except Exception as e:  # out of resources at compile time
+        print(f"  {cfg}: does not compile ({type(e).__name__})", flush=True)
+        return False
+    return all(k.metadata.shared <= limit for k in kernels)
+
+
 def solve_gluon_bwd(twill_opt, twill, out, cfg_name, changes, suffix):
     """record_gluon_bwd's work for one configuration: graphs and schedules
     to `out` (file names with `suffix`), the record returned."""
@@ -563,7 +582,7 @@ def solve_gluon_bwd(twill_opt, twill, out, cfg_name, changes, suffix):
     scheds, loaded, brief = {}, {}, {}
     for loop, path in zip(("dkdv", "dq"), graphs):
         name = f"graph_{loop}{suffix}.toml"
-        (out / name).write_text(P.gluon_graph(path.read_text(), warps))
+        (out / name).write_text(B.gluon_bwd_graph(path.read_text(), loop, warps))
         scheds[loop] = P.solve(twill, out / name, regs)
         (out / f"schedule_{loop}{suffix}.json").write_text(json.dumps(scheds[loop], indent=1))
         loaded[loop] = P.load_graph(out / name)
@@ -578,6 +597,8 @@ def solve_gluon_bwd(twill_opt, twill, out, cfg_name, changes, suffix):
     try:
         record["plan"] = dict(shape, **B.plan_from_schedules(scheds["dkdv"], loaded["dkdv"], scheds["dq"],
                                                              loaded["dq"]))
+        if not suffix:
+            record["plan"] = B.launch_plan(record["plan"], gluon_bwd_fits)
         record["schedule_facts"] = {"dkdv": B.describe(scheds["dkdv"], loaded["dkdv"], "dkdv"),
                                     "dq": B.describe(scheds["dq"], loaded["dq"], B.dq_loop_kind(loaded["dq"]))}
     except B.PlanError as e:
@@ -1016,12 +1037,12 @@ def bwd_inputs(cfg_name, Z, H, N):
 # the GEMM), else the configuration its model chooses on the Triton path.
 # The rule is per kernel, not per size, and fixed before the measurement:
 # the better of twill's two rows is never picked.
-# The backward has a Gluon plan at head dim 128 (GLUON_BWD_PLANS). At head
-# dim 64 the plan is refused (recorded): fa_bwd_gluon lowers twill's dK/dV
-# cut there (SPLIT1 = "elementwise"; probe 25 measured it at 0.73-0.82 of
-# stock), but not its dQ schedule, which keeps each half's dQ in flight past
-# the next block's S (ptxas C7515). That kernel stays on the Triton path.
-GLUON_BWD_KINDS = {"bwd_hd128": "bwd_hd128"}
+# The backward has a Gluon plan at both head dims (GLUON_BWD_PLANS). Up to
+# session 18 the head-dim-64 plan was refused (twill's dK/dV cut with three
+# crossings, 0.73-0.82 of stock in probe 25, and a dQ schedule that kept dQ
+# in flight, ptxas C7515) and that kernel ran on the Triton path (runs up
+# to 41, whose recorded routes say so).
+GLUON_BWD_KINDS = {"bwd_hd128": "bwd_hd128", "bwd_hd64": "bwd_hd64"}
 CONFIG_ROUTE = dict({FA_ROWS[k]: "gluon" for k in GLUON_KINDS}, matmul="gluon",
                     **{"fa_" + k: "gluon" for k in GLUON_BWD_KINDS})
 # A run records the routes it was measured under (results["config_route"]);

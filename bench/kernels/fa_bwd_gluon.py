@@ -57,15 +57,15 @@ dK/dV loop the same split (an ablation: twill does not read that loop
 sub-tiled), EARLY_S issues the function split's S one block ahead; both
 are measured by bench/gpu/probe/gluon_bwd_probe.py (probe 23).
 
-At head dim 64 twill splits the dK/dV loop otherwise (I = 14, proven): S^T
-and every elementwise op (P^T, dS^T) on one group, dV, dP^T and dK on the
-other, with P^T, dP^T - Delta and dS^T crossing. SPLIT1 = "elementwise"
-lowers that cut (`attn_bwd_dkdv_ew_kernel`); measured (probe 25) it runs
-the dK/dV kernel 1.35x slower than the function split, 1.10x with the fp32
-crossing sent in fp16 (DPD_F16): the model prices a crossing as latency,
-not as the shared-memory traffic it is. `fa_bwd_gluon_plan` accepts the
-cut; the head-dim-64 plan is refused for its dQ loop (dQ kept in flight,
-C7515), so the bench does not run it. REG_A (function split: K,
+Up to session 18 twill split the head-dim-64 dK/dV loop otherwise (I = 14):
+S^T and every elementwise op (P^T, dS^T) on one group, dV, dP^T and dK on
+the other, with P^T, dP^T - Delta and dS^T crossing. SPLIT1 =
+"elementwise" lowers that cut (`attn_bwd_dkdv_ew_kernel`); measured (probe
+25) it runs the dK/dV kernel 1.35x slower than the function split, 1.10x
+with the fp32 crossing sent in fp16 (DPD_F16): the model priced a
+crossing as latency, not as the shared-memory traffic it is. Since session
+19 the model charges that traffic, and twill's head-dim-64 plan is the
+function split; `fa_bwd_gluon_plan` still accepts the cut. REG_A (function split: K,
 P^T and dS^T as register A operands) and K_REGS are ablations of the same
 probe. SPLIT1 = "single" (probe 26) runs the dK/dV loop on one compute
 group beside the producer, small enough at head dim 64 with 32-row steps
@@ -79,7 +79,10 @@ rows-split dQ kernel on a persistent grid, one program per SM walking the
 tiles in the grid's order with 1 or 2 buffers for the tile's own operands
 (K and V, or Q and dO), so that the next tile's load and its first ring
 slots overlap this tile's last iterations. A launch choice, not a schedule
-one; measured, not yet the plan's.
+one; the plan's launch since session 19 where two buffers fit
+(`fa_bwd_gluon_plan.launch_plan`: head dim 64). CONCURRENT launches the dQ kernel on a
+second stream beside the dK/dV kernel (the loops share no result), so
+that dQ programs fill the SMs the dK/dV kernel's last wave leaves idle.
 """
 
 import triton
@@ -1491,7 +1494,7 @@ def attn_bwd_dq_rows_persistent_kernel(sm_scale, M, Delta, desc_q, desc_do, desc
 # (bench/gpu/probe/gluon_bwd_probe.py, probes 23-27).
 DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=128, STAGES1=3, STAGES2=2, EARLY_S=False,
                       DQ_INFLIGHT=False, K_REGS=False, DPD_F16=False, REG_A=False,
-                      PIPE=True, MAXNREG1=None, PERSIST1=False, PERSIST2=False,
+                      PIPE=True, MAXNREG1=None, PERSIST1=False, PERSIST2=False, CONCURRENT=False,
                       SPLIT=None,
                       SPLIT1="function", SPLIT2="rows", CONSUMER_REGS=240, PRODUCER_REGS=24)
 
@@ -1621,9 +1624,26 @@ def launcher(kernels, q, k, v, do, lse, delta, dq, dk, dv, sm_scale, **config):
     def run_dq():
         dq_kernel[grids[1]](sm_scale, lse, delta, *args[1])
 
-    def run():
-        run_dkdv()
-        run_dq()
+    if cfg["CONCURRENT"]:
+        # The two loops share no result: the dQ kernel runs on a second
+        # stream, forked after the caller's stream and joined into it, so
+        # that its programs take the SMs that the dK/dV kernel's last
+        # wave leaves idle (the kernel boundary of probe 27).
+        import torch
+
+        side = torch.cuda.Stream(device=q.device)
+
+        def run():
+            main = torch.cuda.current_stream(q.device)
+            side.wait_stream(main)
+            run_dkdv()
+            with torch.cuda.stream(side):
+                run_dq()
+            main.wait_stream(side)
+    else:
+        def run():
+            run_dkdv()
+            run_dq()
 
     run.parts = {"dK/dV kernel": run_dkdv, "dQ kernel": run_dq}
     return run

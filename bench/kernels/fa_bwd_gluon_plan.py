@@ -12,16 +12,18 @@ What the kernel's SPLIT = "function" lowers, and `describe` checks:
   between dP^T and dK that does not feed dV (the dS^T arithmetic) on
   group dS; each group issues its first wgmma of iteration j + 1 before
   its second of iteration j (the kernel's order);
-* or the cut twill makes at head dim 64 (SPLIT1 = "elementwise"): S^T and
-  everything from it to P^T and to dS^T on group E, dP^T, dV and dK (and
-  dP^T - Delta) on group W, in the kernel's order (`_describe_elementwise`).
-  The kernel lowers it; it runs at 0.73-0.82 of stock Triton (probe 25:
-  the model does not charge its three crossings' shared-memory traffic),
-  and the head-dim-64 plan is refused for its dQ loop anyway;
+* or the cut twill made at head dim 64 up to session 18 (SPLIT1 =
+  "elementwise"): S^T and everything from it to P^T and to dS^T on group
+  E, dP^T, dV and dK (and dP^T - Delta) on group W, in the kernel's order
+  (`_describe_elementwise`). The kernel lowers it; it runs at 0.73-0.82 of
+  stock Triton (probe 25). Since the model charges shared-memory
+  bandwidth (machines/h100.toml SMEM) its three crossings do not fit
+  I = 14 and twill's head-dim-64 plan is the function split;
 * dQ loop: S and dP on group P, dQ on the other group; or, for the loop
   sub-tiled into two halves of 64 query rows (fa_bwd's DQ_SUBTILE), each
   half's S, dP and dQ (and everything between) on a group of its own, dQ of
-  block j issued before S of block j + 1 (SPLIT2 = "rows");
+  block j issued before S of block j + 1 (SPLIT2 = "rows"; the graph the
+  solver reads says so: `accumulators_complete`);
 * the loads on the producer (group 0).
 
 The wgmmas are found by their role, the name of the value they compute in
@@ -42,6 +44,7 @@ does not follow.
 """
 
 import math
+import re
 
 from fa_fwd_gluon_plan import PlanError, _ancestors, same_iteration_edges
 
@@ -50,6 +53,72 @@ from fa_fwd_gluon_plan import PlanError, _ancestors, same_iteration_edges
 ROLES = {"dkdv": {"qkT": "S", "dv": "dV", "dpT": "dP", "dk": "dK"},
          "dq": {"qk": "S", "dp": "dP", "dq": "dQ"},
          "dq_rows": {f"{v}_{h}": f"{r}{h}" for h in (0, 1) for v, r in (("qk", "S"), ("dp", "dP"), ("dq", "dQ"))}}
+
+
+def fp16_crossings(toml_text: str) -> str:
+    """The dK/dV loop's graph with the crossings the Gluon kernel makes in
+    fp16: an fp32 tile that is also truncated to fp16 for a wgmma's A
+    operand (P^T for dV, dS^T for dK) is handed to another group as that
+    fp16 tile, which the kernel stages in shared memory for the wgmma
+    anyway (P^T's crossing in the function split; probe 25: fp32 crossings
+    cost the cut 10 of its 14 ms). Its `cross_bytes` becomes the fp16
+    tile's."""
+    import tomllib
+
+    graph = tomllib.loads(toml_text)
+    ops = {o["name"]: o for o in graph["op"]}
+    succs = {}
+    for e in graph.get("edge", []):
+        if e.get("distance", 0) == 0 and not e.get("order"):
+            succs.setdefault(e["from"], []).append(e["to"])
+
+    def feeds_mma(name, depth=3):
+        return depth > 0 and any(ops[t].get("cost", {}).get("class") == "mma" or feeds_mma(t, depth - 1)
+                                 for t in succs.get(name, ()))
+
+    halve = {}
+    for name, o in ops.items():
+        for t in succs.get(name, ()):
+            if t.startswith("truncf") and ops[t].get("cost", {}).get("dtype") == "f16" and feeds_mma(t):
+                halve[name] = ops[t].get("cross_bytes", 0)
+    out, current = [], None
+    for line in toml_text.splitlines(keepends=True):
+        m = re.match(r'name = "(.*)"$', line.strip())
+        if line.startswith("[["):
+            current = None
+        elif m and current is None:
+            current = m.group(1)
+        if current in halve and line.startswith("cross_bytes = "):
+            line = f"cross_bytes = {halve[current]}\n"
+        out.append(line)
+    return "".join(out)
+
+
+def accumulators_complete(toml_text: str) -> str:
+    """The sub-tiled dQ loop's graph (`dq_loop_kind` "dq_rows") with the
+    constraint ptxas puts on the rows kernel (C7515): dQ, the wgmma that accumulates across iterations (an
+    mma with a loop-carried edge to itself), completes before its chain's
+    next iteration issues; kept in flight across the kernel's back edge,
+    ptxas serializes every wgmma of the kernel (DQ_INFLIGHT, probe 23).
+    Added as ordering edges, distance 1 and the mma's full cycles, from
+    the accumulating wgmma to each wgmma it depends on within an
+    iteration (S and dP of its half). Not for the dK/dV loop: its kernel
+    issues S^T (and dP^T) of j + 1 before dV (dK) of j, so there the
+    accumulators complete within the kernel's rotated iteration, and
+    `describe` checks that order."""
+    import tomllib
+
+    graph = tomllib.loads(toml_text)
+    mma = {o["name"] for o in graph["op"] if o.get("cost", {}).get("class") == "mma"}
+    preds, _ = same_iteration_edges(graph)
+    edges = []
+    for e in graph.get("edge", []):
+        acc = e["from"]
+        if acc == e["to"] and e.get("distance", 0) == 1 and acc in mma:
+            for head in sorted(_ancestors(acc, preds) & mma):
+                edges.append(f'\n[[edge]]\nfrom = "{acc}"\nto = "{head}"\ndistance = 1\norder = true\n'
+                             f"origin = 'accumulator completes within its iteration (ptxas C7515)'\n")
+    return toml_text + "".join(edges)
 
 
 def _origin_name(op):
@@ -222,6 +291,41 @@ def _feeds_tc(load, graph):
     pointer loads the kernel's groups issue themselves)."""
     mma = {o["name"] for o in graph["op"] if o.get("cost", {}).get("class") == "mma"}
     return any(e["from"] == load and e["to"] in mma for e in graph.get("edge", []))
+
+
+def gluon_bwd_graph(toml_text: str, loop: str, graph_warps: int) -> str:
+    """An exported backward loop graph (`loop` "dkdv" or "dq") as the Gluon
+    kernel runs it: `fa_fwd_gluon_plan.gluon_graph` (no last-stage pins,
+    registers of a 4-warp group), then the dK/dV loop's fp16 crossings
+    (`fp16_crossings`), or the sub-tiled dQ loop's accumulators completed
+    within their iteration (`accumulators_complete`)."""
+    import tomllib
+
+    from fa_fwd_gluon_plan import gluon_graph
+
+    text = gluon_graph(toml_text, graph_warps)
+    if loop == "dkdv":
+        return fp16_crossings(text)
+    if dq_loop_kind(tomllib.loads(text)) == "dq_rows":
+        return accumulators_complete(text)
+    return text
+
+
+def launch_plan(plan: dict, fits) -> dict:
+    """The plan with its launch (not a schedule choice: the loops'
+    schedules are the same): each loop's kernel on a persistent grid with
+    two buffers of its tile's own operands (PERSIST1: K and V, PERSIST2: Q
+    and dO) where the kernel still fits the SM's shared memory (`fits`, a
+    test of a configuration), and the dQ kernel on a second stream beside
+    the dK/dV kernel (CONCURRENT): the loops share no result. Measured at
+    head dim 64 (probe 28): the per-tile grids run 0.90 / 1.00 / 1.01 of
+    stock Triton at 1k / 4k / 16k, this launch 1.01 / 1.06 / 1.04."""
+    out = dict(plan, CONCURRENT=True)
+    for key in ("PERSIST1", "PERSIST2"):
+        trial = dict(out, **{key: 2})
+        if fits(trial):
+            out = trial
+    return out
 
 
 def plan_from_schedules(dkdv_schedule: dict, dkdv_graph: dict, dq_schedule: dict, dq_graph: dict) -> dict:

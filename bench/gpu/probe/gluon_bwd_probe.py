@@ -78,8 +78,24 @@ def gluon_variants(d):
         if r.get("plan"):
             out[key] = (label, dict(base, **r["plan"]))
             if key == "plan":
-                out["planp"] = (label + ", dK/dV on a persistent grid", dict(base, **r["plan"], PERSIST1=True))
-                out["planq"] = (label + ", dQ on a persistent grid", dict(base, **r["plan"], PERSIST2=1))
+                # The plan's schedule with other launches (the recorded plan
+                # carries its own since session 19: launch_plan).
+                sched = {k: v for k, v in r["plan"].items() if k not in ("PERSIST1", "PERSIST2", "CONCURRENT")}
+                out["planp"] = (label + ", dK/dV on a persistent grid", dict(base, **dict(sched, PERSIST1=True)))
+                out["planq"] = (label + ", dQ on a persistent grid", dict(base, **dict(sched, PERSIST2=1)))
+                out["planpp"] = (label + ", both persistent, 2 buffers", dict(base, **dict(sched, PERSIST1=2,
+                                                                             PERSIST2=2)))
+                out["planc"] = (label + ", dQ on a concurrent stream", dict(base, **dict(sched, CONCURRENT=True)))
+                out["planpc"] = (label + ", dK/dV persistent (2 buffers), dQ on a concurrent stream",
+                                 dict(base, **dict(sched, PERSIST1=2, CONCURRENT=True)))
+                out["planppc"] = (label + ", both persistent (2 buffers), dQ on a concurrent stream",
+                                  dict(base, **dict(sched, PERSIST1=2, PERSIST2=2, CONCURRENT=True)))
+                # Ablations of the plan's launch (probe 28).
+                out["plan_seq"] = (label + ", the two kernels one after the other",
+                                   dict(base, **dict(r["plan"], CONCURRENT=False)))
+                out["plan_dqgrid"] = (label + ", dQ on its per-tile grid",
+                                      dict(base, **dict(r["plan"], PERSIST2=False)))
+                out["plan_s2"] = (label + ", 2-slot dQ rings", dict(base, **dict(r["plan"], STAGES2=2)))
         elif not args.check:
             print(f"hd{d}: no Gluon plan ({key}): {r.get('refused')}", flush=True)
     tag = "" if rec.get("plan") else " (not twill's plan)"

@@ -32,9 +32,15 @@ def _summarized(name):
 
 
 def test_routes_are_fixed_per_kernel():
-    for kernel in ("fa_fwd", "fa_fwd_causal", "fa_fwd_subtile", "fa_fwd_hd64", "matmul", "fa_bwd_hd128"):
+    """Every kernel's twill configuration goes through Gluon since session
+    19 (the head-dim-64 backward's plan is no longer refused); runs 40-41
+    recorded theirs with that backward on the Triton path."""
+    for kernel in ("fa_fwd", "fa_fwd_causal", "fa_fwd_subtile", "fa_fwd_hd64", "matmul", "fa_bwd_hd128",
+                   "fa_bwd_hd64"):
         assert run.CONFIG_ROUTE[kernel] == "gluon", kernel
-    assert "fa_bwd_hd64" not in run.CONFIG_ROUTE  # the Triton path: twill's schedule is refused
+    for old in ("2026-11-26-h100-run40-triton36", "2026-11-26-h100-run41-triton39"):
+        with gzip.open(REPO / "bench" / "gpu" / "results" / old / "results.json.gz", "rt") as f:
+            assert "fa_bwd_hd64" not in run.config_route(json.load(f)), old
 
 
 def test_a_run_is_summarized_with_the_routes_it_recorded():
@@ -115,6 +121,29 @@ def test_recorded_runs_40_41(name):
             assert c["kernel"] == "fa_bwd_hd64", c
     below = [c for c in config if c["paired_ratio"] < 1]
     assert all(c["kernel"] == "fa_bwd_hd64" and c["paired_ratio"] > 0.99 for c in below), below
+
+
+@pytest.mark.parametrize("name", ["2026-11-26-h100-run42-triton36", "2026-11-26-h100-run43-triton39",
+                                  "2026-11-26-h100-run44-triton36"])
+def test_recorded_runs_42_44(name):
+    """Runs 42 and 44 (Triton 3.6.0, the H100's own) and 43 (3.9.0, carried)
+    after shared-memory bandwidth entered the model: every kernel's twill
+    configuration is a Gluon plan and correct at every size. On 3.6 every
+    one reaches the best stock configuration by ratio and paired, and the FA
+    forward runs above 600 TFLOPS at 16k; on 3.9 the rows below 1 are the
+    head-dim-64 backward's at 1k and 4k (paired 0.972 and 0.983) and the
+    head-dim-128 backward's ratio at 4k (paired 1.083)."""
+    results = _summarized(name)
+    config = results["summary_config"]
+    assert len(config) == 20 and all(c["correct"] and c["route"] == "gluon" for c in config)
+    fwd16k = next(c for c in config if c["kernel"] == "fa_fwd" and c["size"] == 16384)
+    if name.endswith("triton36"):
+        assert all(c["ratio"] >= 1 and c["paired_ratio"] >= 1 for c in config), config
+        assert fwd16k["twill_tflops"] > 600
+    else:
+        below = {(c["kernel"], c["size"]) for c in config if min(c["ratio"], c["paired_ratio"]) < 1}
+        assert below == {("fa_bwd_hd64", 1024), ("fa_bwd_hd64", 4096), ("fa_bwd_hd128", 4096)}, below
+        assert all(c["paired_ratio"] > 0.97 for c in config)
 
 
 def test_missing_rows_are_shown():

@@ -132,8 +132,11 @@ def test_gemm_candidates_are_ranked_by_the_model(tmp_path, monkeypatch):
     assert r.outside_cycles > 0  # the output tile's store at least
     assert r.unit_cycles == n * busiest
     assert r.cta_cycles == r.outside_cycles + max((n - 1) * lp.ii + lp.length, n * busiest)
-    waves = -(-((size // 128) ** 2) // (132 * r.ctas_per_sm))
-    assert r.time == waves * max(r.cta_cycles, r.ctas_per_sm * r.unit_cycles)
+    # Full waves of c CTAs per SM, then a last partial wave whose busiest
+    # SM holds ceil(rest / 132) CTAs.
+    full, rest = divmod((size // 128) ** 2, 132 * r.ctas_per_sm)
+    last = max(r.cta_cycles, -(-rest // 132) * r.unit_cycles) if rest else 0
+    assert r.time == full * max(r.cta_cycles, r.ctas_per_sm * r.unit_cycles) + last
 
 
 def test_a_candidate_that_fails_ranks_last():

@@ -213,10 +213,12 @@ def test_recorded_plan_compiles_once_per_sm_without_spills(block_n, tmp_path, mo
 
 def test_tile_model():
     """matmul_gluon_plan's persistent model, worked by hand, and the recorded
-    choice recomputed from the recorded candidates and schedules: the two
-    tiles tie (both tensor-core bound, the same rounds of tiles per SM), and
-    the 128 x 256 plan leaves its TMA a quarter of headroom where the
-    128 x 128 plan has none."""
+    choice recomputed from the recorded candidates and schedules: the
+    128 x 128 plan is bound by shared-memory bandwidth (per iteration its
+    wgmmas read B once per 64 rows and its TMA writes both tiles: 20% more
+    than the tensor core's time), the 128 x 256 plan is not, so the model
+    ranks it first by cycles (before session 19 the two tied and the
+    TMA's headroom chose)."""
     sched = dict(ii=16, res_mii=16, length=20, normalization=dict(costs=[dict(original=512, normalized=8)]))
     # 1024 tiles on 132 SMs: 8 rounds of 64 iterations at 512 cycles and 500
     # cycles outside the loop per tile; the fill (L - I = 4 units of 64
@@ -239,5 +241,5 @@ def test_tile_model():
                                                  (n // 128) * (n // int(t)), n // 64, sms, c["plan"]["CTAS"])
             rooms[int(t)] = P.headroom(c["units"])
         assert {int(t): v for t, v in m["cycles"].items()} == pytest.approx(cycles), size
-        assert abs(cycles[256] / cycles[128] - 1) < configure.MODEL_TOLERANCE, size
+        assert cycles[128] > cycles[256] * (1 + configure.MODEL_TOLERANCE), size
         assert P.choose_tile(cycles, rooms, configure.MODEL_TOLERANCE) == m["tile"] == 256, size
