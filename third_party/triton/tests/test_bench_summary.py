@@ -124,21 +124,25 @@ def test_recorded_runs_40_41(name):
 
 
 @pytest.mark.parametrize("name", ["2026-11-26-h100-run42-triton36", "2026-11-26-h100-run43-triton39",
-                                  "2026-11-26-h100-run44-triton36"])
-def test_recorded_runs_42_44(name):
-    """Runs 42 and 44 (Triton 3.6.0, the H100's own) and 43 (3.9.0, carried)
-    after shared-memory bandwidth entered the model: every kernel's twill
-    configuration is a Gluon plan and correct at every size. On 3.6 every
-    one reaches the best stock configuration by ratio and paired, and the FA
-    forward runs above 600 TFLOPS at 16k; on 3.9 the rows below 1 are the
-    head-dim-64 backward's at 1k and 4k (paired 0.972 and 0.983) and the
-    head-dim-128 backward's ratio at 4k (paired 1.083)."""
+                                  "2026-11-26-h100-run44-triton36", "2026-11-26-h100-run45-triton36"])
+def test_recorded_runs_42_45(name):
+    """Runs 42, 44 and 45 (Triton 3.6.0, the H100's own) and 43 (3.9.0,
+    carried) after shared-memory bandwidth entered the model: every
+    kernel's twill configuration is a Gluon plan and correct at every size.
+    On 3.6 every one reaches the best stock configuration paired, and the FA
+    forward runs above 600 TFLOPS at 16k; by the first pass's ratio too,
+    except in run 45 the head-dim-64 backward at 4k (0.977 against b32 w4
+    s5, the fastest of the grid in that pass; paired 1.038). On 3.9 the rows
+    below 1 are the head-dim-64 backward's at 1k and 4k (paired 0.972 and
+    0.983) and the head-dim-128 backward's ratio at 4k (paired 1.083)."""
     results = _summarized(name)
     config = results["summary_config"]
     assert len(config) == 20 and all(c["correct"] and c["route"] == "gluon" for c in config)
     fwd16k = next(c for c in config if c["kernel"] == "fa_fwd" and c["size"] == 16384)
     if name.endswith("triton36"):
-        assert all(c["ratio"] >= 1 and c["paired_ratio"] >= 1 for c in config), config
+        assert all(c["paired_ratio"] >= 1 for c in config), config
+        below = {(c["kernel"], c["size"]) for c in config if c["ratio"] < 1}
+        assert below == ({("fa_bwd_hd64", 4096)} if "run45" in name else set()), below
         assert fwd16k["twill_tflops"] > 600
     else:
         below = {(c["kernel"], c["size"]) for c in config if min(c["ratio"], c["paired_ratio"]) < 1}
