@@ -195,18 +195,23 @@ impl Problem {
             .collect()
     }
 
+    /// The smallest I whose budget on bandwidth unit `f` holds `need` raw
+    /// cycles: ii * capacity * raw >= need * normalized (the inverse of
+    /// [`Problem::bandwidth_budget`]); at least 1.
+    pub fn bandwidth_ii(&self, f: usize, need: u64) -> u32 {
+        let per = u128::from(self.capacity[f].max(1)) * u128::from(self.scale.0.max(1));
+        let ii = (u128::from(need) * u128::from(self.scale.1.max(1))).div_ceil(per);
+        ii.clamp(1, u128::from(u32::MAX)) as u32
+    }
+
     /// The smallest I at which every bandwidth unit's fixed traffic fits
     /// its budget (1 without bandwidth units).
     pub fn bandwidth_mii(&self) -> u32 {
-        let mut mii = 1u64;
-        for f in (0..self.units.len()).filter(|&f| self.bandwidth[f]) {
-            let need = u128::from(self.fixed_traffic(f));
-            let per = u128::from(self.capacity[f].max(1)) * u128::from(self.scale.0.max(1));
-            // smallest ii with ii * per / den >= need, i.e. ii * per >= need * den
-            let ii = (need * u128::from(self.scale.1.max(1))).div_ceil(per);
-            mii = mii.max(ii.min(u128::from(u32::MAX)) as u64);
-        }
-        mii as u32
+        (0..self.units.len())
+            .filter(|&f| self.bandwidth[f])
+            .map(|f| self.bandwidth_ii(f, self.fixed_traffic(f)))
+            .max()
+            .unwrap_or(1)
     }
 
     /// Longest paths from a virtual source joined to every op with weight 0,

@@ -549,6 +549,17 @@ fn table(m: &BTreeMap<String, u32>) -> String {
     format!("{{ {} }}", items.join(", "))
 }
 
+/// `name = { key = value, ... }` for a non-empty map (nothing when empty).
+fn push_table(out: &mut String, name: &str, map: &BTreeMap<String, u64>) {
+    if !map.is_empty() {
+        let items: Vec<String> = map
+            .iter()
+            .map(|(k, v)| format!("{} = {v}", quote_key(k)))
+            .collect();
+        out.push_str(&format!("{name} = {{ {} }}\n", items.join(", ")));
+    }
+}
+
 fn quote_key(k: &str) -> String {
     if !k.is_empty()
         && k.chars()
@@ -625,14 +636,7 @@ pub fn to_toml(g: &Graph) -> String {
         if op.regs > 0 {
             out.push_str(&format!("regs = {}\n", op.regs));
         }
-        if !op.memory.is_empty() {
-            let items: Vec<String> = op
-                .memory
-                .iter()
-                .map(|(k, v)| format!("{} = {v}", quote_key(k)))
-                .collect();
-            out.push_str(&format!("memory = {{ {} }}\n", items.join(", ")));
-        }
+        push_table(&mut out, "memory", &op.memory);
         if op.variable_latency {
             out.push_str("variable_latency = true\n");
         }
@@ -648,14 +652,7 @@ pub fn to_toml(g: &Graph) -> String {
         if op.spill_cost > 0 {
             out.push_str(&format!("spill_cost = {}\n", op.spill_cost));
         }
-        if !op.traffic.is_empty() {
-            let items: Vec<String> = op
-                .traffic
-                .iter()
-                .map(|(k, v)| format!("{} = {v}", quote_key(k)))
-                .collect();
-            out.push_str(&format!("traffic = {{ {} }}\n", items.join(", ")));
-        }
+        push_table(&mut out, "traffic", &op.traffic);
         if op.cross_bytes > 0 {
             out.push_str(&format!("cross_bytes = {}\n", op.cross_bytes));
         }

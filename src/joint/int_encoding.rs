@@ -192,7 +192,7 @@ impl<'p> IntEncoding<'p> {
             }
         }
 
-        // Bandwidth of the crossings (rule 9), as a linear sum.
+        // Bandwidth of the crossings (rule 10), as a linear sum.
         if ws && self.cfg.groups > 1 {
             if let Some((charges, left)) = super::crossing_budget(p, ii) {
                 let zero = Int::from_i64(0);

@@ -1077,9 +1077,7 @@ fn shortest(
     )
 }
 
-/// Unordered pairs of distinct compute (fixed-latency) ops joined by an
-/// edge: the values that cross between groups when their ends differ.
-/// The crossings' share of the bandwidth at `ii` (rule 9 of the checker):
+/// The crossings' share of the bandwidth at `ii` (rule 10 of the checker):
 /// the pairs whose crossing costs raw cycles on the crossing unit
 /// ([`Problem::crossing_charges`]), and the raw cycles left for them after
 /// the ops' own traffic. `None` when no crossing can exceed what is left
@@ -1094,6 +1092,8 @@ pub fn crossing_budget(p: &Problem, ii: u32) -> Option<(Vec<CrossingCharge>, u64
     (total > left).then_some((charges, left))
 }
 
+/// Unordered pairs of distinct compute (fixed-latency) ops joined by an
+/// edge: the values that cross between groups when their ends differ.
 pub fn cross_pairs(p: &Problem) -> Vec<(usize, usize)> {
     let mut pairs: Vec<(usize, usize)> = p
         .edges

@@ -209,7 +209,7 @@ impl JointEncoding for PaperEncoding<'_> {
                 solver.assert(cross(pair[0], pair[1]).not());
             }
         }
-        // Bandwidth of the crossings (rule 9).
+        // Bandwidth of the crossings (rule 10).
         if groups.len() > 1 {
             if let Some((charges, left)) = super::crossing_budget(p, self.ii) {
                 let terms: Vec<(Bool, i32)> = charges

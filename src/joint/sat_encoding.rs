@@ -262,7 +262,7 @@ impl<'p> SatEncoding<'p> {
             Vec::new()
         };
 
-        // Bandwidth of the crossings (rule 9): the charged pairs that cross
+        // Bandwidth of the crossings (rule 10): the charged pairs that cross
         // fit in what the ops' own traffic leaves of the budget.
         if ws && groups > 1 {
             if let Some((charges, left)) = super::crossing_budget(p, ii) {

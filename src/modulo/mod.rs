@@ -263,7 +263,7 @@ pub fn lower_bound_certificate(p: &Problem, res: u32, rec: u32) -> Vec<Refuted> 
         let slot_bound = u32::try_from(p.unit_bound(f)).unwrap_or(u32::MAX).max(1);
         let bandwidth = (0..p.units.len())
             .filter(|&b| p.bandwidth[b])
-            .max_by_key(|&b| (p.fixed_traffic(b) * p.scale.1, std::cmp::Reverse(b)));
+            .max_by_key(|&b| (p.bandwidth_ii(b, p.fixed_traffic(b)), std::cmp::Reverse(b)));
         let why = match bandwidth {
             Some(b) if p.bandwidth_mii() > slot_bound => Infeasibility::Bandwidth {
                 unit: p.units[b].clone(),
@@ -379,17 +379,20 @@ pub fn search_cap(p: &Problem) -> u32 {
     let delays = p.edges.iter().map(|e| e.delay as u64).sum::<u64>();
     let cap = p.ops.iter().map(|o| o.cycles as u64).sum::<u64>() + 2 * delays + 1;
     let crossings: u64 = p.crossing_charges().iter().map(|c| c.2).sum();
-    let mut bandwidth = 1u64;
-    for f in (0..p.units.len()).filter(|&f| p.bandwidth[f]) {
-        let need = p.fixed_traffic(f)
-            + if p.crossing_unit == Some(f) {
-                crossings
-            } else {
-                0
-            };
-        let per = u128::from(p.capacity[f].max(1)) * u128::from(p.scale.0.max(1));
-        let ii = (u128::from(need) * u128::from(p.scale.1.max(1))).div_ceil(per);
-        bandwidth = bandwidth.max(ii.min(u128::from(u32::MAX)) as u64);
-    }
-    u32::try_from(cap.max(bandwidth)).unwrap_or(u32::MAX)
+    let bandwidth = (0..p.units.len())
+        .filter(|&f| p.bandwidth[f])
+        .map(|f| {
+            let own = p.fixed_traffic(f);
+            p.bandwidth_ii(
+                f,
+                own + if p.crossing_unit == Some(f) {
+                    crossings
+                } else {
+                    0
+                },
+            )
+        })
+        .max()
+        .unwrap_or(1);
+    u32::try_from(cap.max(u64::from(bandwidth))).unwrap_or(u32::MAX)
 }
