@@ -220,6 +220,36 @@ struct TwillExportGraphPass
   void fail() { signalPassFailure(); }
 };
 
+struct TwillVerifyPipelinePass
+    : public PassWrapper<TwillVerifyPipelinePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TwillVerifyPipelinePass)
+
+  TwillVerifyPipelinePass() = default;
+  TwillVerifyPipelinePass(const TwillVerifyPipelinePass &other)
+      : PassWrapper(other) {}
+
+  StringRef getArgument() const final { return "twill-verify-pipeline"; }
+  StringRef getDescription() const final {
+    return "Prove the protocol of every pipelined loop (rings, async copies, "
+           "mbarriers, async wgmma) safe for every trip count; remarks and "
+           "an optional JSON report";
+  }
+
+  Option<std::string> report{
+      *this, "report",
+      llvm::cl::desc("Write the JSON report (twill.pipeline-verify/1) here"),
+      llvm::cl::init("")};
+
+  void runOnOperation() override {
+    std::string o;
+    render(o, "report", report);
+    runBody(*this, gCallbacks ? gCallbacks->verifyPipeline : nullptr,
+            getOperation(), o,
+            [](Pass &p) { static_cast<TwillVerifyPipelinePass &>(p).fail(); });
+  }
+  void fail() { signalPassFailure(); }
+};
+
 } // namespace
 
 extern "C" void twillRegisterPasses(const TwillPassCallbacks *callbacks) {
@@ -230,6 +260,7 @@ extern "C" void twillRegisterPasses(const TwillPassCallbacks *callbacks) {
   registered = true;
   PassRegistration<TwillSchedulePass>();
   PassRegistration<TwillExportGraphPass>();
+  PassRegistration<TwillVerifyPipelinePass>();
 }
 
 extern "C" void twillEmitDiagnostic(MlirLocation loc, int severity,

@@ -30,10 +30,11 @@ typedef int (*TwillPassBody)(MlirOperation op, const char *options,
 typedef struct {
   TwillPassBody schedule;    ///< --twill-schedule
   TwillPassBody exportGraph; ///< --twill-export-graph
+  TwillPassBody verifyPipeline; ///< --twill-verify-pipeline
 } TwillPassCallbacks;
 
-/// Registers `twill-schedule` and `twill-export-graph` in MLIR's global pass
-/// registry. The callbacks must stay valid for the life of the process.
+/// Registers `twill-schedule`, `twill-export-graph` and
+/// `twill-verify-pipeline` in MLIR's global pass registry. The callbacks must stay valid for the life of the process.
 void twillRegisterPasses(const TwillPassCallbacks *callbacks);
 
 /// Severity for twillEmitDiagnostic.

@@ -9,7 +9,9 @@
 //! * [`modulo`]: minimum initiation interval and optimal modulo schedule (ZLP);
 //! * [`joint`]: the joint SWP + WS problem in SMT (z3) and Algorithm 1;
 //! * [`checker`]: the independent validator every schedule passes through;
-//! * [`report`]: text and JSON output.
+//! * [`report`]: text and JSON output;
+//! * [`protocol`]: the pipeline-protocol verifier of the code Triton builds
+//!   from a schedule (independent of all of the above).
 //!
 //! The solver core (everything above) knows nothing about MLIR or Triton.
 
@@ -25,6 +27,7 @@ pub mod machine;
 pub mod modulo;
 pub mod normalize;
 pub mod problem;
+pub mod protocol;
 pub mod report;
 
 pub use error::LoadError;

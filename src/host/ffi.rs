@@ -13,6 +13,7 @@ pub type TwillPassBody =
 pub struct TwillPassCallbacks {
     pub schedule: TwillPassBody,
     pub export_graph: TwillPassBody,
+    pub verify_pipeline: TwillPassBody,
 }
 
 pub const TWILL_REMARK: c_int = 0;

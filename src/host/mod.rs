@@ -2,12 +2,14 @@
 //! `passes/` calls, the `mlirGetPassPluginInfo` entry point of the
 //! `mlir-opt --load-pass-plugin` library, and the `twill-opt` driver's main.
 //!
-//! Both hosts register the same two passes, whose bodies are
-//! [`crate::frontend`] (extraction), the solver core, and
-//! [`crate::backend`] (write-back).
+//! Both hosts register the same three passes: `twill-schedule` and
+//! `twill-export-graph`, whose bodies are [`crate::frontend`] (extraction),
+//! the solver core, and [`crate::backend`] (write-back); and
+//! `twill-verify-pipeline`, the independent [`crate::protocol`] verifier.
 
 pub mod ffi;
 pub mod passes;
+pub mod verify;
 
 use std::ffi::{c_char, c_int, CString};
 
@@ -17,6 +19,7 @@ use ffi::TwillPassCallbacks;
 pub(crate) static CALLBACKS: TwillPassCallbacks = TwillPassCallbacks {
     schedule: passes::schedule_body,
     export_graph: passes::export_graph_body,
+    verify_pipeline: verify::verify_pipeline_body,
 };
 
 /// Runs `twill-opt` (MlirOptMain with every upstream dialect and pass plus
