@@ -1202,6 +1202,15 @@ pub fn verify_function(f: &Function) -> Vec<LoopReport> {
             }
         }
     }
+    // A violation that no loop claims (outside every loop, on a buffer no
+    // loop indexes) makes the whole function unsafe: every loop reports it.
+    let found: Vec<(Option<usize>, Violation)> = found
+        .into_iter()
+        .map(|(at, v)| {
+            let owned = ls.iter().any(|l| claims(l, &bufs, &at, &v));
+            (if owned { at } else { Some(ORPHAN) }, v)
+        })
+        .collect();
     ls.iter()
         .map(|l| {
             report(
@@ -1216,6 +1225,15 @@ pub fn verify_function(f: &Function) -> Vec<LoopReport> {
         .collect()
 }
 
+/// Marks a violation that every loop of the function reports.
+const ORPHAN: usize = usize::MAX;
+
+/// Whether loop `l` owns a violation: it happened in the loop, or on one of
+/// its rings.
+fn claims(l: &LoopInfo, bufs: &[Buffer], at: &Option<usize>, v: &Violation) -> bool {
+    *at == Some(l.op.id) || l.rings.iter().any(|&b| bufs[b].loc == v.buffer)
+}
+
 fn report(
     f: &Function,
     l: &LoopInfo,
@@ -1224,10 +1242,9 @@ fn report(
     unsupported: Option<&(Option<usize>, Unsupported)>,
     heads: Option<&Vec<Vec<Option<i64>>>>,
 ) -> LoopReport {
-    let ring_locs: BTreeSet<&str> = l.rings.iter().map(|&b| bufs[b].loc.as_str()).collect();
     let violations: Vec<Violation> = found
         .iter()
-        .filter(|(at, v)| *at == Some(l.op.id) || ring_locs.contains(v.buffer.as_str()))
+        .filter(|(at, v)| *at == Some(ORPHAN) || claims(l, bufs, at, v))
         .map(|(_, v)| v.clone())
         .collect();
     let mut unsup = unsupported
