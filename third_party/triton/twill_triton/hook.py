@@ -1,10 +1,18 @@
 """The stages hook that puts twill into Triton's `make_ttgir`.
 
 Triton's pass list is never copied: the installed backend's own `make_ttgir`
-runs with its module globals `ir`, `passes` and `nvidia` replaced by
-recorders, so every `passes.*.add_*(pm, ...)` call is recorded instead of
-applied. When `make_ttgir` runs its pass manager, the recorded list is split
-at `add_assign_latencies` / `add_schedule_loops`: the first part runs on the
+runs with the globals `ir`, `passes` and `nvidia` replaced by recorders, so
+every `passes.*.add_*(pm, ...)` call is recorded instead of applied. The
+backend's module is not touched: each compilation calls a function of its
+own, made from `make_ttgir`'s code and a copy of the module's globals, so
+threads compiling at once never see each other's recorders. Only where the
+ttgir stage is not the backend's own (another stages hook wrapped it) does
+the module get, for the time of the stage, stand-ins for those globals that
+give the compiling thread its recorders and every other thread the real
+objects.
+
+When `make_ttgir` runs its pass manager, the recorded list is split at
+`add_assign_latencies` / `add_schedule_loops`: the first part runs on the
 real module, twill schedules the loops, and the rest (from `add_pipeline` on)
 runs on the module twill wrote. Where twill leaves some loop of the kernel to
 Triton (it skipped it) and schedules another, Triton's two scheduling passes
@@ -12,8 +20,10 @@ run first and twill's attributes replace theirs on the loops it schedules. Whate
 passes, their order and arguments are exactly its own.
 """
 
+import contextlib
 import functools
 import hashlib
+import inspect
 import logging
 import os
 import re
@@ -54,6 +64,11 @@ class Decision:
 
 
 _lock = threading.Lock()
+# The fallback interposition (_swapped): per backend module (its globals'
+# __name__), [compilations in it, the module's own ir / passes / nvidia].
+_swap_lock = threading.Lock()
+_swaps = {}
+_tls = threading.local()
 _state = {"enabled": False, "prev_hook": None, "config": None, "cache": None}
 _decisions: List[Decision] = []
 
@@ -61,6 +76,11 @@ _decisions: List[Decision] = []
 def decisions() -> List[Decision]:
     """Decisions of this process so far, oldest first."""
     return list(_decisions)
+
+
+def _add_decision(d):
+    with _lock:
+        _decisions.append(d)
 
 
 def _env_bool(name):
@@ -281,8 +301,6 @@ def _run(ir, mod, calls, tag):
 def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
     from triton._C.libtriton import ir
 
-    compiler_module = sys.modules[type(backend).__module__]
-    g = vars(compiler_module)
     result = {}
 
     def on_run(fake_pm, mod, tag):
@@ -310,25 +328,124 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
                 _run(ir, new, calls[i + 2:], tag + "_after_twill")
             except Exception as e:  # Triton rejected the schedule
                 raise _Fallback(f"Triton rejected twill's schedule: {e}") from e
-            _decisions.append(decision)
+            _add_decision(decision)
             result["mod"] = new
         except _Fallback as e:
             _record(cfg, mod, capability, getattr(e, "decision", None), str(e))
             _run(ir, mod, calls[rest:], tag)
             result["mod"] = mod
 
-    saved = {k: g[k] for k in ("ir", "passes", "nvidia")}
-    g["ir"] = _IRProxy(saved["ir"], on_run)
-    g["passes"] = _PassRecorder(saved["passes"], "passes")
-    g["nvidia"] = _PassRecorder(saved["nvidia"], "nvidia")
-    try:
-        orig(src, metadata)
-    finally:
-        g.update(saved)
+    def recorders(real):
+        return {"ir": _IRProxy(real["ir"], on_run), "passes": _PassRecorder(real["passes"], "passes"),
+                "nvidia": _PassRecorder(real["nvidia"], "nvidia")}
+
+    private = _private_make_ttgir(orig, backend, options, capability, recorders)
+    if private is not None:
+        private(src, metadata, options, capability)
+    else:
+        # Not the backend's own stage (another hook wrapped it, or another
+        # Triton): the module's globals stand in for the recorders in this
+        # thread only.
+        with _swapped(vars(sys.modules[type(backend).__module__]), recorders):
+            orig(src, metadata)
     final = result["mod"]
     if hasattr(final, "get_tensordesc_metadata"):
         metadata["tensordesc_meta"] = final.get_tensordesc_metadata()
     return final
+
+
+def _private_make_ttgir(orig, backend, options, capability, recorders):
+    """The backend's `make_ttgir` as a function of its own whose globals are
+    a copy of its module's with `recorders(real globals)` in place of `ir`,
+    `passes` and `nvidia`, or None where `orig` is not the backend's own
+    stage `lambda src, metadata: self.make_ttgir(src, metadata, options,
+    capability)` (checked on its code and closure) or that function cannot
+    be rebuilt so. Calling it as `(src, metadata, options, capability)` is
+    what `orig(src, metadata)` does, without touching any module."""
+    cls = type(backend)
+    code = getattr(orig, "__code__", None)
+    # A lambda of the backend class's add_stages (or a base class's).
+    defined = [vars(c)["add_stages"].__code__.co_consts for c in cls.__mro__
+               if hasattr(vars(c).get("add_stages"), "__code__")]
+    if code is None or not any(code in consts for consts in defined):
+        return None
+    if code.co_names != ("make_ttgir",) or code.co_argcount != 2:
+        return None
+    try:
+        cells = {name: cell.cell_contents for name, cell in zip(code.co_freevars, orig.__closure__ or ())}
+    except ValueError:  # an empty cell
+        return None
+    if (set(cells) != {"self", "options", "capability"} or cells["self"] is not backend
+            or cells["options"] is not options or cells["capability"] != capability):
+        return None
+    if "make_ttgir" in vars(backend):
+        return None
+    static = inspect.getattr_static(cls, "make_ttgir", None)
+    fn = getattr(static, "__func__", None)
+    if not isinstance(static, staticmethod) or not isinstance(fn, types.FunctionType):
+        return None
+    real = fn.__globals__
+    names = {"ir", "passes", "nvidia"}
+    if not names <= set(real):
+        return None
+    for name in fn.__code__.co_names:
+        # A function of the same module that make_ttgir calls would see the
+        # real globals, not the recorders.
+        other = real.get(name)
+        if (isinstance(other, types.FunctionType) and other.__globals__ is real
+                and names & set(other.__code__.co_names)):
+            return None
+    with _swap_lock:
+        glb = dict(real)
+        swapped = _swaps.get(real.get("__name__"))
+        if swapped is not None:  # the module's own objects, not the stand-ins
+            glb.update(swapped[1])
+    glb.update(recorders(glb))
+    private = types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, fn.__closure__)
+    private.__kwdefaults__ = dict(fn.__kwdefaults__) if fn.__kwdefaults__ else None
+    private.__qualname__ = fn.__qualname__
+    return private
+
+
+class _ThreadStandIn:
+    """Stands for a backend module global (`ir`, `passes` or `nvidia`)
+    while some thread compiles through `_swapped`: that thread's recorder,
+    the module's own object for every other thread."""
+
+    def __init__(self, name, real):
+        self._name = name
+        self._real = real
+
+    def __getattr__(self, attr):
+        recorders = getattr(_tls, "recorders", None)
+        return getattr(recorders[self._name] if recorders else self._real, attr)
+
+
+@contextlib.contextmanager
+def _swapped(g, recorders):
+    """Within the block, the calling thread reads module globals `g`'s `ir`,
+    `passes` and `nvidia` as `recorders(the module's own)`; other threads
+    read the module's own, and the module gets them back when the last such
+    block ends."""
+    key = g.get("__name__")
+    with _swap_lock:
+        entry = _swaps.get(key)
+        if entry is None:
+            own = {k: g[k] for k in ("ir", "passes", "nvidia")}
+            entry = _swaps[key] = [0, own]
+            g.update({k: _ThreadStandIn(k, v) for k, v in own.items()})
+        entry[0] += 1
+    outer = getattr(_tls, "recorders", None)
+    _tls.recorders = recorders(entry[1])
+    try:
+        yield
+    finally:
+        _tls.recorders = outer
+        with _swap_lock:
+            entry[0] -= 1
+            if entry[0] == 0:
+                g.update(entry[1])
+                del _swaps[key]
 
 
 def _record(cfg, mod, capability, decision, reason):
@@ -339,7 +456,7 @@ def _record(cfg, mod, capability, decision, reason):
     d = decision or Decision(kernel=kernel, capability=capability, scheduled=False)
     d.scheduled = False
     d.reason = reason
-    _decisions.append(d)
+    _add_decision(d)
     msg = f"twill: kernel {kernel} (cuda:{capability}) uses Triton's own schedule: {reason}"
     if cfg.strict:
         raise TwillError(msg)
