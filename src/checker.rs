@@ -57,6 +57,13 @@
 //!     u -> v (u != v, both of fixed latency) with A(u) != A(v), is at most
 //!     floor(I * cap(f) * raw / normalized), the problem's cycle scale.
 //!
+//! 11. **held buffers**: an asynchronous reader (an op on asynchronous
+//!     units only: a wgmma, a TMA store) of a value in memory reads it until
+//!     it completes, not only when it issues, and its wait retires it then:
+//!     for rule 7's memory limit such a value stays live until
+//!     M(u) + delta*I + cycles(u). A schedule whose memory fits without these
+//!     holds but not with them breaks this rule (else rule 7).
+//!
 //! # Measure (not a rule)
 //!
 //! [`latency_slack`] measures how much later than modeled the asynchronous
@@ -200,6 +207,16 @@ pub enum Violation {
         capacity: u64,
         values: Vec<(String, u32)>,
     },
+    /// Rule 11: memory `kind` holds `used` > `capacity` at `residue` because
+    /// asynchronous readers hold their buffers until they complete (without
+    /// the holds it fits): `held` names (value, reader) pairs.
+    HeldBuffers {
+        kind: String,
+        residue: u32,
+        used: u64,
+        capacity: u64,
+        held: Vec<(String, String)>,
+    },
     /// Rule 8: `blocked` issues with blocking synchronization at `residue`
     /// while `other` of the same group executes.
     Concurrency {
@@ -301,6 +318,20 @@ impl fmt::Display for Violation {
                 write!(
                     f,
                     "register limit: group {group} at steady-state cycle {residue} holds {used} > {limit} registers per thread ({})",
+                    who.join(", ")
+                )
+            }
+            Violation::HeldBuffers {
+                kind,
+                residue,
+                used,
+                capacity,
+                held,
+            } => {
+                let who: Vec<String> = held.iter().map(|(v, r)| format!("{v} read by {r}")).collect();
+                write!(
+                    f,
+                    "held buffers: {kind} at steady-state cycle {residue} holds {used} > {capacity} while asynchronous readers still read their operands ({})",
                     who.join(", ")
                 )
             }
@@ -606,35 +637,6 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
     // enough from the start that every instance overlapping it exists.
     let ii = s.ii as i64;
     let start: Vec<i64> = s.start.iter().map(|&m| m as i64).collect();
-    // End of each value's lifetime (latest issue of a user), if it has users
-    // (ordering-only edges use no value).
-    let last_use: Vec<Option<i64>> = (0..p.ops.len())
-        .map(|v| {
-            p.edges
-                .iter()
-                .filter(|e| e.from == v && !e.order)
-                .map(|e| start[e.to] + ii * e.distance as i64)
-                .max()
-        })
-        .collect();
-    let longest = p
-        .ops
-        .iter()
-        .enumerate()
-        .map(|(v, o)| {
-            let life = last_use[v].map_or(0, |e| e - start[v]);
-            life.max(o.cycles as i64)
-        })
-        .max()
-        .unwrap_or(0);
-    let window = (longest + start.iter().copied().max().unwrap_or(0) + ii) / ii * ii;
-    let instances = |v: usize, t: i64| -> u32 {
-        // k with start + kI <= t < end + kI, over every iteration k >= 0.
-        let Some(end) = last_use[v] else { return 0 };
-        (0..=t / ii + 1)
-            .filter(|k| start[v] + k * ii <= t && t < end + k * ii)
-            .count() as u32
-    };
     // Ops that run on asynchronous units only, read off the reservation
     // tables and the problem's unit flags (not `ProblemOp::asynchronous`,
     // which the encodings use).
@@ -655,6 +657,49 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
                     .all(|&f| p.asynchronous.get(f).copied().unwrap_or(false))
         })
         .collect();
+    // End of each value's lifetime (latest issue of a user), if it has users
+    // (ordering-only edges use no value); `held`: rule 11's, where an
+    // asynchronous reader of a value in memory holds it until it completes.
+    let ends = |held: bool| -> Vec<Option<i64>> {
+        (0..p.ops.len())
+            .map(|v| {
+                let buffer = p.ops[v].memory.iter().any(|&m| m > 0);
+                p.edges
+                    .iter()
+                    .filter(|e| e.from == v && !e.order)
+                    .map(|e| {
+                        let hold = if held && buffer && detached[e.to] {
+                            p.ops[e.to].cycles as i64
+                        } else {
+                            0
+                        };
+                        start[e.to] + ii * e.distance as i64 + hold
+                    })
+                    .max()
+            })
+            .collect()
+    };
+    let unheld = ends(false);
+    let last_use = ends(true);
+    let longest = p
+        .ops
+        .iter()
+        .enumerate()
+        .map(|(v, o)| {
+            let life = last_use[v].map_or(0, |e| e - start[v]);
+            life.max(o.cycles as i64)
+        })
+        .max()
+        .unwrap_or(0);
+    let window = (longest + start.iter().copied().max().unwrap_or(0) + ii) / ii * ii;
+    let live_in = |ends: &[Option<i64>], v: usize, t: i64| -> u32 {
+        // k with start + kI <= t < end + kI, over every iteration k >= 0.
+        let Some(end) = ends[v] else { return 0 };
+        (0..=t / ii + 1)
+            .filter(|k| start[v] + k * ii <= t && t < end + k * ii)
+            .count() as u32
+    };
+    let instances = |v: usize, t: i64| live_in(&last_use, v, t);
     let executing = |o: usize, t: i64| -> bool {
         !detached[o]
             && (0..=t / ii + 1).any(|k| {
@@ -702,7 +747,20 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
                 .iter()
                 .map(|(v, n)| p.ops[*v].memory[m] * *n as u64)
                 .sum();
-            if used > *cap {
+            // Over only because asynchronous readers hold their buffers:
+            // rule 11; over anyway: rule 7.
+            let unheld_used: u64 = (0..p.ops.len())
+                .map(|v| p.ops[v].memory[m] * u64::from(live_in(&unheld, v, t)))
+                .sum();
+            if used > *cap && unheld_used <= *cap {
+                out.push(Violation::HeldBuffers {
+                    kind: kind.clone(),
+                    residue,
+                    used,
+                    capacity: *cap,
+                    held: held_readers(p, &start, ii, t, &detached, m),
+                });
+            } else if used > *cap {
                 out.push(Violation::Memory {
                     kind: kind.clone(),
                     residue,
@@ -738,6 +796,34 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
                     });
                 }
             }
+        }
+    }
+    out
+}
+
+/// The (value, reader) pairs of memory kind `m` whose value an asynchronous
+/// reader still holds at cycle `t` (rule 11): past the reader's issue, before
+/// its completion.
+fn held_readers(
+    p: &Problem,
+    start: &[i64],
+    ii: i64,
+    t: i64,
+    detached: &[bool],
+    m: usize,
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for e in p
+        .edges
+        .iter()
+        .filter(|e| !e.order && detached[e.to] && p.ops[e.from].memory[m] > 0)
+    {
+        let issue = start[e.to] + ii * e.distance as i64;
+        let done = issue + p.ops[e.to].cycles as i64;
+        let holds = (0..=t / ii + 1).any(|k| issue + k * ii <= t && t < done + k * ii);
+        let pair = (p.ops[e.from].name.clone(), p.ops[e.to].name.clone());
+        if holds && !out.contains(&pair) {
+            out.push(pair);
         }
     }
     out

@@ -60,6 +60,11 @@ pub struct ProblemEdge {
     pub blocking: bool,
     /// Ordering only: not a use of `from`'s result (no liveness).
     pub order: bool,
+    /// Cycles past its issue that `to` keeps reading `from`'s result: the
+    /// duration of an asynchronous reader (a wgmma, a TMA store) of a value
+    /// in memory, which it reads until it completes (its wait retires it);
+    /// 0 otherwise. The value stays live that much longer.
+    pub hold: u32,
 }
 
 /// A modulo-scheduling problem: units with capacities, ops, edges.
@@ -440,7 +445,15 @@ impl Problem {
                 distance: e.distance,
                 blocking: e.blocking,
                 order: e.order,
+                hold: 0,
             });
+        }
+        // An asynchronous reader of a buffer holds it until it completes.
+        for e in &mut edges {
+            let buffer = ops[e.from].memory.iter().any(|&m| m > 0);
+            if !e.order && buffer && ops[e.to].asynchronous {
+                e.hold = ops[e.to].cycles;
+            }
         }
         // Colocation sets of graphs built in code are checked as the loader
         // checks those it reads.

@@ -623,3 +623,56 @@ to = "B"
     );
     assert!(check_joint(&p, &at(vec![1, 2], 4), &warps).is_empty());
 }
+
+#[test]
+fn an_asynchronous_reader_holds_its_buffer_until_it_completes() {
+    // A's 600-byte tile is read by B, three cycles on the tensor core. When
+    // the tensor core is asynchronous (a wgmma), B reads the tile until it
+    // completes: the tile lives from A's issue to B's completion, at least
+    // 4 cycles, so two instances overlap at I = 3 (1200 > 1000) and I = 4.
+    // A synchronous B reads it when it issues: I = 3 (the tensor core).
+    let text = r#"
+[[op]]
+name = "A"
+cycles = 1
+uses = { SFU = 1 }
+memory = { smem = 600 }
+[[op]]
+name = "B"
+cycles = 3
+uses = { TC = 1 }
+[[edge]]
+from = "A"
+to = "B"
+delay = 1
+"#;
+    let held = problem_on(text, true);
+    assert_eq!(held.edges[0].hold, 3);
+    assert_eq!(both(&held, 1).unwrap().schedule.schedule.ii, 4);
+    let plain = problem_on(text, false);
+    assert_eq!(plain.edges[0].hold, 0);
+    assert_eq!(both(&plain, 1).unwrap().schedule.schedule.ii, 3);
+    // The synchronous answer, checked against the asynchronous reader: rule
+    // 11 (the memory fits without the hold), naming the value and reader.
+    let js = JointSchedule {
+        schedule: Schedule::tight(&held, 3, vec![0, 1]),
+        group: vec![1, 1],
+    };
+    let warps = WarpConfig {
+        groups: 1,
+        reg_limit: 255,
+        cross_warp: true,
+    };
+    let v = check_joint(&held, &js, &warps);
+    assert!(
+        v.iter().any(
+            |x| matches!(x, Violation::HeldBuffers { held, used: 1200, .. }
+            if held == &vec![("A".to_string(), "B".to_string())])
+        ),
+        "{v:?}"
+    );
+    assert!(
+        !v.iter().any(|x| matches!(x, Violation::Memory { .. })),
+        "{v:?}"
+    );
+}

@@ -325,13 +325,15 @@ impl<'p> IntEncoding<'p> {
         // Liveness. The live instances of x at cycle t = M(v) are
         // floor((t - M(x))/I) - floor((t - E(x))/I) with E(x) the latest user
         // issue; with M = I*k + r this is, maximized over the users u (delta d):
-        // (k_u + d - k_x) - [r_v < r_x] + [r_v < r_u].
-        let users: Vec<Vec<(usize, i64)>> = (0..n)
+        // (k_u + d - k_x) - [r_v < r_x] + [r_v < r_u]. A user that holds the
+        // value h cycles past its issue (an asynchronous reader) ends it at
+        // M(u) + d*I + h: the last term becomes ceil((r_u + h - r_v) / I).
+        let users: Vec<Vec<(usize, i64, i64)>> = (0..n)
             .map(|x| {
                 p.edges
                     .iter()
                     .filter(|e| e.from == x && !e.order)
-                    .map(|e| (e.to, e.distance as i64))
+                    .map(|e| (e.to, e.distance as i64, e.hold as i64))
                     .collect()
             })
             .collect();
@@ -344,8 +346,13 @@ impl<'p> IntEncoding<'p> {
                 return None;
             }
             let mut best: Option<Int> = None;
-            for &(u, d) in us {
-                let c = &k[u] + d - &k[x] - lt(v, x) + lt(v, u);
+            for &(u, d, h) in us {
+                let ends = if h == 0 {
+                    lt(v, u)
+                } else {
+                    (&r[u] + (h + iv - 1) - &r[v]).div(&Int::from_i64(iv))
+                };
+                let c = &k[u] + d - &k[x] - lt(v, x) + ends;
                 best = Some(match best {
                     None => c,
                     Some(b) => c.gt(&b).ite(&c, &b),

@@ -97,9 +97,13 @@ impl JointEncoding for PaperEncoding<'_> {
             .map(|e| e.distance as usize)
             .max()
             .unwrap_or(0);
-        let copies = l.div_ceil(ii).max(1) + dmax;
+        // An asynchronous reader holds a value past its issue (ProblemEdge::
+        // hold): enough more copies that no earlier instance outlives the
+        // window, and cycles past Q for the ends of the last holds.
+        let hmax = p.edges.iter().map(|e| e.hold as usize).max().unwrap_or(0);
+        let copies = l.div_ceil(ii).max(1) + dmax + hmax.div_ceil(ii);
         let t_q = (copies - 1) * ii + l;
-        let t_live = t_q.max(copies * ii);
+        let t_live = t_q.max(copies * ii) + hmax;
         let window = (copies - 1) * ii..copies * ii;
         // Groups: 0 for variable latency, 1..=G compute.
         let top = max_group.unwrap_or(self.cfg.groups).min(self.cfg.groups);
@@ -330,11 +334,11 @@ impl JointEncoding for PaperEncoding<'_> {
             .collect();
         let mut live: Vec<Vec<Vec<Bool>>> = vec![vec![]; n];
         for v in (0..n).filter(|&v| holds[v]) {
-            let users: Vec<(usize, usize)> = p
+            let users: Vec<(usize, usize, i64)> = p
                 .edges
                 .iter()
                 .filter(|e| e.from == v && !e.order)
-                .map(|e| (e.to, e.distance as usize))
+                .map(|e| (e.to, e.distance as usize, e.hold as i64))
                 .collect();
             live[v] = (0..copies)
                 .map(|i| {
@@ -347,13 +351,13 @@ impl JointEncoding for PaperEncoding<'_> {
             for i in 0..copies {
                 let lv = &live[v][i];
                 // Init: live at the end iff some user instance lies beyond Q.
-                let beyond = users.iter().any(|&(_, dl)| i + dl >= copies);
+                let beyond = users.iter().any(|&(_, dl, _)| i + dl >= copies);
                 solver.assert(lv[t_live].eq(Bool::from_bool(beyond)));
                 for t in 1..=t_live {
                     let issued = at(v, i, t as i64);
                     let use_now: Vec<Bool> = users
                         .iter()
-                        .map(|&(u, dl)| at(u, i + dl, t as i64))
+                        .map(|&(u, dl, h)| at(u, i + dl, t as i64 - h))
                         .collect();
                     let any_use = Bool::or(&use_now);
                     // LiveProp-1, LiveProp-2.

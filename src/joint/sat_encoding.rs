@@ -428,12 +428,13 @@ impl<'p> SatEncoding<'p> {
                 p.edges
                     .iter()
                     .filter(|e| e.from == x && !e.order)
-                    .map(|e| (e.to, e.distance as i64))
+                    .map(|e| (e.to, e.distance as i64 * iv + e.hold as i64))
                     .collect()
             })
             .collect();
         let dmax = p.edges.iter().map(|e| e.distance as i64).max().unwrap_or(0);
-        let span = max_length as i64 + dmax * iv + 1;
+        let hmax = p.edges.iter().map(|e| e.hold as i64).max().unwrap_or(0);
+        let span = max_length as i64 + dmax * iv + hmax + 1;
         let holds = |x: usize| -> bool {
             !users[x].is_empty() && (p.ops[x].regs > 0 || p.ops[x].memory.iter().any(|&m| m > 0))
         };
@@ -447,7 +448,7 @@ impl<'p> SatEncoding<'p> {
                     }
                     let used_later: Vec<Bool> = users[x]
                         .iter()
-                        .map(|&(u, d)| self.ge(u, a + 1 - d * iv))
+                        .map(|&(u, later)| self.ge(u, a + 1 - later))
                         .collect();
                     let b = Bool::new_const(format!("live_{x}_{a}"));
                     s.assert(b.eq(Bool::and(&[issued, Bool::or(&used_later)])));

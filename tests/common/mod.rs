@@ -244,14 +244,15 @@ pub fn valid_joint(
     }
     let ii = ii as i64;
     let dmax = p.edges.iter().map(|e| e.distance as i64).max().unwrap_or(0);
-    let iters = (length as i64 / ii + dmax + 2) * 3;
+    let hmax = p.edges.iter().map(|e| e.hold as i64).max().unwrap_or(0);
+    let iters = ((length as i64 + hmax) / ii + dmax + 2) * 3;
     // Instances: (op, iteration, issue time).
     let issue = |v: usize, k: i64| start[v] as i64 + k * ii;
     let end_of_life = |v: usize, k: i64| -> Option<i64> {
         p.edges
             .iter()
             .filter(|e| e.from == v && !e.order)
-            .map(|e| issue(e.to, k + e.distance as i64))
+            .map(|e| issue(e.to, k + e.distance as i64) + e.hold as i64)
             .max()
     };
     // An op needs its warp (rule 8) unless it occupies some unit and only
