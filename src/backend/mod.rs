@@ -154,6 +154,9 @@ pub struct LoopDecision {
     /// sm90: every store of the enclosing function gets `async_task_id`
     /// {1, 2} (Triton's Hopper WS needs all anchors or none).
     pub anchor_stores: bool,
+    /// Graph nodes of the loads placed after their tcgen05 reader, one stage
+    /// deeper than asked (sm100: see [`decide`]).
+    pub moved_last: Vec<usize>,
 }
 
 impl LoopDecision {
@@ -351,7 +354,7 @@ pub fn decide(
     let ii = s.ii.max(1);
     let nodes = lowered.graph.ops.len();
     let placement = |v: usize| loads.of_node(ir, lowered, v);
-    let prefetch: Vec<u32> = (0..nodes)
+    let mut prefetch: Vec<u32> = (0..nodes)
         .map(|v| {
             streaming
                 .iter()
@@ -359,14 +362,54 @@ pub fn decide(
                 .map_or(0, |x| x.prefetch + placement(v).extra)
         })
         .collect();
-    let rank: Vec<u8> = (0..nodes)
+    let mut rank: Vec<u8> = (0..nodes)
         .map(|v| load_rank(prefetch[v] > 0, placement(v).last))
         .collect();
-    let shift = prefetch.iter().copied().max().unwrap_or(0);
     let raw_stage: Vec<u32> = (0..nodes).map(|v| s.start[v] / ii).collect();
-    let stage: Vec<u32> = (0..nodes)
-        .map(|v| raw_stage[v] + shift - prefetch[v])
-        .collect();
+    let stages = |prefetch: &[u32]| -> Vec<u32> {
+        let shift = prefetch.iter().copied().max().unwrap_or(0);
+        (0..nodes)
+            .map(|v| raw_stage[v] + shift - prefetch[v])
+            .collect()
+    };
+    let mut stage = stages(&prefetch);
+    // A load whose use is in a later stage fills a ring of slots, which
+    // Triton sizes from the stage gap: one slot more when the use is in a
+    // later cluster (sm90), one more for an MMA operand (sm100: either).
+    // Issued before its reader in the body, in the same cluster, the copy
+    // lands in a slot an earlier iteration's reader has yet to read, or
+    // still reads: an MMA holds its operands until the wait after the next
+    // MMA ([`validate`]'s slot rule). So such a load goes first in a cluster
+    // of its own on sm90 (the later cluster adds the slot), and after its
+    // tcgen05 reader on sm100 (where no slot is added), one stage deeper to
+    // keep the lead the schedule assumed. (Where twill writes sm100 warp
+    // partitions, Triton's warp specialization builds the rings and their
+    // barriers itself.)
+    let users = users_of(ir);
+    let mut moved_last = Vec::new();
+    for v in 0..nodes {
+        let l = lowered.op_of_node[v];
+        let later_use = lowered
+            .graph
+            .edges
+            .iter()
+            .any(|e| e.from == v && !e.order && stage[e.to] > stage[v]);
+        if !LOADS.contains(&ir.ops[l].name.as_str()) || !later_use || rank[v] == 2 {
+            continue;
+        }
+        let tcgen05 =
+            mma_reading(ir, &users, l).is_some_and(|m| MMA_V5.contains(&ir.ops[m].name.as_str()));
+        if arch == Arch::Sm100 && tcgen05 && !ws {
+            rank[v] = 2;
+            prefetch[v] += 1;
+            moved_last.push(v);
+        } else if rank[v] == 1 {
+            rank[v] = 0;
+        }
+    }
+    if !moved_last.is_empty() {
+        stage = stages(&prefetch);
+    }
     // Kernel order: slot in the period, then program order; prefetched
     // (streaming) loads go last, as they serve a later iteration: a use in a
     // later cluster than its load costs Triton one more buffer.
@@ -474,7 +517,6 @@ pub fn decide(
     // Folded ops: anchor on the earliest node that uses them (through other
     // folded ops), else on the earliest node that uses the iteration
     // argument they feed, else on their latest producer.
-    let users = users_of(ir);
     // The load node whose tile an absorbed op (a local_alloc) stores.
     let absorbed_load = |i: usize| -> Option<usize> {
         if lowered.ops[i].folded != Some("absorbed") {
@@ -601,7 +643,108 @@ pub fn decide(
         max_stage,
         partition_stages,
         anchor_stores: sm90_ws,
+        moved_last,
     }
+}
+
+/// Ops through which a loaded tile reaches its reader in shared memory.
+const SMEM_VIEWS: &[&str] = &[
+    "ttg.local_alloc",
+    "ttg.memdesc_trans",
+    "ttg.memdesc_reshape",
+    "ttg.memdesc_reinterpret",
+];
+
+/// The shared-memory ring Triton's pipeliner gives one load of the loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ring {
+    /// The load (body op index).
+    pub load: usize,
+    /// The op that reads the tile from the ring: the MMA that reads it
+    /// straight from shared memory, else the load's first use.
+    pub reader: usize,
+    /// Stages between the load and its reader: the iterations a slot's tile
+    /// waits to be read.
+    pub gap: u32,
+    /// Slots Triton allocates (LowerLoops): the gap to the first use (one
+    /// more when that use is in a later cluster), one more for an operand of
+    /// an MMA.
+    pub slots: u32,
+    /// The reader is an asynchronous MMA (an sm90 wgmma, an sm100 tcgen05
+    /// MMA): it holds its slot until the wait after the next MMA.
+    pub async_reader: bool,
+}
+
+/// The rings Triton allocates for the loads of a decided loop (loads whose
+/// first use is in a later stage), from the decision alone: the back end's
+/// buffer accounting, and what [`validate`]'s held-slot rule reads.
+pub fn rings(ir: &LoopIr, d: &LoopDecision, arch: Arch) -> Vec<Ring> {
+    let users = users_of(ir);
+    let mut out = Vec::new();
+    for (l, op) in ir.ops.iter().enumerate() {
+        if !LOADS.contains(&op.name.as_str()) {
+            continue;
+        }
+        // Uses as Triton's getDefUseStageDiff sees them: the load's users
+        // and, through a local_alloc, the alloc's users; the first of them.
+        let mut uses: Vec<usize> = users[l].clone();
+        for &u in &users[l] {
+            if ir.ops[u].name == "ttg.local_alloc" {
+                uses.extend(users[u].iter().copied());
+            }
+        }
+        let key = |u: usize| (d.ops[u].stage, d.ops[u].cluster, u);
+        let Some(&first) = uses.iter().min_by_key(|&&u| key(u)) else {
+            continue;
+        };
+        let (stage, cluster) = (d.ops[l].stage, d.ops[l].cluster);
+        if d.ops[first].stage <= stage {
+            continue; // not pipelined through shared memory
+        }
+        let gap = d.ops[first].stage - stage;
+        let later = d.ops[first].cluster > cluster;
+        let mma = mma_reading(ir, &users, l);
+        // Measured on Triton 3.6.0 and 3.9.0 (third_party/triton/tests/
+        // test_compile.py): on sm90 a use in a later cluster and a wgmma
+        // operand add a slot each; on sm100 either adds one, and none when
+        // the load comes after its tcgen05 use in the body.
+        let extra = match (arch, mma.is_some()) {
+            (Arch::Sm90, m) => u32::from(later) + u32::from(m),
+            (Arch::Sm100, true) => u32::from(d.ops[first].cluster >= cluster),
+            (Arch::Sm100, false) => u32::from(later),
+        };
+        let reader = mma.unwrap_or(first);
+        out.push(Ring {
+            load: l,
+            reader,
+            gap: d.ops[reader].stage.saturating_sub(stage),
+            slots: gap + extra,
+            async_reader: ir.ops[reader].name == WGMMA
+                || MMA_V5.contains(&ir.ops[reader].name.as_str()),
+        });
+    }
+    out
+}
+
+/// The MMA op (wgmma or tcgen05) that reads the tile of body op `l`
+/// straight from shared memory, through a local_alloc and views.
+fn mma_reading(ir: &LoopIr, users: &[Vec<usize>], l: usize) -> Option<usize> {
+    let mut todo = vec![l];
+    let mut seen = vec![false; ir.ops.len()];
+    while let Some(i) = todo.pop() {
+        for &u in &users[i] {
+            if std::mem::replace(&mut seen[u], true) {
+                continue;
+            }
+            let name = ir.ops[u].name.as_str();
+            if name == WGMMA || MMA_V5.contains(&name) {
+                return Some(u);
+            } else if SMEM_VIEWS.contains(&name) {
+                todo.push(u);
+            }
+        }
+    }
+    None
 }
 
 /// users[i]: body ops that use a result of body op i (operands or inside
@@ -655,6 +798,18 @@ pub enum ContractViolation {
     },
     /// The decision does not cover every body op.
     Incomplete { expected: usize, got: usize },
+    /// Load `load` refills its ring's slot before `reader` is done with it:
+    /// it is issued before the reader in the body, and the ring's `slots`
+    /// do not exceed the `gap` of stages between them (plus one for an
+    /// asynchronous reader, a wgmma, which reads until the wait after the
+    /// next wgmma retires it). The copy lands in the slot the reader of an
+    /// earlier iteration has yet to read, or still reads.
+    SlotOverwritten {
+        load: usize,
+        reader: usize,
+        slots: u32,
+        gap: u32,
+    },
 }
 
 impl std::fmt::Display for ContractViolation {
@@ -671,6 +826,15 @@ impl std::fmt::Display for ContractViolation {
             ContractViolation::Incomplete { expected, got } => {
                 write!(f, "{got} decisions for {expected} body ops")
             }
+            ContractViolation::SlotOverwritten {
+                load,
+                reader,
+                slots,
+                gap,
+            } => write!(
+                f,
+                "body op #{load} (a load {gap} stages ahead of its reader #{reader}) is issued before that reader in the body, into a ring of {slots} slots: it refills a slot the reader of an earlier iteration has not finished with"
+            ),
         }
     }
 }
@@ -710,6 +874,26 @@ pub fn validate(ir: &LoopIr, d: &LoopDecision, target: &TritonTarget) -> Vec<Con
             if cycle(j) < cycle(producer) - n * distance {
                 out.push(ContractViolation::OrderBroken { producer, user: j });
             }
+        }
+    }
+    // Triton's pipeliner builds these rings; in a loop twill partitions
+    // (sm100), Triton's warp specialization builds its own, with barriers.
+    let rings_of_pipeliner = if d.partition_stages.is_empty() {
+        rings(ir, d, target.arch)
+    } else {
+        Vec::new()
+    };
+    for ring in rings_of_pipeliner {
+        let held = u32::from(ring.async_reader);
+        let before =
+            (d.ops[ring.load].cluster, ring.load) < (d.ops[ring.reader].cluster, ring.reader);
+        if before && ring.slots <= ring.gap + held {
+            out.push(ContractViolation::SlotOverwritten {
+                load: ring.load,
+                reader: ring.reader,
+                slots: ring.slots,
+                gap: ring.gap,
+            });
         }
     }
     let names = target.last_stage_ops();
@@ -984,6 +1168,55 @@ mod tests {
                 got: 6
             }]
         );
+    }
+
+    #[test]
+    fn a_load_in_its_readers_cluster_refills_a_slot_the_wgmma_holds() {
+        let (ir, mut d) = solved(Arch::Sm90, false, ClusterOrder::Slot, false);
+        let target = TritonTarget {
+            arch: Arch::Sm90,
+            version: (3, 6),
+        };
+        assert!(validate(&ir, &d, &target).is_empty());
+        // Both loads (ops 1 and 3) feed the wgmma (op 6) a stage later, from
+        // an earlier cluster: rings of the gap + 2 slots (the later cluster,
+        // the wgmma operand).
+        let rs = rings(&ir, &d, Arch::Sm90);
+        assert_eq!(
+            rs.iter().map(|r| (r.load, r.reader)).collect::<Vec<_>>(),
+            [(1, 6), (3, 6)]
+        );
+        assert!(
+            rs.iter()
+                .all(|r| r.async_reader && r.gap == 1 && r.slots == 3),
+            "{rs:?}"
+        );
+        // One cluster for the whole body: the copies come before the wgmma
+        // and its wait, into rings of gap + 1 slots, the slot the previous
+        // iteration's wgmma still reads.
+        for o in &mut d.ops {
+            o.cluster = 0;
+        }
+        let v = validate(&ir, &d, &target);
+        for load in [1, 3] {
+            let broken = ContractViolation::SlotOverwritten {
+                load,
+                reader: 6,
+                slots: 2,
+                gap: 1,
+            };
+            assert!(v.contains(&broken), "{v:?}");
+        }
+        // On sm100 the tcgen05 operand's slot is there either way, and a
+        // tcgen05 MMA, too, holds it until the wait after the next MMA.
+        let sm100 = TritonTarget {
+            arch: Arch::Sm100,
+            version: (3, 6),
+        };
+        assert!(rings(&ir, &d, Arch::Sm100).iter().all(|r| r.slots == 2));
+        assert!(validate(&ir, &d, &sm100)
+            .iter()
+            .any(|x| matches!(x, ContractViolation::SlotOverwritten { load: 1, .. })));
     }
 
     #[test]

@@ -491,28 +491,27 @@ fn schedule_loop(
         .iter()
         .map(|st| {
             let v = lowered.graph.ops.iter().position(|g| g.name == st.op);
-            let p = v.map_or(loads.descriptor, |v| loads.of_node(ir, &lowered, v));
+            let mut p = v.map_or(loads.descriptor, |v| loads.of_node(ir, &lowered, v));
+            if v.is_some_and(|v| decision.moved_last.contains(&v)) {
+                p = backend::Placement {
+                    last: true,
+                    extra: p.extra + 1,
+                };
+            }
             (v, p)
         })
         .collect();
-    // The solver models a streaming load's tile for its modeled lifetime;
-    // Triton allocates (prefetch + 1 for the use in a later cluster, unless
-    // the load comes last, + 1 for an MMA operand) buffers of it. Refuse a
-    // pipeline whose buffers cannot fit in shared memory (Triton would fail
-    // at launch).
+    // Triton allocates a ring per pipelined load (the back end's model of
+    // LowerLoops: the stage gap to its first use, one more when that use is
+    // in a later cluster, one more for an MMA operand). Refuse a pipeline
+    // whose rings cannot fit in shared memory (Triton would fail at launch).
     if let Some(cap) = machine.memory("smem").map(|m| m.capacity) {
-        let need: u64 = result
-            .streaming
+        let need: u64 = backend::rings(ir, &decision, o.target.arch)
             .iter()
-            .zip(&streaming)
-            .filter_map(|(st, &(v, p))| {
-                let bytes = lowered.graph.ops[v?]
-                    .memory
-                    .get("smem")
-                    .copied()
-                    .unwrap_or(0);
-                let later_cluster = if p.last { 0 } else { 1 };
-                Some(u64::from(st.prefetch + p.extra + 1 + later_cluster) * bytes)
+            .filter_map(|r| {
+                let node = lowered.ops[r.load].node?;
+                let bytes = lowered.graph.ops[node].memory.get("smem").copied()?;
+                Some(u64::from(r.slots) * bytes)
             })
             .sum();
         if need > cap {
