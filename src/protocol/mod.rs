@@ -91,6 +91,8 @@ pub struct Op {
     pub attrs: BTreeMap<String, i64>,
     /// Per operand: its type is a shared-memory descriptor (`!ttg.memdesc`).
     pub memdesc: Vec<bool>,
+    /// `operandSegmentSizes`, where the op has it (operands per group).
+    pub segments: Vec<i64>,
     /// For an allocation: the shape of its result's memory descriptor and
     /// whether it is mutable.
     pub alloc: Option<(Vec<i64>, bool)>,

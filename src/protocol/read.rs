@@ -138,6 +138,15 @@ impl Reader {
                         .insert(a.to_string(), mlirBoolAttrGetValue(attr) as i64);
                 }
             }
+            let seg = mlirOperationGetAttributeByName(
+                o,
+                mlirStringRefCreateFromCString(c"operandSegmentSizes".as_ptr()),
+            );
+            if !seg.ptr.is_null() && mlirAttributeIsADenseI32Array(seg) {
+                op.segments = (0..mlirDenseArrayGetNumElements(seg))
+                    .map(|i| i64::from(mlirDenseI32ArrayGetElement(seg, i)))
+                    .collect();
+            }
             if op.name == "ttg.local_alloc" && op.results.len() == 1 {
                 op.alloc =
                     memdesc_shape(&type_text(mlirValueGetType(mlirOperationGetResult(o, 0))));

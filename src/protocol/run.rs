@@ -53,7 +53,10 @@ struct Barrier {
     count: i64,
     arrived: i64,
     completed: u64,
+    /// Copies that land, and reads (tcgen05 MMAs) that retire, when the open
+    /// phase completes.
     copies: Vec<usize>,
+    reads: Vec<usize>,
 }
 
 /// Ops that take part in the protocol (their loops are reported).
@@ -64,6 +67,8 @@ const ASYNC_OPS: &[&str] = &[
     "ttng.wait_barrier",
     "ttng.warp_group_dot_wait",
     "ttng.async_tma_copy_local_to_global",
+    "ttng.tc_gen5_mma",
+    "ttng.tc_gen5_mma_scaled",
 ];
 
 /// Ops that give another view of the same memory.
@@ -95,6 +100,8 @@ struct Machine<'a> {
     groups: VecDeque<Vec<usize>>,
     dots: VecDeque<Vec<usize>>,
     stores: VecDeque<Vec<usize>>,
+    /// Reads of tcgen05 MMAs not yet committed to a barrier.
+    mmas: Vec<usize>,
     /// Innermost protocol loop running, and its iteration.
     at: Vec<(usize, u64)>,
     violations: Vec<(Option<usize>, Violation)>,
@@ -130,6 +137,7 @@ impl<'a> Machine<'a> {
             groups: VecDeque::new(),
             dots: VecDeque::new(),
             stores: VecDeque::new(),
+            mmas: Vec::new(),
             at: Vec::new(),
             violations: Vec::new(),
             unsupported: None,
@@ -439,10 +447,14 @@ impl<'a> Machine<'a> {
         for &w in &b.copies {
             self.writes[w].complete = true;
         }
+        for &r in &b.reads {
+            self.reads[r].retired = true;
+        }
         if let Some(b) = self.barriers.get_mut(&place) {
             b.completed += 1;
             b.arrived = 0;
             b.copies.clear();
+            b.reads.clear();
         }
     }
 
@@ -651,6 +663,7 @@ impl Machine<'_> {
                             arrived: 0,
                             completed: 0,
                             copies: Vec::new(),
+                            reads: Vec::new(),
                         },
                     );
                 }
@@ -675,12 +688,7 @@ impl Machine<'_> {
             }
             "ttng.async_tma_copy_global_to_local" => self.tma_load(op),
             "ttng.wait_barrier" => {
-                let pred = op
-                    .operands
-                    .get(2)
-                    .copied()
-                    .filter(|&_v| !op.memdesc.get(2).copied().unwrap_or(true));
-                if !self.predicate(op, pred) {
+                if !self.predicate(op, wait_predicate(op)) {
                     return;
                 }
                 let Some(parity) = self.int(op.operands[1]) else {
@@ -703,6 +711,15 @@ impl Machine<'_> {
                 }
                 if async_ {
                     self.dots.push_back(group);
+                }
+            }
+            "ttng.tc_gen5_mma" | "ttng.tc_gen5_mma_scaled" => self.tcgen05_mma(op),
+            "ttng.tc_gen5_commit" => {
+                if !self.predicate(op, op.operands.get(1).copied()) {
+                    return;
+                }
+                if let Some(p) = self.barrier(op, op.operands[0]) {
+                    self.commit_mmas(op, p);
                 }
             }
             "ttng.warp_group_dot_wait" => {
@@ -781,6 +798,50 @@ impl Machine<'_> {
                 self.unsupported(op, "a predicate the verifier cannot evaluate");
                 false
             }
+        }
+    }
+
+    /// A tcgen05 MMA: reads its shared-memory operands (the first two)
+    /// until it completes; it arrives on its barriers (those whose predicate
+    /// holds) when it and every earlier tcgen05 op complete.
+    fn tcgen05_mma(&mut self, op: &Op) {
+        let seg = &op.segments;
+        if seg.len() < 4 {
+            self.unsupported(op, "a tcgen05 MMA without its operand segments");
+            return;
+        }
+        let start = |k: usize| seg[..k].iter().sum::<i64>() as usize;
+        let n = seg.len();
+        let (pred_at, bars_at, preds_at) = (start(n - 3), start(n - 2), start(n - 1));
+        let pred = (seg[n - 3] > 0).then(|| op.operands[pred_at]);
+        if !self.predicate(op, pred) {
+            return;
+        }
+        for i in 0..2 {
+            if op.memdesc.get(i).copied().unwrap_or(false) {
+                if let Some((b, s)) = self.place(op, op.operands[i]) {
+                    let r = self.read(op, i, b, s, true);
+                    self.mmas.push(r);
+                }
+            }
+        }
+        for k in 0..seg[n - 2] as usize {
+            let bar_pred = (k < seg[n - 1] as usize).then(|| op.operands[preds_at + k]);
+            if self.predicate(op, bar_pred) {
+                if let Some(p) = self.barrier(op, op.operands[bars_at + k]) {
+                    self.commit_mmas(op, p);
+                }
+            }
+        }
+    }
+
+    /// An arrival on `place` when every tcgen05 MMA issued so far completes:
+    /// their reads retire with its phase.
+    fn commit_mmas(&mut self, op: &Op, place: (usize, i64)) {
+        let reads = std::mem::take(&mut self.mmas);
+        self.arrive(op, place, 1);
+        if let Some(b) = self.barriers.get_mut(&place) {
+            b.reads.extend(reads);
         }
     }
 
@@ -921,6 +982,16 @@ impl Machine<'_> {
 // The function: its buffers, loops, and runs.
 // -------------------------------------------------------------------
 
+/// The predicate operand of a `ttng.wait_barrier` (barrier, phase, then an
+/// optional predicate, then the buffers it guards), if it has one.
+fn wait_predicate(o: &Op) -> Option<usize> {
+    let has = match o.segments.get(2) {
+        Some(&n) => n > 0,
+        None => !o.memdesc.get(2).copied().unwrap_or(true),
+    };
+    has.then(|| o.operands.get(2).copied()).flatten()
+}
+
 fn has_protocol_ops(b: &Block) -> bool {
     b.ops
         .iter()
@@ -1025,13 +1096,21 @@ fn loops<'b>(
         let depths: Vec<i64> = rings.iter().map(|&b| bufs[b].depth.max(1)).collect();
         let lcm = depths.iter().fold(1i64, |a, &d| a / gcd(a, d) * d);
         // Barrier phases alternate: their pattern repeats after two laps.
-        let period = (2 * lcm) as u64;
+        let mut phases = false;
+        walk(&o.regions[0], &mut |x, _| {
+            phases |= x.name == "ttng.wait_barrier"
+        });
+        let period = (lcm * if phases { 2 } else { 1 }) as u64;
         let deepest = depths.iter().copied().max().unwrap_or(1) as u64;
+        // Runs up to a warm-up (at most the deepest ring), a period, and the
+        // tail of predicated iterations (at most the deepest ring) cover
+        // every trip count once the state repeats with the period.
+        let bound = period + 2 * deepest + 2;
         out.push(LoopInfo {
             op: o,
             rings: rings.into_iter().collect(),
             carried: protocol_carried(o),
-            bound: (2 * period + deepest + 2).min(96),
+            bound,
             period,
             deepest,
         });
@@ -1048,9 +1127,14 @@ fn protocol_carried(l: &Op) -> Vec<usize> {
         "ttg.memdesc_index" => {
             need.insert(o.operands[1]);
         }
-        // Phases and predicates (not a TMA copy's coordinates).
-        "ttng.wait_barrier" | "ttng.barrier_expect" => {
-            need.extend(o.operands.iter().skip(1).take(2).copied());
+        // Phases and predicates (not a TMA copy's coordinates, nor the
+        // buffers a wait lists).
+        "ttng.barrier_expect" => need.extend(o.operands.get(1).copied()),
+        "ttng.wait_barrier" => {
+            need.extend(o.operands.get(1).copied());
+            if let Some(p) = wait_predicate(o) {
+                need.insert(p);
+            }
         }
         "ttng.async_tma_copy_global_to_local" => {
             let last_mem = (0..o.operands.len()).rev().find(|&i| o.memdesc[i]);
@@ -1084,46 +1168,133 @@ fn protocol_carried(l: &Op) -> Vec<usize> {
         .collect()
 }
 
-/// Values defined by `arith.constant` anywhere in `f`.
-fn constants(f: &Function) -> HashMap<usize, i64> {
+/// Ops the scalar evaluator follows (integer arithmetic and casts).
+fn is_scalar_op(o: &Op) -> bool {
+    o.results.len() == 1
+        && (o.name.starts_with("arith.") || o.name == "tt.splat")
+        && !o.name.ends_with("f")
+}
+
+/// Scalar definitions of `f`: result value -> defining op.
+fn scalar_defs(f: &Function) -> HashMap<usize, &Op> {
     let mut out = HashMap::new();
     walk(&f.body, &mut |o, _| {
-        if o.name == "arith.constant" {
-            if let (Some(&v), Some(&r)) = (o.attrs.get("value"), o.results.first()) {
-                out.insert(r, v);
-            }
+        if is_scalar_op(o) {
+            out.insert(o.results[0], o);
         }
     });
     out
 }
 
-/// The values a run binds (pins): the bounds of protocol loops that are not
-/// constants, each with the values it takes over the runs (a lower bound
-/// alone: 0; an upper bound: lb + n * step for n up to the loop's bound).
-fn free_values(ls: &[LoopInfo], consts: &HashMap<usize, i64>) -> Vec<(usize, Vec<i64>)> {
-    let mut domain: BTreeMap<usize, BTreeSet<i64>> = BTreeMap::new();
-    let mut order = Vec::new();
-    for l in ls {
-        let (lb, ub, step) = (l.op.operands[0], l.op.operands[1], l.op.operands[2]);
-        let base = consts.get(&lb).copied().unwrap_or(0);
-        let stride = consts.get(&step).copied().unwrap_or(1).max(1);
-        if !consts.contains_key(&lb) && !domain.contains_key(&lb) {
-            order.push(lb);
-            domain.entry(lb).or_default().insert(0);
+/// The value of `v` from its scalar definitions, with `pins` for the
+/// values they start from; None where some input is not pinned.
+fn eval_scalar(
+    defs: &HashMap<usize, &Op>,
+    pins: &HashMap<usize, i64>,
+    v: usize,
+    depth: u32,
+) -> Option<i64> {
+    if let Some(&x) = pins.get(&v) {
+        return Some(x);
+    }
+    let o = defs.get(&v)?;
+    if depth > 64 {
+        return None;
+    }
+    let arg = |i: usize| eval_scalar(defs, pins, *o.operands.get(i)?, depth + 1);
+    match o.name.as_str() {
+        "arith.constant" => o.attrs.get("value").copied(),
+        "arith.select" => {
+            let c = arg(0)?;
+            arg(if c != 0 { 1 } else { 2 })
         }
-        if !consts.contains_key(&ub) {
-            if !domain.contains_key(&ub) {
-                order.push(ub);
+        "arith.extui" | "arith.extsi" | "arith.trunci" | "arith.index_cast"
+        | "arith.index_castui" | "tt.splat" => arg(0),
+        n if o.operands.len() == 2 => arith(n, arg(0)?, arg(1)?, &o.attrs),
+        _ => None,
+    }
+}
+
+/// The values `v` is computed from that nothing computes: function and
+/// block arguments, results of ops the evaluator does not follow.
+fn roots_of(defs: &HashMap<usize, &Op>, v: usize, out: &mut Vec<usize>, depth: u32) {
+    match defs.get(&v) {
+        Some(o) if depth < 64 => {
+            for &x in &o.operands {
+                roots_of(defs, x, out, depth + 1);
             }
-            let d = domain.entry(ub).or_default();
-            d.extend((0..=l.bound as i64).map(|n| base + n * stride));
+        }
+        Some(_) => {}
+        None => {
+            if !out.contains(&v) {
+                out.push(v);
+            }
         }
     }
-    // A value that bounds one loop from above and another from below takes
-    // the upper bound's values.
-    order
-        .into_iter()
-        .map(|v| (v, domain[&v].iter().copied().collect()))
+}
+
+/// Trip count of loop `l` under `pins`, where its bounds evaluate.
+fn trip_count(defs: &HashMap<usize, &Op>, pins: &HashMap<usize, i64>, l: &Op) -> Option<u64> {
+    let lb = eval_scalar(defs, pins, l.operands[0], 0)?;
+    let ub = eval_scalar(defs, pins, l.operands[1], 0)?;
+    let step = eval_scalar(defs, pins, l.operands[2], 0)?;
+    (step > 0).then(|| ((ub - lb).max(0) as u64).div_ceil(step as u64))
+}
+
+/// Candidate values searched for each root (0 up to this).
+const ROOT_SEARCH: i64 = 1 << 16;
+
+/// The inputs a run binds (pins): the roots of the protocol loops' bounds,
+/// each with the values that give its loops every trip count up to their
+/// bounds (the least value for each combination, the other roots at 0).
+fn free_values(ls: &[LoopInfo], defs: &HashMap<usize, &Op>) -> Vec<(usize, Vec<i64>)> {
+    let mut roots = Vec::new();
+    for l in ls {
+        for &b in &l.op.operands[..3] {
+            roots_of(defs, b, &mut roots, 0);
+        }
+    }
+    roots
+        .iter()
+        .map(|&r| {
+            let mine: Vec<&LoopInfo> = ls
+                .iter()
+                .filter(|l| {
+                    let mut rs = Vec::new();
+                    for &b in &l.op.operands[..3] {
+                        roots_of(defs, b, &mut rs, 0);
+                    }
+                    rs.contains(&r)
+                })
+                .collect();
+            let mut pins: HashMap<usize, i64> = roots.iter().map(|&x| (x, 0)).collect();
+            let mut seen: BTreeSet<Vec<Option<u64>>> = BTreeSet::new();
+            let mut values = Vec::new();
+            let wanted: usize = mine
+                .iter()
+                .map(|l| l.bound as usize + 1)
+                .product::<usize>()
+                .min(4096);
+            for x in 0..=ROOT_SEARCH {
+                pins.insert(r, x);
+                let trips: Vec<Option<u64>> =
+                    mine.iter().map(|l| trip_count(defs, &pins, l.op)).collect();
+                let fits = trips
+                    .iter()
+                    .zip(&mine)
+                    .all(|(t, l)| t.is_some_and(|t| t <= l.bound));
+                if fits && seen.insert(trips) {
+                    values.push(x);
+                    if values.len() >= wanted {
+                        break;
+                    }
+                }
+            }
+            if values.is_empty() {
+                values.push(0);
+            }
+            (r, values)
+        })
         .collect()
 }
 
@@ -1170,13 +1341,13 @@ pub fn verify_function(f: &Function) -> Vec<LoopReport> {
     if ls.is_empty() {
         return Vec::new();
     }
-    let consts = constants(f);
+    let defs = scalar_defs(f);
     let protocol: BTreeSet<usize> = ls.iter().map(|l| l.op.id).collect();
     let mut found: Vec<(Option<usize>, Violation)> = Vec::new();
     let mut seen = BTreeSet::new();
     let mut unsupported: Option<(Option<usize>, Unsupported)> = None;
     let mut heads: HashMap<usize, Vec<Vec<Option<i64>>>> = HashMap::new();
-    for pins in pin_plans(&free_values(&ls, &consts)) {
+    for pins in pin_plans(&free_values(&ls, &defs)) {
         let mut m = Machine::new(&protocol, bufs.clone(), alloc_of.clone());
         m.pins = pins;
         m.block(&f.body);

@@ -14,12 +14,12 @@
 // CHECK-NOT: rejected
 // CHECK-NOT: not verified
 // ptr_matmul: one loop, two rings of 4 (num_stages 4, wgmma + 1)
-// CHECK: remark: twill: pipeline proved safe: 2 rings (4, 4), trip counts 0..=22 [@matmul_kernel loop
-// CHECK: remark: twill: pipeline proved safe: 2 rings (4, 4), trip counts 0..=22 [@matmul_kernel loop
+// CHECK: remark: twill: pipeline proved safe: 2 rings (4, 4), trip counts 0..={{[0-9]+}} [@matmul_kernel loop
+// CHECK: remark: twill: pipeline proved safe: 2 rings (4, 4), trip counts 0..={{[0-9]+}} [@matmul_kernel loop
 // tma_gemm (stock, twill; each on 3.6 and 3.9): A, B and the barrier ring
-// CHECK-COUNT-4: remark: twill: pipeline proved safe: 3 rings (3, 3, 3), trip counts 0..=17 [@matmul_tma_kernel
+// CHECK-COUNT-4: remark: twill: pipeline proved safe: 3 rings (3, 3, 3), trip counts 0..={{[0-9]+}} [@matmul_tma_kernel
 // fa_fwd_causal: two loops each
-// CHECK-COUNT-4: remark: twill: pipeline proved safe: 4 rings (3, 3, 3, 3), trip counts 0..=17 [@attn_fwd_general_kernel
+// CHECK-COUNT-4: remark: twill: pipeline proved safe: 4 rings (3, 3, 3, 3), trip counts 0..={{[0-9]+}} [@attn_fwd_general_kernel
 // fa_bwd_hd64 (stock and twill, each on 3.6 and 3.9): the dK/dV and dQ loops
 // CHECK: remark: twill: pipeline proved safe: 6 rings {{.*}} [@attn_bwd_kernel
 // CHECK: remark: twill: pipeline proved safe: 3 rings {{.*}} [@attn_bwd_kernel
