@@ -61,6 +61,11 @@ class Decision:
     remarks: List[str] = field(default_factory=list)
     reason: str = ""
     dump: Optional[str] = None
+    # The pipeline verifier's records (schema twill.pipeline-verify/1,
+    # docs/pipeline-verifier.md), one per pipelined loop of the module that
+    # reaches make_llir: twill's when it scheduled, Triton's own where it fell
+    # back and TWILL_VERIFY_TRITON is set.
+    verification: List[dict] = field(default_factory=list)
 
 
 _lock = threading.Lock()
@@ -123,9 +128,13 @@ class Config:
     # Write twill's own warp partitions on sm100 (TWILL_PARTITIONS=0:
     # stages only there).
     partitions: bool = True
+    # Also verify the pipelines of Triton's own schedules (where twill falls
+    # back) and warn about those the verifier does not prove
+    # (TWILL_VERIFY_TRITON=1).
+    verify_triton: bool = False
 
 
-def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra=""):
+def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra="", verify_triton=None):
     return Config(
         twill_opt=_find_twill_opt(twill_opt),
         timeout=float(timeout if timeout is not None else os.environ.get("TWILL_TIMEOUT", 30)),
@@ -136,6 +145,7 @@ def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None
         # "objective=slack loads=last"): the argument, else TWILL_OPTIONS.
         extra=extra or os.environ.get("TWILL_OPTIONS", "").strip(),
         partitions=os.environ.get("TWILL_PARTITIONS", "1").strip().lower() not in ("0", "false", "no", "off"),
+        verify_triton=_env_bool("TWILL_VERIFY_TRITON") if verify_triton is None else bool(verify_triton),
     )
 
 
@@ -160,13 +170,14 @@ def _cache_key(cfg):
             f"-{'p' if cfg.partitions else 'np'}-{replay}")
 
 
-def enable(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra_options=""):
+def enable(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra_options="",
+           verify_triton=None):
     """Schedule the loops of every Triton kernel compiled from now on with
     twill. Arguments override the environment (see the package doc)."""
     import triton
     from triton import knobs
 
-    cfg = _config(twill_opt, timeout, scope, strict, dump_dir, extra_options)
+    cfg = _config(twill_opt, timeout, scope, strict, dump_dir, extra_options, verify_triton)
     if (not cfg.twill_opt or not os.path.exists(cfg.twill_opt)) and not os.environ.get("TWILL_REPLAY_DIR"):
         raise TwillError("twill-opt not found: set TWILL_OPT, put it on PATH, or build it "
                          "(cargo build --release); or set TWILL_REPLAY_DIR to replay recorded schedules")
@@ -328,12 +339,28 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
                 _run(ir, new, calls[i + 2:], tag + "_after_twill")
             except Exception as e:  # Triton rejected the schedule
                 raise _Fallback(f"Triton rejected twill's schedule: {e}") from e
+            # No pipeline built from twill's schedule reaches make_llir
+            # without the verifier's proof.
+            decision.verification = _verify(ir, new, cfg, decision, "verify")
+            unproved = [r for r in decision.verification if r.get("verdict") != "proved"]
+            if unproved:
+                e = _Fallback("the pipeline verifier did not prove the pipeline Triton built from twill's "
+                              "schedule: " + "; ".join(_verdict_text(r) for r in unproved))
+                e.decision = decision
+                raise e
             _add_decision(decision)
             result["mod"] = new
         except _Fallback as e:
-            _record(cfg, mod, capability, getattr(e, "decision", None), str(e))
+            d = getattr(e, "decision", None) or Decision(kernel=mod.get_entry_func_name(), capability=capability,
+                                                         scheduled=False)
             _run(ir, mod, calls[rest:], tag)
             result["mod"] = mod
+            if cfg.verify_triton:
+                d.verification = _verify(ir, mod, cfg, d, "verify-triton")
+                for r in d.verification:
+                    if r.get("verdict") != "proved":
+                        log.warning("twill: Triton's own pipeline of %s: %s", d.kernel, _verdict_text(r))
+            _record(cfg, mod, capability, d, str(e))
 
     def recorders(real):
         return {"ir": _IRProxy(real["ir"], on_run), "passes": _PassRecorder(real["passes"], "passes"),
@@ -647,6 +674,71 @@ def _schedule(ir, mod, capability, options, cfg):
         for ln in scheduled:
             log.info("%s", ln.split("remark: ", 1)[-1])
         return _parse_back(ir, mod, work, text, decision)
+
+
+def _verdict_text(record):
+    """One line of a verifier record: its verdict and why."""
+    loop = f"loop {record.get('loc', '?')}"
+    if record.get("verdict") == "rejected":
+        return f"{loop}: rejected: " + "; ".join(
+            f"rule {v['rule']}: {v['text']}" for v in record.get("violations", [])[:3])
+    if record.get("verdict") == "unsupported":
+        u = record.get("unsupported") or {}
+        return f"{loop}: not verified: {u.get('why', '?')} ({u.get('op', '?')})"
+    return f"{loop}: {record.get('verdict')}"
+
+
+def _verify(ir, mod, cfg, decision, name):
+    """The pipeline verifier's records for the pipelined loops of `mod`
+    (the TTGIR make_ttgir hands to make_llir): `twill-opt
+    --twill-verify-pipeline` on its generic form, or, without twill-opt,
+    the records stored under TWILL_REPLAY_DIR for the same module. No record
+    for a module that has pipelined loops is a failure (nothing proved).
+    With a dump directory, the module and the report are kept in its
+    subdirectory `name`."""
+    import json
+
+    with tempfile.TemporaryDirectory(prefix="twill-verify-") as tmp:
+        work = Path(decision.dump) / name if decision.dump else Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        text = _generic_text(ir, mod, work)
+        key = replay_key(text, "verify-pipeline")
+        (work / "pipelined.mlir").write_text(text)
+        (work / "verify.key").write_text(key + "\n")
+        report = work / "verify.json"
+        if cfg.twill_opt and os.path.exists(cfg.twill_opt):
+            cmd = [cfg.twill_opt, str(work / "pipelined.mlir"), f"--twill-verify-pipeline=report={report}",
+                   "-o", os.devnull]
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            except subprocess.TimeoutExpired:
+                return [{"verdict": "unsupported", "loc": "?",
+                         "unsupported": {"why": "the verifier did not finish within 300 s", "op": ""}}]
+            if r.returncode != 0 or not report.exists():
+                return [{"verdict": "unsupported", "loc": "?",
+                         "unsupported": {"why": f"twill-opt --twill-verify-pipeline failed: {r.stderr[-300:]}",
+                                         "op": ""}}]
+            return json.loads(report.read_text())["loops"]
+        stored = _replayed_verification(key)
+        if stored is None:
+            return [{"verdict": "unsupported", "loc": "?",
+                     "unsupported": {"why": f"no twill-opt and no recorded verification for key {key[:16]}",
+                                     "op": ""}}]
+        return stored
+
+
+def _replayed_verification(key):
+    """Verifier records stored under TWILL_REPLAY_DIR (a TWILL_DUMP_DIR of a
+    machine with twill-opt) for the module with `key`."""
+    import json
+
+    root = os.environ.get("TWILL_REPLAY_DIR")
+    if not root:
+        return None
+    for k in sorted(Path(root).rglob("verify.key")):
+        if k.read_text().strip() == key and (k.parent / "verify.json").exists():
+            return json.loads((k.parent / "verify.json").read_text())["loops"]
+    return None
 
 
 def _parse_back(ir, mod, work, text, decision):
