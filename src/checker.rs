@@ -58,8 +58,9 @@
 //!     floor(I * cap(f) * raw / normalized), the problem's cycle scale.
 //!
 //! 11. **held buffers**: an asynchronous reader (an op on asynchronous
-//!     units only: a wgmma, a TMA store) of a value in memory reads it until
-//!     it completes, not only when it issues, and its wait retires it then:
+//!     units only: a wgmma, a TMA store) of a value in memory (not a
+//!     streaming load's: its ring is the back end's) reads it until it
+//!     completes, not only when it issues, and its wait retires it then:
 //!     for rule 7's memory limit such a value stays live until
 //!     M(u) + delta*I + cycles(u). A schedule whose memory fits without these
 //!     holds but not with them breaks this rule (else rule 7).
@@ -663,7 +664,7 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
     let ends = |held: bool| -> Vec<Option<i64>> {
         (0..p.ops.len())
             .map(|v| {
-                let buffer = p.ops[v].memory.iter().any(|&m| m > 0);
+                let buffer = p.ops[v].memory.iter().any(|&m| m > 0) && !p.ops[v].streaming;
                 p.edges
                     .iter()
                     .filter(|e| e.from == v && !e.order)
@@ -813,11 +814,9 @@ fn held_readers(
     m: usize,
 ) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for e in p
-        .edges
-        .iter()
-        .filter(|e| !e.order && detached[e.to] && p.ops[e.from].memory[m] > 0)
-    {
+    for e in p.edges.iter().filter(|e| {
+        !e.order && detached[e.to] && p.ops[e.from].memory[m] > 0 && !p.ops[e.from].streaming
+    }) {
         let issue = start[e.to] + ii * e.distance as i64;
         let done = issue + p.ops[e.to].cycles as i64;
         let holds = (0..=t / ii + 1).any(|k| issue + k * ii <= t && t < done + k * ii);

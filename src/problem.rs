@@ -63,7 +63,9 @@ pub struct ProblemEdge {
     /// Cycles past its issue that `to` keeps reading `from`'s result: the
     /// duration of an asynchronous reader (a wgmma, a TMA store) of a value
     /// in memory, which it reads until it completes (its wait retires it);
-    /// 0 otherwise. The value stays live that much longer.
+    /// 0 otherwise, and for a streaming load (its ring's slots are the back
+    /// end's: [`crate::backend::rings`]). The value stays live that much
+    /// longer.
     pub hold: u32,
 }
 
@@ -448,9 +450,12 @@ impl Problem {
                 hold: 0,
             });
         }
-        // An asynchronous reader of a buffer holds it until it completes.
+        // An asynchronous reader of a buffer holds it until it completes. A
+        // streaming load's buffer is a ring the back end sizes (prefetch
+        // depth, and the slot Triton adds for an MMA operand: the hold), not
+        // a lifetime of the model.
         for e in &mut edges {
-            let buffer = ops[e.from].memory.iter().any(|&m| m > 0);
+            let buffer = ops[e.from].memory.iter().any(|&m| m > 0) && !ops[e.from].streaming;
             if !e.order && buffer && ops[e.to].asynchronous {
                 e.hold = ops[e.to].cycles;
             }

@@ -920,7 +920,7 @@ def load_choice():
 # twill-opt. The hook's other files (output.mlir, twill-opt's raw output, and
 # export.pretty.mlir) are dropped so that the recorded schedules and a
 # carried Triton fit the GPU machine's 64 MiB together.
-RECORD_DROP = ("output.mlir", "export.pretty.mlir")
+RECORD_DROP = ("output.mlir", "export.pretty.mlir", "pipelined.mlir")
 
 
 def prune_recorded(root):

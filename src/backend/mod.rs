@@ -382,9 +382,11 @@ pub fn decide(
     // MMA ([`validate`]'s slot rule). So such a load goes first in a cluster
     // of its own on sm90 (the later cluster adds the slot), and after its
     // tcgen05 reader on sm100 (where no slot is added), one stage deeper to
-    // keep the lead the schedule assumed. (Where twill writes sm100 warp
-    // partitions, Triton's warp specialization builds the rings and their
-    // barriers itself.)
+    // keep the lead the schedule assumed: for the streaming loads, as
+    // `loads=auto` rotates them. (A load the schedule itself puts stages
+    // ahead keeps its place, and [`validate`] refuses the decision; where
+    // twill writes sm100 warp partitions, Triton's warp specialization builds
+    // the rings and their barriers itself.)
     let users = users_of(ir);
     let mut moved_last = Vec::new();
     for v in 0..nodes {
@@ -399,12 +401,27 @@ pub fn decide(
         }
         let tcgen05 =
             mma_reading(ir, &users, l).is_some_and(|m| MMA_V5.contains(&ir.ops[m].name.as_str()));
-        if arch == Arch::Sm100 && tcgen05 && !ws {
+        if arch == Arch::Sm100 && tcgen05 && !ws && prefetch[v] > 0 {
             rank[v] = 2;
             prefetch[v] += 1;
             moved_last.push(v);
         } else if rank[v] == 1 {
             rank[v] = 0;
+            // What the load needs in its own stage comes first with it.
+            let mut todo = vec![v];
+            while let Some(x) = todo.pop() {
+                for e in lowered
+                    .graph
+                    .edges
+                    .iter()
+                    .filter(|e| e.to == x && e.distance == 0)
+                {
+                    if e.from != x && rank[e.from] == 1 && stage[e.from] == stage[x] {
+                        rank[e.from] = 0;
+                        todo.push(e.from);
+                    }
+                }
+            }
         }
     }
     if !moved_last.is_empty() {

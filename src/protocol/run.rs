@@ -229,45 +229,40 @@ impl<'a> Machine<'a> {
     fn write(&mut self, op: &Op, buf: usize, slot: i64, complete: bool, phantom: bool) -> usize {
         let id = self.writes.len();
         if !phantom {
-            let reads: Vec<usize> = self.slot(buf, slot).reads.clone();
-            let reads: Vec<usize> = reads
-                .into_iter()
-                .filter(|&r| !self.reads[r].retired)
-                .collect();
-            for r in reads {
-                let reader = self.reads[r].op.clone();
-                self.violate(
-                    Rule::WriteWhileRead,
-                    buf,
-                    Some(slot),
-                    op,
-                    Some(reader.clone()),
-                    format!(
-                        "{} writes slot {slot} of {} while {reader} may still read it",
-                        name_of(op),
-                        self.buffers[buf].loc
-                    ),
+            // Rules 1 and 2: the slot's readers and writers still in flight.
+            let s = self.slots.get(&(buf, slot)).cloned().unwrap_or_default();
+            let readers = s
+                .reads
+                .iter()
+                .filter(|&&r| !self.reads[r].retired)
+                .map(|&r| {
+                    let o = self.reads[r].op.clone();
+                    (
+                        Rule::WriteWhileRead,
+                        format!("while {o} may still read it"),
+                        o,
+                    )
+                });
+            let writers = s
+                .writes
+                .iter()
+                .filter(|&&w| !self.writes[w].complete)
+                .map(|&w| {
+                    let o = self.writes[w].op.clone();
+                    (
+                        Rule::WriteWhileWriting,
+                        format!("while the write of {o} is in flight"),
+                        o,
+                    )
+                });
+            let hazards: Vec<(Rule, String, String)> = readers.chain(writers).collect();
+            for (rule, why, other) in hazards {
+                let text = format!(
+                    "{} writes slot {slot} of {} {why}",
+                    name_of(op),
+                    self.buffers[buf].loc
                 );
-            }
-            let writes: Vec<usize> = self.slot(buf, slot).writes.clone();
-            let writes: Vec<usize> = writes
-                .into_iter()
-                .filter(|&w| !self.writes[w].complete)
-                .collect();
-            for w in writes {
-                let writer = self.writes[w].op.clone();
-                self.violate(
-                    Rule::WriteWhileWriting,
-                    buf,
-                    Some(slot),
-                    op,
-                    Some(writer.clone()),
-                    format!(
-                        "{} writes slot {slot} of {} while the write of {writer} is in flight",
-                        name_of(op),
-                        self.buffers[buf].loc
-                    ),
-                );
+                self.violate(rule, buf, Some(slot), op, Some(other), text);
             }
         }
         self.writes.push(Write {

@@ -118,6 +118,10 @@ EXPECTED.update({
 # program order: twill's own partitions (TWILL_PARTS, checked op by op in the
 # final TTGIR), or Triton's around twill's stages with the reason.
 TWILL_PARTS = "twill's partitions"
+# The pipeline verifier does not cover warp-specialized code (loops inside
+# ttg.warp_specialize): a kernel twill scheduled into partitions falls back.
+VERIFIER_WS = "the pipeline verifier did not prove"
+VERIFIER_WS_WHY = "`ttg.warp_specialize` on a shared-memory buffer is not modeled"
 NOT_BUILDABLE = "partitions left to Triton (no schedule under Triton's partition rules within "
 SEVERAL_36 = "partitions left to Triton (Triton before 3.7 lowers several warp-specialized loops"
 _V36 = triton.__version__.startswith("3.6")
@@ -133,6 +137,11 @@ PARTITIONS = {
     "fa_fwd_causal": [SEVERAL_36] * 2 if _V36 else [TWILL_PARTS, NOT_BUILDABLE],
     "fa_fwd_causal_subtile": [SEVERAL_36] * 2 if _V36 else [TWILL_PARTS, NOT_BUILDABLE],
 }
+
+# Where twill writes warp partitions (the FA forward kernels on cuda:100),
+# Triton builds warp-specialized code, which the pipeline verifier does not
+# cover yet: those kernels get Triton's own schedule.
+UNVERIFIED_WS = {(k, 100) for k in PARTITIONS}
 
 # twill's time limit (seconds per loop) for the kernels expected to fall
 # back, to keep the test short; the expectations above hold for these limits.
@@ -346,6 +355,11 @@ def test_twill_off_compiles_and_differs(tmp_path, monkeypatch, kernel, cap):
         ours = _compile(KERNELS[kernel], cap)
     finally:
         twill_triton.disable()
+    if (kernel, cap) in UNVERIFIED_WS:
+        d = twill_triton.decisions()[-1]
+        assert not d.scheduled and VERIFIER_WS in d.reason and VERIFIER_WS_WHY in d.reason, d.reason
+        assert _loop_body(ours.asm["ttgir"]) == _loop_body(stock.asm["ttgir"])
+        return
     assert twill_triton.decisions()[-1].scheduled
     if (kernel, cap) in SAME_AS_TRITON:
         assert _loop_body(ours.asm["ttgir"]) == _loop_body(stock.asm["ttgir"])
@@ -394,6 +408,12 @@ def test_twill_schedule_reaches_cubin(twill, kernel, cap):
         assert not d.scheduled
         for want in expected or [NO_LOOP]:
             assert want.replace("twill: skipped loop: ", "") in d.reason, (want, d.reason)
+        return
+    if (kernel, cap) in UNVERIFIED_WS:
+        # twill scheduled (the remarks above), Triton warp-specialized its
+        # schedule, and the verifier, which does not cover warp-specialized
+        # code yet, did not prove it: Triton's own schedule, with the reason.
+        assert not d.scheduled and VERIFIER_WS in d.reason and VERIFIER_WS_WHY in d.reason, d.reason
         return
     assert d.scheduled, d.reason
     scheduled = (Path(d.dump) / "scheduled.mlir").read_text()
@@ -465,7 +485,10 @@ def test_loops_triton_warp_specialized_before_twill(twill):
     twill(scope="all")
     k = _compile(_fa_hopper_ws, 90)
     d = twill_triton.decisions()[-1]
-    assert d.scheduled and len([r for r in d.remarks if "outside loops" not in r]) == 3, d.reason
+    assert len([r for r in d.remarks if "scheduled" in r]) == 3, d.remarks
+    # twill schedules the three partition loops, but the pipeline verifier
+    # does not cover warp-specialized code yet: Triton's own schedule.
+    assert not d.scheduled and VERIFIER_WS in d.reason, d.reason
     from twill_triton import configure
     loops = configure.loops_of(d.remarks)
     assert [lp.group for lp in loops] == [0, 0, 0]

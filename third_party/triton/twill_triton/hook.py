@@ -62,10 +62,11 @@ class Decision:
     reason: str = ""
     dump: Optional[str] = None
     # The pipeline verifier's records (schema twill.pipeline-verify/1,
-    # docs/pipeline-verifier.md), one per pipelined loop of the module that
-    # reaches make_llir: twill's when it scheduled, Triton's own where it fell
-    # back and TWILL_VERIFY_TRITON is set.
+    # docs/pipeline-verifier.md), one per pipelined loop: of the pipeline
+    # Triton built from twill's schedule, and (TWILL_VERIFY_TRITON) of
+    # Triton's own where twill fell back.
     verification: List[dict] = field(default_factory=list)
+    triton_verification: List[dict] = field(default_factory=list)
 
 
 _lock = threading.Lock()
@@ -356,8 +357,8 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
             _run(ir, mod, calls[rest:], tag)
             result["mod"] = mod
             if cfg.verify_triton:
-                d.verification = _verify(ir, mod, cfg, d, "verify-triton")
-                for r in d.verification:
+                d.triton_verification = _verify(ir, mod, cfg, d, "verify-triton")
+                for r in d.triton_verification:
                     if r.get("verdict") != "proved":
                         log.warning("twill: Triton's own pipeline of %s: %s", d.kernel, _verdict_text(r))
             _record(cfg, mod, capability, d, str(e))
