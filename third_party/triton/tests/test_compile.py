@@ -121,7 +121,7 @@ TWILL_PARTS = "twill's partitions"
 # The pipeline verifier does not cover warp-specialized code (loops inside
 # ttg.warp_specialize): a kernel twill scheduled into partitions falls back.
 VERIFIER_WS = "the pipeline verifier did not prove"
-VERIFIER_WS_WHY = "`ttg.warp_specialize` on a shared-memory buffer is not modeled"
+VERIFIER_WS_WHY = "`ttg.warp_specialize`"
 NOT_BUILDABLE = "partitions left to Triton (no schedule under Triton's partition rules within "
 SEVERAL_36 = "partitions left to Triton (Triton before 3.7 lowers several warp-specialized loops"
 _V36 = triton.__version__.startswith("3.6")
