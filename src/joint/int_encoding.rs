@@ -350,7 +350,7 @@ impl<'p> IntEncoding<'p> {
                 let ends = if h == 0 {
                     lt(v, u)
                 } else {
-                    (&r[u] + (h + iv - 1) - &r[v]).div(&Int::from_i64(iv))
+                    (&r[u] + (h + iv - 1) - &r[v]).div(Int::from_i64(iv))
                 };
                 let c = &k[u] + d - &k[x] - lt(v, x) + ends;
                 best = Some(match best {
