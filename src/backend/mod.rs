@@ -33,7 +33,8 @@
 //!
 //! [`validate`] is the back end's own check of the decision against the loop
 //! (every op placed, dependences respect stage then cluster order, the
-//! version rule), independent of the solver and its checker.
+//! version rule, no load refilling a ring slot its reader has not finished
+//! with: [`rings`]), independent of the solver and its checker.
 //! The MLIR writer is [`mlir`].
 
 #[cfg(feature = "mlir")]
@@ -736,8 +737,7 @@ pub fn rings(ir: &LoopIr, d: &LoopDecision, arch: Arch) -> Vec<Ring> {
             reader,
             gap: d.ops[reader].stage.saturating_sub(stage),
             slots: gap + extra,
-            async_reader: ir.ops[reader].name == WGMMA
-                || MMA_V5.contains(&ir.ops[reader].name.as_str()),
+            async_reader: mma.is_some(),
         });
     }
     out

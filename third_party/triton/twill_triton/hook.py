@@ -24,6 +24,7 @@ import contextlib
 import functools
 import hashlib
 import inspect
+import json
 import logging
 import os
 import re
@@ -697,8 +698,6 @@ def _verify(ir, mod, cfg, decision, name):
     for a module that has pipelined loops is a failure (nothing proved).
     With a dump directory, the module and the report are kept in its
     subdirectory `name`."""
-    import json
-
     with tempfile.TemporaryDirectory(prefix="twill-verify-") as tmp:
         work = Path(decision.dump) / name if decision.dump else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -731,8 +730,6 @@ def _verify(ir, mod, cfg, decision, name):
 def _replayed_verification(key):
     """Verifier records stored under TWILL_REPLAY_DIR (a TWILL_DUMP_DIR of a
     machine with twill-opt) for the module with `key`."""
-    import json
-
     root = os.environ.get("TWILL_REPLAY_DIR")
     if not root:
         return None
