@@ -22,6 +22,7 @@ thread, whatever stage it runs, must still get the real objects).
 Needs twill-opt (TWILL_OPT, or target/release/twill-opt of this checkout).
 """
 
+import ast
 import concurrent.futures
 import hashlib
 import importlib.util
@@ -171,9 +172,25 @@ def _difference(got, want):
     return out
 
 
+_AST_LOCK = threading.Lock()
+_AST_PARSE = ast.parse
+
+
+def _serial_ast_parse(*args, **kwargs):
+    """`ast.parse` one thread at a time. CPython 3.11 keeps the AST
+    constructor's recursion depth in state shared by threads, so two
+    concurrent parses can fail with "SystemError: AST constructor recursion
+    depth mismatch" (python/cpython#106905). Triton's front end parses each
+    kernel's source; the race is CPython's, not the hook's, and would fail
+    stock Triton the same way."""
+    with _AST_LOCK:
+        return _AST_PARSE(*args, **kwargs)
+
+
 def _enable(monkeypatch, cache):
     """twill on, with Triton cache directory `cache` (twill_triton.enable
-    puts its own under it)."""
+    puts its own under it), and Python's parser serialized."""
+    monkeypatch.setattr(ast, "parse", _serial_ast_parse)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
     twill_triton.enable(twill_opt=TWILL_OPT, scope="all")
 
