@@ -308,6 +308,28 @@ impl fmt::Display for Violation {
                 f,
                 "cross-warp: edge {edge} `{from}` -> `{to}` crosses warp groups, which is prohibited"
             ),
+            Violation::Concurrency {
+                blocked,
+                other,
+                group,
+                residue,
+            } => write!(
+                f,
+                "concurrency: `{blocked}` blocks at steady-state cycle {residue} while `{other}`, which needs its warp, executes on the same group {group}"
+            ),
+            Violation::Registers { .. }
+            | Violation::HeldBuffers { .. }
+            | Violation::Memory { .. }
+            | Violation::Bandwidth { .. }
+            | Violation::Capacity { .. } => self.fmt_occupancy(f),
+        }
+    }
+}
+
+impl Violation {
+    /// The violations of a limit held by several ops or values, listed.
+    fn fmt_occupancy(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Violation::Registers {
                 group,
                 residue,
@@ -329,7 +351,10 @@ impl fmt::Display for Violation {
                 capacity,
                 held,
             } => {
-                let who: Vec<String> = held.iter().map(|(v, r)| format!("{v} read by {r}")).collect();
+                let who: Vec<String> = held
+                    .iter()
+                    .map(|(v, r)| format!("{v} read by {r}"))
+                    .collect();
                 write!(
                     f,
                     "held buffers: {kind} at steady-state cycle {residue} holds {used} > {capacity} while asynchronous readers still read their operands ({})",
@@ -366,15 +391,6 @@ impl fmt::Display for Violation {
                     if who.is_empty() { "none".to_string() } else { who.join(", ") }
                 )
             }
-            Violation::Concurrency {
-                blocked,
-                other,
-                group,
-                residue,
-            } => write!(
-                f,
-                "concurrency: `{blocked}` blocks at steady-state cycle {residue} while `{other}`, which needs its warp, executes on the same group {group}"
-            ),
             Violation::Capacity {
                 unit,
                 residue,
@@ -389,6 +405,7 @@ impl fmt::Display for Violation {
                     who.join(", ")
                 )
             }
+            _ => unreachable!("only the violations of a limit list ops or values"),
         }
     }
 }
@@ -545,37 +562,59 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
     }) {
         return out;
     }
+    check_crossing_bandwidth(p, js, &mut out);
+    check_groups(p, &js.group, cfg, &mut out);
+    check_colocation(p, &js.group, &mut out);
+    check_crossing_edges(p, js, cfg, &mut out);
+    let steady = SteadyState::new(p, s);
+    for t in steady.window..steady.window + steady.ii {
+        let residue = (t - steady.window) as u32;
+        let live = steady.live(t);
+        steady.check_registers(&live, &js.group, cfg, residue, &mut out);
+        steady.check_memories(&live, t, residue, &mut out);
+        steady.check_concurrency(&js.group, t, residue, &mut out);
+    }
+    out
+}
+
+/// Rule 10 with the crossings, where the ops' own traffic fits (`check`
+/// reported it otherwise).
+fn check_crossing_bandwidth(p: &Problem, js: &JointSchedule, out: &mut Vec<Violation>) {
+    let Some(f) = p.crossing_unit else {
+        return;
+    };
     let g = &js.group;
-    // Rule 10 with the crossings, where the ops' own traffic fits (check
-    // reported it otherwise).
-    if let Some(f) = p.crossing_unit {
-        let own: u64 = p.ops.iter().map(|o| o.traffic[f]).sum();
-        let budget = budget_of(p, f, s.ii);
-        let mut seen = std::collections::BTreeSet::new();
-        let mut crossings = Vec::new();
-        for e in &p.edges {
-            let (u, v) = (e.from, e.to);
-            if u == v || e.order || p.ops[u].variable_latency || p.ops[v].variable_latency {
-                continue;
-            }
-            if g[u] != g[v] && seen.insert((u, v)) && p.ops[u].cross_traffic > 0 {
-                crossings.push((
-                    p.ops[u].name.clone(),
-                    p.ops[v].name.clone(),
-                    p.ops[u].cross_traffic,
-                ));
-            }
+    let own: u64 = p.ops.iter().map(|o| o.traffic[f]).sum();
+    let budget = budget_of(p, f, js.schedule.ii);
+    let mut seen = std::collections::BTreeSet::new();
+    let mut crossings = Vec::new();
+    for e in &p.edges {
+        let (u, v) = (e.from, e.to);
+        if u == v || e.order || p.ops[u].variable_latency || p.ops[v].variable_latency {
+            continue;
         }
-        let used = own + crossings.iter().map(|c| c.2).sum::<u64>();
-        if own <= budget && used > budget {
-            out.push(Violation::Bandwidth {
-                unit: p.units[f].clone(),
-                used,
-                budget,
-                crossings,
-            });
+        if g[u] != g[v] && seen.insert((u, v)) && p.ops[u].cross_traffic > 0 {
+            crossings.push((
+                p.ops[u].name.clone(),
+                p.ops[v].name.clone(),
+                p.ops[u].cross_traffic,
+            ));
         }
     }
+    let used = own + crossings.iter().map(|c| c.2).sum::<u64>();
+    if own <= budget && used > budget {
+        out.push(Violation::Bandwidth {
+            unit: p.units[f].clone(),
+            used,
+            budget,
+            crossings,
+        });
+    }
+}
+
+/// Group 0 is exactly the variable-latency ops; compute groups are
+/// 1..=groups.
+fn check_groups(p: &Problem, g: &[u32], cfg: &WarpConfig, out: &mut Vec<Violation>) {
     for (op, &grp) in p.ops.iter().zip(g) {
         let ok = if op.variable_latency {
             grp == 0
@@ -591,6 +630,10 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
             });
         }
     }
+}
+
+/// Rule 5: every colocation set on one group.
+fn check_colocation(p: &Problem, g: &[u32], out: &mut Vec<Violation>) {
     for (set, ops) in p.same_group.iter().enumerate() {
         let Some(&first) = ops.first() else {
             continue;
@@ -607,6 +650,17 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
             }
         }
     }
+}
+
+/// Edges between groups: prohibited between compute ops without
+/// cross-warp communication, and delayed by the producer's spill.
+fn check_crossing_edges(
+    p: &Problem,
+    js: &JointSchedule,
+    cfg: &WarpConfig,
+    out: &mut Vec<Violation>,
+) {
+    let (s, g) = (&js.schedule, &js.group);
     for (k, e) in p.edges.iter().enumerate() {
         if g[e.from] == g[e.to] {
             continue;
@@ -633,35 +687,77 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
             });
         }
     }
+}
 
-    // Lay out the steady state as `check` does: a window of I cycles far
-    // enough from the start that every instance overlapping it exists.
-    let ii = s.ii as i64;
-    let start: Vec<i64> = s.start.iter().map(|&m| m as i64).collect();
-    // Ops that run on asynchronous units only, read off the reservation
-    // tables and the problem's unit flags (not `ProblemOp::asynchronous`,
-    // which the encodings use).
-    let detached: Vec<bool> = p
-        .ops
-        .iter()
-        .map(|op| {
-            let used: Vec<usize> = (0..p.units.len())
-                .filter(|&f| {
-                    op.rrt
+/// The steady state laid out as `check` does: a window of I cycles far
+/// enough from the start that every instance overlapping it exists.
+struct SteadyState<'p> {
+    p: &'p Problem,
+    ii: i64,
+    start: Vec<i64>,
+    /// Ops that run on asynchronous units only, read off the reservation
+    /// tables and the problem's unit flags (not `ProblemOp::asynchronous`,
+    /// which the encodings use).
+    detached: Vec<bool>,
+    /// End of each value's lifetime (latest issue of a user), if it has
+    /// users (ordering-only edges use no value).
+    unheld: Vec<Option<i64>>,
+    /// The same, where an asynchronous reader of a value in memory holds it
+    /// until it completes (rule 11).
+    last_use: Vec<Option<i64>>,
+    /// First cycle of the window.
+    window: i64,
+}
+
+impl<'p> SteadyState<'p> {
+    fn new(p: &'p Problem, s: &Schedule) -> Self {
+        let ii = s.ii as i64;
+        let start: Vec<i64> = s.start.iter().map(|&m| m as i64).collect();
+        let detached: Vec<bool> = p
+            .ops
+            .iter()
+            .map(|op| {
+                let used: Vec<usize> = (0..p.units.len())
+                    .filter(|&f| {
+                        op.rrt
+                            .iter()
+                            .any(|row| row.get(f).copied().unwrap_or(0) > 0)
+                    })
+                    .collect();
+                !used.is_empty()
+                    && used
                         .iter()
-                        .any(|row| row.get(f).copied().unwrap_or(0) > 0)
-                })
-                .collect();
-            !used.is_empty()
-                && used
-                    .iter()
-                    .all(|&f| p.asynchronous.get(f).copied().unwrap_or(false))
-        })
-        .collect();
-    // End of each value's lifetime (latest issue of a user), if it has users
-    // (ordering-only edges use no value); `held`: rule 11's, where an
-    // asynchronous reader of a value in memory holds it until it completes.
-    let ends = |held: bool| -> Vec<Option<i64>> {
+                        .all(|&f| p.asynchronous.get(f).copied().unwrap_or(false))
+            })
+            .collect();
+        let mut steady = SteadyState {
+            p,
+            ii,
+            start,
+            detached,
+            unheld: Vec::new(),
+            last_use: Vec::new(),
+            window: 0,
+        };
+        steady.unheld = steady.ends(false);
+        steady.last_use = steady.ends(true);
+        let longest = p
+            .ops
+            .iter()
+            .enumerate()
+            .map(|(v, o)| {
+                let life = steady.last_use[v].map_or(0, |e| e - steady.start[v]);
+                life.max(o.cycles as i64)
+            })
+            .max()
+            .unwrap_or(0);
+        steady.window = (longest + steady.start.iter().copied().max().unwrap_or(0) + ii) / ii * ii;
+        steady
+    }
+
+    /// End of each value's lifetime; `held`: with rule 11's holds.
+    fn ends(&self, held: bool) -> Vec<Option<i64>> {
+        let p = self.p;
         (0..p.ops.len())
             .map(|v| {
                 let buffer = p.ops[v].memory.iter().any(|&m| m > 0) && !p.ops[v].streaming;
@@ -669,52 +765,57 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
                     .iter()
                     .filter(|e| e.from == v && !e.order)
                     .map(|e| {
-                        let hold = if held && buffer && detached[e.to] {
+                        let hold = if held && buffer && self.detached[e.to] {
                             p.ops[e.to].cycles as i64
                         } else {
                             0
                         };
-                        start[e.to] + ii * e.distance as i64 + hold
+                        self.start[e.to] + self.ii * e.distance as i64 + hold
                     })
                     .max()
             })
             .collect()
-    };
-    let unheld = ends(false);
-    let last_use = ends(true);
-    let longest = p
-        .ops
-        .iter()
-        .enumerate()
-        .map(|(v, o)| {
-            let life = last_use[v].map_or(0, |e| e - start[v]);
-            life.max(o.cycles as i64)
-        })
-        .max()
-        .unwrap_or(0);
-    let window = (longest + start.iter().copied().max().unwrap_or(0) + ii) / ii * ii;
-    let live_in = |ends: &[Option<i64>], v: usize, t: i64| -> u32 {
-        // k with start + kI <= t < end + kI, over every iteration k >= 0.
+    }
+
+    /// Instances of v's value live at t with lifetimes ending at `ends`:
+    /// k with start + kI <= t < end + kI, over every iteration k >= 0.
+    fn live_in(&self, ends: &[Option<i64>], v: usize, t: i64) -> u32 {
         let Some(end) = ends[v] else { return 0 };
+        let (start, ii) = (self.start[v], self.ii);
         (0..=t / ii + 1)
-            .filter(|k| start[v] + k * ii <= t && t < end + k * ii)
+            .filter(|k| start + k * ii <= t && t < end + k * ii)
             .count() as u32
-    };
-    let instances = |v: usize, t: i64| live_in(&last_use, v, t);
-    let executing = |o: usize, t: i64| -> bool {
-        !detached[o]
-            && (0..=t / ii + 1).any(|k| {
-                let issue = start[o] + k * ii;
-                issue <= t && t < issue + p.ops[o].cycles as i64
+    }
+
+    /// Whether o executes at t and needs its warp.
+    fn executing(&self, o: usize, t: i64) -> bool {
+        !self.detached[o]
+            && (0..=t / self.ii + 1).any(|k| {
+                let issue = self.start[o] + k * self.ii;
+                issue <= t && t < issue + self.p.ops[o].cycles as i64
             })
-    };
-    for t in window..window + ii {
-        let residue = (t - window) as u32;
-        let live: Vec<(usize, u32)> = (0..p.ops.len())
-            .map(|v| (v, instances(v, t)))
+    }
+
+    /// The values live at t and their instances.
+    fn live(&self, t: i64) -> Vec<(usize, u32)> {
+        (0..self.p.ops.len())
+            .map(|v| (v, self.live_in(&self.last_use, v, t)))
             .filter(|&(_, n)| n > 0)
-            .collect();
-        let mut groups: Vec<u32> = g.clone();
+            .collect()
+    }
+
+    /// Rule 7's register limit of every group, with `live` the values
+    /// live at the cycle.
+    fn check_registers(
+        &self,
+        live: &[(usize, u32)],
+        g: &[u32],
+        cfg: &WarpConfig,
+        residue: u32,
+        out: &mut Vec<Violation>,
+    ) {
+        let p = self.p;
+        let mut groups: Vec<u32> = g.to_vec();
         groups.sort_unstable();
         groups.dedup();
         for &w in &groups {
@@ -739,6 +840,19 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
                 });
             }
         }
+    }
+
+    /// Every memory's capacity at t, with `live` the values live then:
+    /// over only because asynchronous readers hold their buffers, rule 11;
+    /// over anyway, rule 7.
+    fn check_memories(
+        &self,
+        live: &[(usize, u32)],
+        t: i64,
+        residue: u32,
+        out: &mut Vec<Violation>,
+    ) {
+        let p = self.p;
         for (m, (kind, cap)) in p.memories.iter().enumerate() {
             let mine: Vec<&(usize, u32)> = live
                 .iter()
@@ -748,10 +862,8 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
                 .iter()
                 .map(|(v, n)| p.ops[*v].memory[m] * *n as u64)
                 .sum();
-            // Over only because asynchronous readers hold their buffers:
-            // rule 11; over anyway: rule 7.
             let unheld_used: u64 = (0..p.ops.len())
-                .map(|v| p.ops[v].memory[m] * u64::from(live_in(&unheld, v, t)))
+                .map(|v| p.ops[v].memory[m] * u64::from(self.live_in(&self.unheld, v, t)))
                 .sum();
             if used > *cap && unheld_used <= *cap {
                 out.push(Violation::HeldBuffers {
@@ -759,7 +871,7 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
                     residue,
                     used,
                     capacity: *cap,
-                    held: held_readers(p, &start, ii, t, &detached, m),
+                    held: held_readers(p, &self.start, self.ii, t, &self.detached, m),
                 });
             } else if used > *cap {
                 out.push(Violation::Memory {
@@ -774,7 +886,12 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
                 });
             }
         }
-        // Concurrency: blocking ops issuing at t.
+    }
+
+    /// Rule 8: a blocking op issuing at t while another op of its group
+    /// that needs its warp executes.
+    fn check_concurrency(&self, g: &[u32], t: i64, residue: u32, out: &mut Vec<Violation>) {
+        let (p, start, ii) = (self.p, &self.start, self.ii);
         for v in 0..p.ops.len() {
             let issues_now = (t - start[v]).rem_euclid(ii) == 0 && t >= start[v];
             if !issues_now {
@@ -788,7 +905,7 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
                 continue;
             }
             for o in 0..p.ops.len() {
-                if o != v && g[o] == g[v] && executing(o, t) {
+                if o != v && g[o] == g[v] && self.executing(o, t) {
                     out.push(Violation::Concurrency {
                         blocked: p.ops[v].name.clone(),
                         other: p.ops[o].name.clone(),
@@ -799,7 +916,6 @@ pub fn check_joint(p: &Problem, js: &JointSchedule, cfg: &WarpConfig) -> Vec<Vio
             }
         }
     }
-    out
 }
 
 /// The (value, reader) pairs of memory kind `m` whose value an asynchronous

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::LoadError;
-use crate::graph::{Graph, Segment, Timing};
+use crate::graph::{Graph, Op, Segment, Timing};
 use crate::machine::Machine;
 use crate::normalize::{normalize, Normalization};
 
@@ -250,32 +250,93 @@ impl Problem {
         machine: &Machine,
         opts: BuildOptions,
     ) -> Result<(Problem, Normalization), LoadError> {
-        let units: Vec<String> = machine.units.iter().map(|u| u.name.clone()).collect();
-        let capacity: Vec<u32> = machine.units.iter().map(|u| u.capacity).collect();
-        let asynchronous: Vec<bool> = machine.units.iter().map(|u| u.asynchronous).collect();
-        let memories: Vec<(String, u64)> = machine
-            .memories
-            .iter()
-            .map(|m| (m.name.clone(), m.capacity))
-            .collect();
-
-        let bandwidth: Vec<bool> = machine
+        let m = MachineUnits::new(machine);
+        let traffic = m.traffic_rows(graph)?;
+        let (segments, stream_raw) = m.segments(graph)?;
+        let busy = busy_cycles(segments.iter().flatten());
+        let unit_cycles: Vec<u64> = m
             .units
             .iter()
-            .map(|u| u.bytes_per_cycle.is_some())
+            .enumerate()
+            .map(|(f, u)| {
+                busy.get(u).copied().unwrap_or(0) + traffic.iter().map(|t| t[f]).sum::<u64>()
+            })
             .collect();
-        let crossing_unit = machine.units.iter().position(|u| u.crossings);
-        let raw_cycles = |f: usize, bytes: u64| -> u64 {
-            machine.units[f]
-                .bytes_per_cycle
-                .map_or(0, |b| bytes.div_ceil(b.max(1)))
-        };
+        let norm = normalize_durations(graph, &segments, opts)?;
+        let ops = m.problem_ops(graph, &segments, &stream_raw, traffic, &norm)?;
+        let edges = problem_edges(graph, &ops, &norm)?;
+        check_same_group(graph, &ops)?;
+        let (cycle_scale, scale) = m.scales(&norm, &ops, &busy);
+        Ok((
+            Problem {
+                units: m.units,
+                capacity: m.capacity,
+                asynchronous: m.asynchronous,
+                memories: m.memories,
+                ops,
+                edges,
+                same_group: graph.same_group.iter().map(|g| g.ops.clone()).collect(),
+                cycle_scale,
+                unit_cycles,
+                bandwidth: m.bandwidth,
+                crossing_unit: m.crossing_unit,
+                scale,
+            },
+            norm,
+        ))
+    }
+}
+
+/// The machine's units and memories as the problem indexes them.
+struct MachineUnits<'m> {
+    machine: &'m Machine,
+    units: Vec<String>,
+    capacity: Vec<u32>,
+    asynchronous: Vec<bool>,
+    memories: Vec<(String, u64)>,
+    /// Bandwidth units (with bytes per cycle).
+    bandwidth: Vec<bool>,
+    crossing_unit: Option<usize>,
+}
+
+impl<'m> MachineUnits<'m> {
+    fn new(machine: &'m Machine) -> Self {
+        MachineUnits {
+            machine,
+            units: machine.units.iter().map(|u| u.name.clone()).collect(),
+            capacity: machine.units.iter().map(|u| u.capacity).collect(),
+            asynchronous: machine.units.iter().map(|u| u.asynchronous).collect(),
+            memories: machine
+                .memories
+                .iter()
+                .map(|m| (m.name.clone(), m.capacity))
+                .collect(),
+            bandwidth: machine
+                .units
+                .iter()
+                .map(|u| u.bytes_per_cycle.is_some())
+                .collect(),
+            crossing_unit: machine.units.iter().position(|u| u.crossings),
+        }
+    }
+
+    /// Raw cycles `bytes` take on bandwidth unit `f` (0 on other units).
+    fn raw_cycles(&self, f: usize, bytes: u64) -> u64 {
+        self.machine.units[f]
+            .bytes_per_cycle
+            .map_or(0, |b| bytes.div_ceil(b.max(1)))
+    }
+
+    /// Each op's traffic in raw cycles per unit (0 off bandwidth units);
+    /// traffic on another unit is an error.
+    fn traffic_rows(&self, graph: &Graph) -> Result<Vec<Vec<u64>>, LoadError> {
+        let machine = self.machine;
         let mut traffic: Vec<Vec<u64>> = Vec::with_capacity(graph.ops.len());
         for (i, op) in graph.ops.iter().enumerate() {
-            let mut row = vec![0u64; units.len()];
+            let mut row = vec![0u64; self.units.len()];
             for (unit, &bytes) in &op.traffic {
-                match units.iter().position(|u| u == unit) {
-                    Some(f) if bandwidth[f] => row[f] = raw_cycles(f, bytes),
+                match self.units.iter().position(|u| u == unit) {
+                    Some(f) if self.bandwidth[f] => row[f] = self.raw_cycles(f, bytes),
                     _ => {
                         let known: Vec<&str> = machine
                             .units
@@ -297,54 +358,20 @@ impl Problem {
             }
             traffic.push(row);
         }
+        Ok(traffic)
+    }
 
-        // Timing of every op as segments, priced where needed.
+    /// The timing of every op as segments, priced where needed, with the
+    /// latency of streaming ops dropped; and the raw cycles of each
+    /// streaming op before that (0 for the others).
+    fn segments(&self, graph: &Graph) -> Result<(Vec<Vec<Segment>>, Vec<u64>), LoadError> {
         let mut segments: Vec<Vec<Segment>> = Vec::with_capacity(graph.ops.len());
         let mut stream_raw: Vec<u64> = Vec::with_capacity(graph.ops.len());
         for (i, op) in graph.ops.iter().enumerate() {
-            let segs = priced_segments(&op.timing, machine)
+            let mut segs = priced_segments(&op.timing, self.machine)
                 .map_err(|m| located(&op.origin, format!("op[{i}].cost"), m))?;
-            for (k, seg) in segs.iter().enumerate() {
-                for (unit, &n) in &seg.uses {
-                    let Some(f) = units.iter().position(|u| u == unit) else {
-                        return Err(located(
-                            &op.origin,
-                            format!("op[{i}].uses.{unit}"),
-                            format!(
-                                "unknown unit `{unit}` for op `{}`: machine `{}` has {}",
-                                op.name,
-                                machine.name,
-                                units.join(", ")
-                            ),
-                        ));
-                    };
-                    if n > capacity[f] {
-                        return Err(located(
-                            &op.origin,
-                            format!("op[{i}].uses.{unit}"),
-                            format!(
-                                "op `{}` occupies {n} {unit} in one cycle (segment {k}) but machine `{}` has {}",
-                                op.name, machine.name, capacity[f]
-                            ),
-                        ));
-                    }
-                }
-            }
-            for kind in op.memory.keys() {
-                if !memories.iter().any(|(m, _)| m == kind) {
-                    let known: Vec<&str> = memories.iter().map(|(m, _)| m.as_str()).collect();
-                    return Err(located(
-                        &op.origin,
-                        format!("op[{i}].memory.{kind}"),
-                        format!(
-                            "unknown memory `{kind}`: machine `{}` has {}",
-                            machine.name,
-                            known.join(", ")
-                        ),
-                    ));
-                }
-            }
-            let mut segs = segs;
+            self.check_uses(op, i, &segs)?;
+            self.check_memories(op, i)?;
             let raw: u64 = segs.iter().map(|s| s.len).sum();
             if op.streaming {
                 // Section 5.3: a streaming op is modeled with zero latency;
@@ -356,70 +383,89 @@ impl Problem {
             stream_raw.push(if op.streaming { raw } else { 0 });
             segments.push(segs);
         }
+        Ok((segments, stream_raw))
+    }
 
-        let busy = busy_cycles(segments.iter().flatten());
-        let unit_cycles: Vec<u64> = units
-            .iter()
-            .enumerate()
-            .map(|(f, u)| {
-                busy.get(u).copied().unwrap_or(0) + traffic.iter().map(|t| t[f]).sum::<u64>()
-            })
-            .collect();
-
-        // Every positive duration takes part in one normalization.
-        let mut durations: Vec<u64> = Vec::new();
-        for (op, segs) in graph.ops.iter().zip(&segments) {
-            durations.extend(segs.iter().map(|s| s.len));
-            durations.push(op.spill_cost);
-        }
-        durations.extend(graph.edges.iter().filter_map(|e| e.delay));
-        let norm = normalize(&durations, opts.u, opts.time_limit).map_err(|m| LoadError {
-            file: graph.name.clone(),
-            line: 0,
-            column: 0,
-            field: "normalization".into(),
-            message: m,
-        })?;
-        let too_big = |v: u64, what: &str| LoadError {
-            file: graph.name.clone(),
-            line: 0,
-            column: 0,
-            field: what.into(),
-            message: format!("normalized duration {v} too large"),
-        };
-
-        let mut ops = Vec::with_capacity(graph.ops.len());
-        for (((op, segs), &stream_cycles), traffic) in graph
-            .ops
-            .iter()
-            .zip(&segments)
-            .zip(&stream_raw)
-            .zip(traffic)
-        {
-            let mut rrt: Vec<Vec<u32>> = Vec::new();
-            for seg in segs {
-                let mut row = vec![0u32; units.len()];
-                for (unit, &n) in &seg.uses {
-                    let f = units.iter().position(|u| u == unit).unwrap_or(0);
-                    row[f] = n;
-                }
-                for _ in 0..norm.map(seg.len) {
-                    rrt.push(row.clone());
+    /// Every unit op `i` occupies exists and has the capacity it uses.
+    fn check_uses(&self, op: &Op, i: usize, segs: &[Segment]) -> Result<(), LoadError> {
+        let machine = self.machine;
+        for (k, seg) in segs.iter().enumerate() {
+            for (unit, &n) in &seg.uses {
+                let Some(f) = self.units.iter().position(|u| u == unit) else {
+                    return Err(located(
+                        &op.origin,
+                        format!("op[{i}].uses.{unit}"),
+                        format!(
+                            "unknown unit `{unit}` for op `{}`: machine `{}` has {}",
+                            op.name,
+                            machine.name,
+                            self.units.join(", ")
+                        ),
+                    ));
+                };
+                if n > self.capacity[f] {
+                    return Err(located(
+                        &op.origin,
+                        format!("op[{i}].uses.{unit}"),
+                        format!(
+                            "op `{}` occupies {n} {unit} in one cycle (segment {k}) but machine `{}` has {}",
+                            op.name, machine.name, self.capacity[f]
+                        ),
+                    ));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Every memory op `i` holds exists.
+    fn check_memories(&self, op: &Op, i: usize) -> Result<(), LoadError> {
+        for kind in op.memory.keys() {
+            if !self.memories.iter().any(|(m, _)| m == kind) {
+                let known: Vec<&str> = self.memories.iter().map(|(m, _)| m.as_str()).collect();
+                return Err(located(
+                    &op.origin,
+                    format!("op[{i}].memory.{kind}"),
+                    format!(
+                        "unknown memory `{kind}`: machine `{}` has {}",
+                        self.machine.name,
+                        known.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The problem's ops: reservation tables of normalized rows, normalized
+    /// spill costs, footprints per memory and traffic.
+    fn problem_ops(
+        &self,
+        graph: &Graph,
+        segments: &[Vec<Segment>],
+        stream_raw: &[u64],
+        traffic: Vec<Vec<u64>>,
+        norm: &Normalization,
+    ) -> Result<Vec<ProblemOp>, LoadError> {
+        let mut ops = Vec::with_capacity(graph.ops.len());
+        for (((op, segs), &stream_cycles), traffic) in
+            graph.ops.iter().zip(segments).zip(stream_raw).zip(traffic)
+        {
+            let rrt = self.reservation_table(segs, norm);
             let cycles =
-                u32::try_from(rrt.len()).map_err(|_| too_big(rrt.len() as u64, "cycles"))?;
+                u32::try_from(rrt.len()).map_err(|_| too_big(graph, rrt.len() as u64, "cycles"))?;
             let spill = norm.map(op.spill_cost);
-            let used: Vec<usize> = (0..units.len())
+            let used: Vec<usize> = (0..self.units.len())
                 .filter(|&f| rrt.iter().any(|row| row[f] > 0))
                 .collect();
-            let op_async = !used.is_empty() && used.iter().all(|&f| asynchronous[f]);
+            let op_async = !used.is_empty() && used.iter().all(|&f| self.asynchronous[f]);
             ops.push(ProblemOp {
                 name: op.name.clone(),
                 cycles,
                 rrt,
                 regs: op.regs,
-                memory: memories
+                memory: self
+                    .memories
                     .iter()
                     .map(|(m, _)| op.memory.get(m).copied().unwrap_or(0))
                     .collect(),
@@ -427,101 +473,162 @@ impl Problem {
                 streaming: op.streaming,
                 warp_group: op.warp_group,
                 last_stage: op.last_stage,
-                spill_cost: u32::try_from(spill).map_err(|_| too_big(spill, "spill_cost"))?,
+                spill_cost: u32::try_from(spill)
+                    .map_err(|_| too_big(graph, spill, "spill_cost"))?,
                 asynchronous: op_async,
                 stream_cycles,
                 traffic,
-                cross_traffic: crossing_unit.map_or(0, |f| raw_cycles(f, op.cross_bytes)),
+                cross_traffic: self
+                    .crossing_unit
+                    .map_or(0, |f| self.raw_cycles(f, op.cross_bytes)),
             });
         }
-        let mut edges = Vec::with_capacity(graph.edges.len());
-        for e in &graph.edges {
-            let delay = match e.delay {
-                Some(d) => norm.map(d),
-                None => ops[e.from].cycles as u64,
-            };
-            edges.push(ProblemEdge {
-                from: e.from,
-                to: e.to,
-                delay: u32::try_from(delay).map_err(|_| too_big(delay, "delay"))?,
-                distance: e.distance,
-                blocking: e.blocking,
-                order: e.order,
-                hold: 0,
-            });
-        }
-        // An asynchronous reader of a buffer holds it until it completes. A
-        // streaming load's buffer is a ring the back end sizes (prefetch
-        // depth, and the slot Triton adds for an MMA operand: the hold), not
-        // a lifetime of the model.
-        for e in &mut edges {
-            let buffer = ops[e.from].memory.iter().any(|&m| m > 0) && !ops[e.from].streaming;
-            if !e.order && buffer && ops[e.to].asynchronous {
-                e.hold = ops[e.to].cycles;
+        Ok(ops)
+    }
+
+    /// One row per normalized cycle of each segment: the units it occupies.
+    fn reservation_table(&self, segs: &[Segment], norm: &Normalization) -> Vec<Vec<u32>> {
+        let mut rrt: Vec<Vec<u32>> = Vec::new();
+        for seg in segs {
+            let mut row = vec![0u32; self.units.len()];
+            for (unit, &n) in &seg.uses {
+                let f = self.units.iter().position(|u| u == unit).unwrap_or(0);
+                row[f] = n;
+            }
+            for _ in 0..norm.map(seg.len) {
+                rrt.push(row.clone());
             }
         }
-        // Colocation sets of graphs built in code are checked as the loader
-        // checks those it reads.
-        for (k, set) in graph.same_group.iter().enumerate() {
-            if let Some(&v) = set.ops.iter().find(|&&v| v >= ops.len()) {
-                return Err(located(
-                    &set.origin,
-                    format!("same_group[{k}]"),
-                    format!("op index {v} out of range ({} ops)", ops.len()),
-                ));
-            }
-            if let Some(&v) = set.ops.iter().find(|&&v| ops[v].variable_latency) {
-                return Err(located(
-                    &set.origin,
-                    format!("same_group[{k}]"),
-                    format!(
-                        "`{}` has variable latency and always runs on group 0",
-                        ops[v].name
-                    ),
-                ));
-            }
-        }
+        rrt
+    }
+
+    /// Raw machine cycles per normalized cycle: as a float (the largest
+    /// duration's ratio), and exactly, as (raw, normalized) of the busiest
+    /// functional unit (largest raw occupancy per instance, compared as
+    /// fractions busy / capacity).
+    fn scales(
+        &self,
+        norm: &Normalization,
+        ops: &[ProblemOp],
+        busy: &BTreeMap<String, u64>,
+    ) -> (f64, (u64, u64)) {
         let (largest_raw, largest_norm) = match (norm.original.last(), norm.normalized.last()) {
             (Some(&raw), Some(&n)) if n > 0 => (raw, n),
             _ => (1, 1),
         };
         let cycle_scale = largest_raw as f64 / largest_norm as f64;
         let mut scale = (largest_raw, largest_norm);
-        // The busiest unit in machine cycles (largest raw occupancy per
-        // instance, compared exactly as fractions busy / capacity).
         let mut best: Option<(u64, u64)> = None; // (raw busy, capacity)
-        for f in (0..units.len()).filter(|&f| !bandwidth[f]) {
+        for f in (0..self.units.len()).filter(|&f| !self.bandwidth[f]) {
             let norm_busy: u64 = ops
                 .iter()
                 .flat_map(|o| &o.rrt)
                 .map(|r| u64::from(r[f]))
                 .sum();
-            let raw_busy = busy.get(&units[f]).copied().unwrap_or(0);
-            let cap = u64::from(capacity[f].max(1));
+            let raw_busy = busy.get(&self.units[f]).copied().unwrap_or(0);
+            let cap = u64::from(self.capacity[f].max(1));
             let better = best.is_none_or(|(b, c)| raw_busy * c > b * cap);
             if norm_busy > 0 && raw_busy > 0 && better {
                 best = Some((raw_busy, cap));
                 scale = (raw_busy, norm_busy);
             }
         }
-        Ok((
-            Problem {
-                units,
-                capacity,
-                asynchronous,
-                memories,
-                ops,
-                edges,
-                same_group: graph.same_group.iter().map(|g| g.ops.clone()).collect(),
-                cycle_scale,
-                unit_cycles,
-                bandwidth,
-                crossing_unit,
-                scale,
-            },
-            norm,
-        ))
+        (cycle_scale, scale)
     }
+}
+
+/// The error of a normalized duration that does not fit its field.
+fn too_big(graph: &Graph, v: u64, what: &str) -> LoadError {
+    LoadError {
+        file: graph.name.clone(),
+        line: 0,
+        column: 0,
+        field: what.into(),
+        message: format!("normalized duration {v} too large"),
+    }
+}
+
+/// Every positive duration (segments, spill costs, edge delays) normalized
+/// together.
+fn normalize_durations(
+    graph: &Graph,
+    segments: &[Vec<Segment>],
+    opts: BuildOptions,
+) -> Result<Normalization, LoadError> {
+    let mut durations: Vec<u64> = Vec::new();
+    for (op, segs) in graph.ops.iter().zip(segments) {
+        durations.extend(segs.iter().map(|s| s.len));
+        durations.push(op.spill_cost);
+    }
+    durations.extend(graph.edges.iter().filter_map(|e| e.delay));
+    normalize(&durations, opts.u, opts.time_limit).map_err(|m| LoadError {
+        file: graph.name.clone(),
+        line: 0,
+        column: 0,
+        field: "normalization".into(),
+        message: m,
+    })
+}
+
+/// The problem's edges with normalized delays (the producer's cycles when
+/// the graph gives none), and the holds of asynchronous readers.
+fn problem_edges(
+    graph: &Graph,
+    ops: &[ProblemOp],
+    norm: &Normalization,
+) -> Result<Vec<ProblemEdge>, LoadError> {
+    let mut edges = Vec::with_capacity(graph.edges.len());
+    for e in &graph.edges {
+        let delay = match e.delay {
+            Some(d) => norm.map(d),
+            None => ops[e.from].cycles as u64,
+        };
+        edges.push(ProblemEdge {
+            from: e.from,
+            to: e.to,
+            delay: u32::try_from(delay).map_err(|_| too_big(graph, delay, "delay"))?,
+            distance: e.distance,
+            blocking: e.blocking,
+            order: e.order,
+            hold: 0,
+        });
+    }
+    // An asynchronous reader of a buffer holds it until it completes. A
+    // streaming load's buffer is a ring the back end sizes (prefetch
+    // depth, and the slot Triton adds for an MMA operand: the hold), not
+    // a lifetime of the model.
+    for e in &mut edges {
+        let buffer = ops[e.from].memory.iter().any(|&m| m > 0) && !ops[e.from].streaming;
+        if !e.order && buffer && ops[e.to].asynchronous {
+            e.hold = ops[e.to].cycles;
+        }
+    }
+    Ok(edges)
+}
+
+/// Colocation sets of graphs built in code are checked as the loader
+/// checks those it reads.
+fn check_same_group(graph: &Graph, ops: &[ProblemOp]) -> Result<(), LoadError> {
+    for (k, set) in graph.same_group.iter().enumerate() {
+        if let Some(&v) = set.ops.iter().find(|&&v| v >= ops.len()) {
+            return Err(located(
+                &set.origin,
+                format!("same_group[{k}]"),
+                format!("op index {v} out of range ({} ops)", ops.len()),
+            ));
+        }
+        if let Some(&v) = set.ops.iter().find(|&&v| ops[v].variable_latency) {
+            return Err(located(
+                &set.origin,
+                format!("same_group[{k}]"),
+                format!(
+                    "`{}` has variable latency and always runs on group 0",
+                    ops[v].name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An op's reservation segments: a given table as it is, or a cost class

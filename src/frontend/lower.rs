@@ -152,6 +152,43 @@ pub fn lower(
     machine: &Machine,
     last_stage_ops: &[&str],
 ) -> Result<Lowered, Unsupported> {
+    check_lowerable(ir, machine)?;
+    let rules = op_rules(ir, machine)?;
+    let mut notes = Vec::new();
+    let Nodes {
+        classified,
+        mut ops,
+        op_of_node,
+    } = classify(ir, machine, &rules, last_stage_ops, &mut notes);
+    let mut edges = EdgeMap::new();
+    data_edges(ir, &rules, &classified, &mut edges);
+    memory_edges(ir, &rules, &classified, &mut edges);
+    let order_chain = sync_order(ir, &rules, &classified);
+    let graph_edges = graph_edges(ir, &op_of_node, &edges, order_chain);
+    for (v, op) in ops.iter_mut().enumerate() {
+        if op.variable_latency && !graph_edges.iter().any(|e| e.to == v) {
+            op.streaming = true;
+        }
+    }
+    Ok(Lowered {
+        graph: Graph {
+            name: ir.name.clone(),
+            description: format!(
+                "loop at {}, extracted by twill's MLIR front end",
+                ir.location
+            ),
+            ops,
+            edges: graph_edges,
+            same_group: Vec::new(),
+        },
+        ops: classified,
+        op_of_node,
+        notes,
+    })
+}
+
+/// Refuses a machine without op rules and a body with control flow.
+fn check_lowerable(ir: &LoopIr, machine: &Machine) -> Result<(), Unsupported> {
     if machine.ops.is_empty() {
         return Err(Unsupported {
             location: ir.location.clone(),
@@ -172,11 +209,12 @@ pub fn lower(
             });
         }
     }
-    let threads = u64::from(ir.num_warps.max(1)) * 32;
-    let mut notes = Vec::new();
+    Ok(())
+}
 
-    // Rules of every op that touches a tile (scalars need none); a tile op
-    // without a rule is unsupported.
+/// The rule of every op that touches a tile (scalars need none); a tile op
+/// without a rule is unsupported.
+fn op_rules<'m>(ir: &LoopIr, machine: &'m Machine) -> Result<Vec<Option<&'m OpRule>>, Unsupported> {
     let mut rules: Vec<Option<&OpRule>> = Vec::with_capacity(ir.ops.len());
     for op in &ir.ops {
         let tiled = op
@@ -199,212 +237,289 @@ pub fn lower(
         };
         rules.push(Some(rule));
     }
-    let is_var = |i: usize| rules[i].is_some_and(|r| r.variable_latency && r.class.is_some());
-    let first_tile_operand = |op: &IrOp| {
-        op.operands
-            .iter()
-            .find_map(|v| parse_tile(&v.ty).map(|t| (t, v.src)))
-    };
+    Ok(rules)
+}
 
-    // Classification: node or folded.
-    let mut classified = Vec::with_capacity(ir.ops.len());
-    let mut ops: Vec<Op> = Vec::new();
-    let mut op_of_node = Vec::new();
+/// The classification of the body ops: graph nodes and folded ops.
+struct Nodes {
+    classified: Vec<Classified>,
+    ops: Vec<Op>,
+    op_of_node: Vec<usize>,
+}
+
+/// Classifies every body op: a graph node priced by its rule, or folded
+/// (scalar, free, absorbed into the load it stores, nothing to price).
+fn classify(
+    ir: &LoopIr,
+    machine: &Machine,
+    rules: &[Option<&OpRule>],
+    last_stage_ops: &[&str],
+    notes: &mut Vec<String>,
+) -> Nodes {
+    let threads = u64::from(ir.num_warps.max(1)) * 32;
+    let is_var = |i: usize| rules[i].is_some_and(|r| r.variable_latency && r.class.is_some());
+    let mut nodes = Nodes {
+        classified: Vec::with_capacity(ir.ops.len()),
+        ops: Vec::new(),
+        op_of_node: Vec::new(),
+    };
     let mut absorbed_into: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for (i, op) in ir.ops.iter().enumerate() {
         let rule_index = rules[i].and_then(|r| machine.ops.iter().position(|x| std::ptr::eq(x, r)));
+        let folded = |why: &'static str, rule: Option<usize>| Classified {
+            node: None,
+            rule,
+            folded: Some(why),
+        };
         let Some(rule) = rules[i] else {
-            classified.push(Classified {
-                node: None,
-                rule: None,
-                folded: Some("scalar"),
-            });
+            nodes.classified.push(folded("scalar", None));
             continue;
         };
         let Some(class) = &rule.class else {
-            classified.push(Classified {
-                node: None,
-                rule: rule_index,
-                folded: Some("free"),
-            });
+            nodes.classified.push(folded("free", rule_index));
             continue;
         };
         if rule.absorbs_load {
             if let Some((_, ValueSrc::Op { op: p, .. })) = first_tile_operand(op) {
                 if is_var(p) {
                     absorbed_into.entry(p).or_default().push(i);
-                    classified.push(Classified {
-                        node: None,
-                        rule: rule_index,
-                        folded: Some("absorbed"),
-                    });
+                    nodes.classified.push(folded("absorbed", rule_index));
                     continue;
                 }
             }
         }
-        let result_tile = op.results.first().and_then(|t| parse_tile(t));
-        let tile_operands: Vec<Tile> = op
-            .operands
-            .iter()
-            .filter_map(|v| parse_tile(&v.ty))
-            .collect();
-        let largest = tile_operands
-            .iter()
-            .chain(result_tile.iter())
-            .max_by_key(|t| t.elements());
-        let shape = match rule.shape {
-            ShapeFrom::Mnk => match (tile_operands.first(), tile_operands.get(1)) {
-                (Some(a), Some(b)) if a.shape.len() >= 2 && b.shape.len() >= 2 => Some(vec![
-                    a.shape[a.shape.len() - 2],
-                    b.shape[b.shape.len() - 1],
-                    a.shape[a.shape.len() - 1],
-                ]),
-                _ => None,
-            },
-            ShapeFrom::Result => result_tile
-                .as_ref()
-                .or(tile_operands.first())
-                .map(|t| t.shape.clone()),
-            ShapeFrom::Operand => tile_operands
-                .first()
-                .or(result_tile.as_ref())
-                .map(|t| t.shape.clone()),
-            ShapeFrom::Largest => largest.map(|t| t.shape.clone()),
-        };
-        let dtype = match rule.dtype {
-            DtypeFrom::Result => result_tile.as_ref().or(tile_operands.first()),
-            DtypeFrom::Operand => tile_operands.first().or(result_tile.as_ref()),
-            DtypeFrom::Largest => largest,
-        }
-        .map(|t| t.dtype.clone());
-        let (Some(shape), Some(mut dtype)) = (shape, dtype) else {
+        let Some(mut node) = price_op(op, i, rule, class, machine, threads, notes) else {
             // An allocation without a source and the like: no work to price.
-            classified.push(Classified {
-                node: None,
-                rule: rule_index,
-                folded: Some("no tile to price"),
-            });
+            nodes
+                .classified
+                .push(folded("no tile to price", rule_index));
             continue;
         };
-        // What the op moves through a bandwidth unit (shared memory).
-        let mut traffic = BTreeMap::new();
-        if let Some(t) = &rule.traffic {
-            let bytes = match t.from {
-                TrafficFrom::Tile => shape.iter().product::<u64>() * element_bytes(&dtype),
-                TrafficFrom::SharedOperands { rows } => {
-                    let m = result_tile
-                        .as_ref()
-                        .and_then(|r| r.shape.len().checked_sub(2).map(|k| r.shape[k]))
-                        .unwrap_or(1);
-                    tile_operands
-                        .iter()
-                        .take(2)
-                        .enumerate()
-                        .filter(|(_, o)| o.memdesc && !o.tensor_memory)
-                        .map(|(k, o)| {
-                            let b = o.elements() * element_bytes(&o.dtype);
-                            if k == 1 {
-                                b * m.div_ceil(rows).max(1)
-                            } else {
-                                b
-                            }
-                        })
-                        .sum()
-                }
-            };
-            if bytes > 0 {
-                traffic.insert(t.unit.clone(), bytes);
-            }
-        }
-        if let Some(cost) = machine.cost_rule(class) {
-            if !cost.per_cycle.contains_key(&dtype) {
-                let fallback = if cost.per_cycle.contains_key("f32") {
-                    "f32".to_string()
-                } else {
-                    cost.per_cycle.keys().next().cloned().unwrap_or_default()
-                };
-                notes.push(format!(
-                    "`{}` ({}): no `{class}` rate for {dtype}; priced as {fallback}",
-                    op.name, op.location
-                ));
-                dtype = fallback;
-            }
-        }
-        let mut regs = 0u64;
-        let mut memory = BTreeMap::new();
-        let mut spill_cost = 0u64;
-        let mut cross_bytes = 0u64;
-        for t in op.results.iter().filter_map(|t| parse_tile(t)) {
-            if t.memdesc {
-                if let Some(kind) = &rule.memory {
-                    memory.insert(kind.clone(), footprint(&t));
-                }
-            } else {
-                regs += (t.elements() * element_bytes(&t.dtype)).div_ceil(4 * threads);
-                // Handing a register tile to another warp group goes through
-                // shared memory: a store and a load of the tile.
-                cross_bytes += 2 * t.elements() * element_bytes(&t.dtype);
-                if let Ok(c) = machine.cost(SPILL_CLASS, &t.shape, &t.dtype) {
-                    spill_cost += 2 * c.occupancy + c.latency;
-                } else if let Ok(c) = machine.cost(SPILL_CLASS, &t.shape, "f32") {
-                    spill_cost += 2 * c.occupancy + c.latency;
-                }
-            }
-        }
-        classified.push(Classified {
-            node: Some(ops.len()),
+        node.last_stage = last_stage_ops.contains(&op.name.as_str());
+        nodes.classified.push(Classified {
+            node: Some(nodes.ops.len()),
             rule: rule_index,
             folded: None,
         });
-        op_of_node.push(i);
-        ops.push(Op {
-            name: format!("{}_{i}", short_name(&op.name)),
-            timing: Timing::Cost {
-                class: class.clone(),
-                shape,
-                dtype,
-            },
-            regs: regs.min(u64::from(u32::MAX)) as u32,
-            memory,
-            variable_latency: rule.variable_latency,
-            streaming: false,
-            warp_group: rule.warp_group,
-            last_stage: last_stage_ops.contains(&op.name.as_str()),
-            spill_cost,
-            traffic,
-            cross_bytes,
-            origin: op.location.clone(),
-        });
+        nodes.op_of_node.push(i);
+        nodes.ops.push(node);
     }
-    // A load whose tile lands in shared memory through an absorbed
-    // local_alloc holds shared memory, not registers.
-    for (load, allocs) in &absorbed_into {
-        if let Some(n) = classified[*load].node {
-            ops[n].regs = 0;
-            ops[n].spill_cost = 0;
-            ops[n].cross_bytes = 0;
+    absorb_loads(ir, &absorbed_into, &mut nodes);
+    nodes
+}
+
+/// The first tile operand of `op` and where it comes from.
+fn first_tile_operand(op: &IrOp) -> Option<(Tile, ValueSrc)> {
+    op.operands
+        .iter()
+        .find_map(|v| parse_tile(&v.ty).map(|t| (t, v.src)))
+}
+
+/// The graph node of body op `i` priced by `rule` (cost class `class`);
+/// `None` when the op has no tile to price.
+fn price_op(
+    op: &IrOp,
+    i: usize,
+    rule: &OpRule,
+    class: &str,
+    machine: &Machine,
+    threads: u64,
+    notes: &mut Vec<String>,
+) -> Option<Op> {
+    let result_tile = op.results.first().and_then(|t| parse_tile(t));
+    let tile_operands: Vec<Tile> = op
+        .operands
+        .iter()
+        .filter_map(|v| parse_tile(&v.ty))
+        .collect();
+    let (shape, mut dtype) = shape_and_dtype(rule, result_tile.as_ref(), &tile_operands)?;
+    let traffic = rule_traffic(rule, &shape, &dtype, result_tile.as_ref(), &tile_operands);
+    if let Some(cost) = machine.cost_rule(class) {
+        if !cost.per_cycle.contains_key(&dtype) {
+            let fallback = if cost.per_cycle.contains_key("f32") {
+                "f32".to_string()
+            } else {
+                cost.per_cycle.keys().next().cloned().unwrap_or_default()
+            };
+            notes.push(format!(
+                "`{}` ({}): no `{class}` rate for {dtype}; priced as {fallback}",
+                op.name, op.location
+            ));
+            dtype = fallback;
+        }
+    }
+    let held = held_results(op, rule, machine, threads);
+    Some(Op {
+        name: format!("{}_{i}", short_name(&op.name)),
+        timing: Timing::Cost {
+            class: class.to_string(),
+            shape,
+            dtype,
+        },
+        regs: held.regs.min(u64::from(u32::MAX)) as u32,
+        memory: held.memory,
+        variable_latency: rule.variable_latency,
+        streaming: false,
+        warp_group: rule.warp_group,
+        last_stage: false,
+        spill_cost: held.spill_cost,
+        traffic,
+        cross_bytes: held.cross_bytes,
+        origin: op.location.clone(),
+    })
+}
+
+/// The shape and element type that price an op, as its rule says where to
+/// find them; `None` when the op has no such tile.
+fn shape_and_dtype(
+    rule: &OpRule,
+    result_tile: Option<&Tile>,
+    tile_operands: &[Tile],
+) -> Option<(Vec<u64>, String)> {
+    let largest = tile_operands
+        .iter()
+        .chain(result_tile)
+        .max_by_key(|t| t.elements());
+    let shape = match rule.shape {
+        ShapeFrom::Mnk => match (tile_operands.first(), tile_operands.get(1)) {
+            (Some(a), Some(b)) if a.shape.len() >= 2 && b.shape.len() >= 2 => Some(vec![
+                a.shape[a.shape.len() - 2],
+                b.shape[b.shape.len() - 1],
+                a.shape[a.shape.len() - 1],
+            ]),
+            _ => None,
+        },
+        ShapeFrom::Result => result_tile
+            .or(tile_operands.first())
+            .map(|t| t.shape.clone()),
+        ShapeFrom::Operand => tile_operands
+            .first()
+            .or(result_tile)
+            .map(|t| t.shape.clone()),
+        ShapeFrom::Largest => largest.map(|t| t.shape.clone()),
+    };
+    let dtype = match rule.dtype {
+        DtypeFrom::Result => result_tile.or(tile_operands.first()),
+        DtypeFrom::Operand => tile_operands.first().or(result_tile),
+        DtypeFrom::Largest => largest,
+    }
+    .map(|t| t.dtype.clone());
+    Some((shape?, dtype?))
+}
+
+/// What the op moves through a bandwidth unit (shared memory), by its rule.
+fn rule_traffic(
+    rule: &OpRule,
+    shape: &[u64],
+    dtype: &str,
+    result_tile: Option<&Tile>,
+    tile_operands: &[Tile],
+) -> BTreeMap<String, u64> {
+    let mut traffic = BTreeMap::new();
+    let Some(t) = &rule.traffic else {
+        return traffic;
+    };
+    let bytes = match t.from {
+        TrafficFrom::Tile => shape.iter().product::<u64>() * element_bytes(dtype),
+        TrafficFrom::SharedOperands { rows } => {
+            let m = result_tile
+                .and_then(|r| r.shape.len().checked_sub(2).map(|k| r.shape[k]))
+                .unwrap_or(1);
+            tile_operands
+                .iter()
+                .take(2)
+                .enumerate()
+                .filter(|(_, o)| o.memdesc && !o.tensor_memory)
+                .map(|(k, o)| {
+                    let b = o.elements() * element_bytes(&o.dtype);
+                    if k == 1 {
+                        b * m.div_ceil(rows).max(1)
+                    } else {
+                        b
+                    }
+                })
+                .sum()
+        }
+    };
+    if bytes > 0 {
+        traffic.insert(t.unit.clone(), bytes);
+    }
+    traffic
+}
+
+/// What an op's results hold while live, and what handing them to another
+/// warp group costs.
+struct Held {
+    regs: u64,
+    memory: BTreeMap<String, u64>,
+    spill_cost: u64,
+    cross_bytes: u64,
+}
+
+/// Registers (per thread of `threads`) of the register tiles, memory of
+/// the buffers, and the cross-warp spill of the register tiles.
+fn held_results(op: &IrOp, rule: &OpRule, machine: &Machine, threads: u64) -> Held {
+    let mut held = Held {
+        regs: 0,
+        memory: BTreeMap::new(),
+        spill_cost: 0,
+        cross_bytes: 0,
+    };
+    for t in op.results.iter().filter_map(|t| parse_tile(t)) {
+        if t.memdesc {
+            if let Some(kind) = &rule.memory {
+                held.memory.insert(kind.clone(), footprint(&t));
+            }
+        } else {
+            held.regs += (t.elements() * element_bytes(&t.dtype)).div_ceil(4 * threads);
+            // Handing a register tile to another warp group goes through
+            // shared memory: a store and a load of the tile.
+            held.cross_bytes += 2 * t.elements() * element_bytes(&t.dtype);
+            if let Ok(c) = machine.cost(SPILL_CLASS, &t.shape, &t.dtype) {
+                held.spill_cost += 2 * c.occupancy + c.latency;
+            } else if let Ok(c) = machine.cost(SPILL_CLASS, &t.shape, "f32") {
+                held.spill_cost += 2 * c.occupancy + c.latency;
+            }
+        }
+    }
+    held
+}
+
+/// A load whose tile lands in shared memory through an absorbed
+/// local_alloc holds shared memory, not registers.
+fn absorb_loads(ir: &LoopIr, absorbed_into: &BTreeMap<usize, Vec<usize>>, nodes: &mut Nodes) {
+    for (load, allocs) in absorbed_into {
+        if let Some(n) = nodes.classified[*load].node {
+            let op = &mut nodes.ops[n];
+            op.regs = 0;
+            op.spill_cost = 0;
+            op.cross_bytes = 0;
             for &a in allocs {
                 for t in ir.ops[a].results.iter().filter_map(|t| parse_tile(t)) {
-                    *ops[n].memory.entry("smem".to_string()).or_insert(0) += footprint(&t);
+                    *op.memory.entry("smem".to_string()).or_insert(0) += footprint(&t);
                 }
             }
         }
     }
+}
 
-    // Data edges, through folded ops.
-    // (from, to, distance) -> (blocking, ordering only); an edge that is
-    // also a data edge is not ordering-only.
-    let mut edges: BTreeMap<(usize, usize, u32), (bool, bool)> = BTreeMap::new();
-    let add = |edges: &mut BTreeMap<(usize, usize, u32), (bool, bool)>,
-               u: usize,
-               v: usize,
-               d: u32,
-               blocking: bool,
-               order: bool| {
-        let e = edges.entry((u, v, d)).or_insert((false, true));
-        e.0 |= blocking;
-        e.1 &= order;
-    };
+/// Edges by (from, to, distance): (blocking, ordering only).
+type EdgeMap = BTreeMap<(usize, usize, u32), (bool, bool)>;
+
+/// Adds an edge; an edge that is also a data edge is not ordering-only.
+fn add_edge(edges: &mut EdgeMap, u: usize, v: usize, d: u32, blocking: bool, order: bool) {
+    let e = edges.entry((u, v, d)).or_insert((false, true));
+    e.0 |= blocking;
+    e.1 &= order;
+}
+
+/// Data edges, through folded ops.
+fn data_edges(
+    ir: &LoopIr,
+    rules: &[Option<&OpRule>],
+    classified: &[Classified],
+    edges: &mut EdgeMap,
+) {
     for (i, op) in ir.ops.iter().enumerate() {
         let Some(v) = classified[i].node else {
             continue;
@@ -414,7 +529,7 @@ pub fn lower(
             // the ops but carries no data: ordering-only.
             let token = val.ty.contains("async.token");
             let mut srcs = BTreeSet::new();
-            producers(ir, &classified, val.src, 0, &mut BTreeSet::new(), &mut srcs);
+            producers(ir, classified, val.src, 0, &mut BTreeSet::new(), &mut srcs);
             for (p, d) in srcs {
                 let Some(u) = classified[p].node else {
                     continue;
@@ -423,12 +538,19 @@ pub fn lower(
                     continue;
                 }
                 let blocking = rules[p].is_some_and(|r| r.blocking);
-                add(&mut edges, u, v, d, blocking, token);
+                add_edge(edges, u, v, d, blocking, token);
             }
         }
     }
+}
 
-    // Memory-ordering edges between accessors of one buffer.
+/// Memory-ordering edges between accessors of one buffer.
+fn memory_edges(
+    ir: &LoopIr,
+    rules: &[Option<&OpRule>],
+    classified: &[Classified],
+    edges: &mut EdgeMap,
+) {
     let mut accessors: BTreeMap<Root, Vec<(usize, bool)>> = BTreeMap::new();
     for (i, op) in ir.ops.iter().enumerate() {
         if classified[i].node.is_none() {
@@ -438,7 +560,7 @@ pub fn lower(
         let mut seen = BTreeSet::new();
         for val in op.operands.iter().chain(op.region_uses.iter()) {
             if parse_tile(&val.ty).is_some_and(|t| t.memdesc) {
-                let root = root_of(ir, &rules, val.src);
+                let root = root_of(ir, rules, val.src);
                 if seen.insert(root) {
                     accessors.entry(root).or_default().push((i, writes));
                 }
@@ -460,19 +582,25 @@ pub fn lower(
                 // orders the accesses but hands over nothing: ordering only.
                 // One leaving a writer hands the buffer's contents over and
                 // keeps its footprint live.
-                add(&mut edges, u, v, 0, blocking_ab, !wa);
-                add(&mut edges, v, u, 1, blocking_ba, !wb);
+                add_edge(edges, u, v, 0, blocking_ab, !wa);
+                add_edge(edges, v, u, 1, blocking_ba, !wb);
             }
         }
     }
+}
 
-    // Synchronizing side effects keep their program order (issue order only:
-    // delay 0), around the iteration too (delay 1 there, so that the next
-    // iteration's first one never shares a slot with this one's last). An op
-    // that reads or writes a buffer between two of them stays between them:
-    // after the one before (delay 0) and complete before the one after (its
-    // full delay: a slot is released only once it has been read). Where the
-    // ops already share an edge, that one stays.
+/// Synchronizing side effects keep their program order (issue order only:
+/// delay 0), around the iteration too (delay 1 there, so that the next
+/// iteration's first one never shares a slot with this one's last). An op
+/// that reads or writes a buffer between two of them stays between them:
+/// after the one before (delay 0) and complete before the one after (its
+/// full delay, `None`: a slot is released only once it has been read).
+/// Returns the ordering edges by (from, to, distance) with their delays.
+fn sync_order(
+    ir: &LoopIr,
+    rules: &[Option<&OpRule>],
+    classified: &[Classified],
+) -> BTreeMap<(usize, usize, u32), Option<u64>> {
     let sync: Vec<(usize, usize)> = (0..ir.ops.len())
         .filter(|&i| rules[i].is_some_and(|r| r.ordered))
         .filter_map(|i| classified[i].node.map(|n| (i, n)))
@@ -481,30 +609,42 @@ pub fn lower(
     for w in sync.windows(2) {
         order_chain.insert((w[0].1, w[1].1, 0), Some(0));
     }
-    if let (Some(&(_, first)), Some(&(_, last))) = (sync.first(), sync.last()) {
-        if sync.len() > 1 {
-            order_chain.insert((last, first, 1), Some(1));
-        }
-        for (i, op) in ir.ops.iter().enumerate() {
-            let Some(v) = classified[i].node else {
-                continue;
-            };
-            let touches_buffer = op
-                .operands
-                .iter()
-                .chain(op.region_uses.iter())
-                .any(|val| parse_tile(&val.ty).is_some_and(|t| t.memdesc));
-            if !touches_buffer || sync.iter().any(|&(_, n)| n == v) {
-                continue;
-            }
-            let before = sync.iter().rev().find(|&&(j, _)| j < i);
-            let after = sync.iter().find(|&&(j, _)| j > i);
-            let (p, dp) = before.map_or((last, 1), |&(_, n)| (n, 0));
-            let (q, dq) = after.map_or((first, 1), |&(_, n)| (n, 0));
-            order_chain.entry((p, v, dp)).or_insert(Some(0));
-            order_chain.insert((v, q, dq), None);
-        }
+    let (Some(&(_, first)), Some(&(_, last))) = (sync.first(), sync.last()) else {
+        return order_chain;
+    };
+    if sync.len() > 1 {
+        order_chain.insert((last, first, 1), Some(1));
     }
+    for (i, op) in ir.ops.iter().enumerate() {
+        let Some(v) = classified[i].node else {
+            continue;
+        };
+        let touches_buffer = op
+            .operands
+            .iter()
+            .chain(op.region_uses.iter())
+            .any(|val| parse_tile(&val.ty).is_some_and(|t| t.memdesc));
+        if !touches_buffer || sync.iter().any(|&(_, n)| n == v) {
+            continue;
+        }
+        let before = sync.iter().rev().find(|&&(j, _)| j < i);
+        let after = sync.iter().find(|&&(j, _)| j > i);
+        let (p, dp) = before.map_or((last, 1), |&(_, n)| (n, 0));
+        let (q, dq) = after.map_or((first, 1), |&(_, n)| (n, 0));
+        order_chain.entry((p, v, dp)).or_insert(Some(0));
+        order_chain.insert((v, q, dq), None);
+    }
+    order_chain
+}
+
+/// The graph's edges: the data and memory edges, then the ordering chain's
+/// where the ops do not already share an edge, sorted.
+fn graph_edges(
+    ir: &LoopIr,
+    op_of_node: &[usize],
+    edges: &EdgeMap,
+    order_chain: BTreeMap<(usize, usize, u32), Option<u64>>,
+) -> Vec<Edge> {
     let mut graph_edges: Vec<Edge> = edges
         .iter()
         .map(|(&(u, v, d), &(blocking, order))| Edge {
@@ -531,26 +671,7 @@ pub fn lower(
         }
     }
     graph_edges.sort_by_key(|e| (e.from, e.to, e.distance));
-    for (v, op) in ops.iter_mut().enumerate() {
-        if op.variable_latency && !graph_edges.iter().any(|e| e.to == v) {
-            op.streaming = true;
-        }
-    }
-    Ok(Lowered {
-        graph: Graph {
-            name: ir.name.clone(),
-            description: format!(
-                "loop at {}, extracted by twill's MLIR front end",
-                ir.location
-            ),
-            ops,
-            edges: graph_edges,
-            same_group: Vec::new(),
-        },
-        ops: classified,
-        op_of_node,
-        notes,
-    })
+    graph_edges
 }
 
 /// Colocation constraints of a warp-specialized loop whose partitions a

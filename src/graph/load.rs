@@ -109,8 +109,11 @@ struct RawEdge {
 /// Largest cycle count, delay or footprint accepted (keeps all arithmetic exact).
 pub const MAX_VALUE: i64 = 1 << 40;
 
+/// What parsing one file shares: its source map (for located errors) and
+/// its name.
 struct Ctx<'a> {
     map: &'a SourceMap,
+    file: &'a str,
 }
 
 impl Ctx<'_> {
@@ -170,287 +173,22 @@ pub fn load_file(path: &std::path::Path) -> Result<Graph, LoadError> {
 pub fn parse(file: &str, text: &str) -> Result<Graph, LoadError> {
     let map = SourceMap::new(file, text);
     let raw: RawGraph = toml::from_str(text).map_err(|e| map.toml_error(&e))?;
-    let cx = Ctx { map: &map };
-    let at = |span: std::ops::Range<usize>| {
-        let (l, _) = map.position(span.start);
-        format!("{file}:{l}")
-    };
+    let cx = Ctx { map: &map, file };
 
     let mut ops: Vec<Op> = Vec::with_capacity(raw.op.len());
     let mut index: HashMap<String, usize> = HashMap::new();
     for (i, sop) in raw.op.iter().enumerate() {
-        let op = sop.get_ref();
-        let field = |f: &str| format!("op[{i}].{f}");
-        let name = op.name.get_ref().trim().to_string();
-        if name.is_empty() {
-            return Err(map.error(
-                Some(op.name.span()),
-                field("name"),
-                "op name must not be empty",
-            ));
-        }
-        if let Some(&j) = index.get(&name) {
-            return Err(map.error(
-                Some(op.name.span()),
-                field("name"),
-                format!("duplicate op name `{name}` (first defined as op[{j}])"),
-            ));
-        }
-        let given = [op.uses.is_some(), op.rrt.is_some(), op.cost.is_some()];
-        if given.iter().filter(|g| **g).count() > 1 {
-            return Err(map.error(
-                Some(sop.span()),
-                field("uses"),
-                "give at most one of `uses`, `rrt` and `cost`",
-            ));
-        }
-        let cycles = match &op.cycles {
-            Some(c) => Some(cx.int(c, &field("cycles"), 0, "cycles")?),
-            None => None,
-        };
-        let timing = if let Some(cost) = &op.cost {
-            if let Some(c) = &op.cycles {
-                return Err(map.error(
-                    Some(c.span()),
-                    field("cycles"),
-                    "`cycles` conflicts with `cost`: the machine's cost rule gives the cycles",
-                ));
-            }
-            let c = cost.get_ref();
-            let mut shape = Vec::new();
-            for (k, d) in c.shape.get_ref().iter().enumerate() {
-                shape.push(cx.int(d, &field(&format!("cost.shape[{k}]")), 1, "dimension")?);
-            }
-            if shape.is_empty() {
-                return Err(map.error(
-                    Some(c.shape.span()),
-                    field("cost.shape"),
-                    "shape must have at least one dimension",
-                ));
-            }
-            Timing::Cost {
-                class: c.class.clone(),
-                shape,
-                dtype: c.dtype.clone(),
-            }
-        } else if let Some(rrt) = &op.rrt {
-            let mut segs: Vec<Segment> = Vec::new();
-            for (r, row) in rrt.get_ref().iter().enumerate() {
-                let uses = cx.uses(row.get_ref(), &field(&format!("rrt[{r}]")))?;
-                match segs.last_mut() {
-                    Some(s) if s.uses == uses => s.len += 1,
-                    _ => segs.push(Segment { len: 1, uses }),
-                }
-            }
-            let rows = rrt.get_ref().len() as u64;
-            if let Some(c) = cycles {
-                if c < rows {
-                    return Err(map.error(
-                        op.cycles.as_ref().map(|c| c.span()),
-                        field("cycles"),
-                        format!("cycles {c} is shorter than the {rows} rows of `rrt`"),
-                    ));
-                }
-                if c > rows {
-                    segs.push(Segment {
-                        len: c - rows,
-                        uses: BTreeMap::new(),
-                    });
-                }
-            }
-            Timing::Table(segs)
-        } else {
-            let Some(c) = cycles else {
-                return Err(map.error(
-                    Some(op.name.span()),
-                    field("cycles"),
-                    "missing: give `cycles` (with `uses`), `rrt`, or `cost`",
-                ));
-            };
-            let uses = match &op.uses {
-                Some(u) => cx.uses(u.get_ref(), &field("uses"))?,
-                None => BTreeMap::new(),
-            };
-            if c == 0 && !uses.is_empty() {
-                return Err(map.error(
-                    op.cycles.as_ref().map(|c| c.span()),
-                    field("cycles"),
-                    "an op that occupies a unit needs at least one cycle",
-                ));
-            }
-            Timing::Table(if c == 0 {
-                Vec::new()
-            } else {
-                vec![Segment { len: c, uses }]
-            })
-        };
-        let regs = match &op.regs {
-            Some(r) => {
-                let r = cx.int(r, &field("regs"), 0, "registers")?;
-                u32::try_from(r).map_err(|_| {
-                    map.error(
-                        op.regs.as_ref().map(|r| r.span()),
-                        field("regs"),
-                        "too many registers",
-                    )
-                })?
-            }
-            None => 0,
-        };
-        let mut memory = BTreeMap::new();
-        for (kind, bytes) in &op.memory {
-            memory.insert(
-                kind.clone(),
-                cx.int(
-                    bytes,
-                    &field(&format!("memory.{kind}")),
-                    0,
-                    "memory footprint",
-                )?,
-            );
-        }
-        let streaming = op.streaming.as_ref().is_some_and(|s| *s.get_ref());
-        if streaming && !op.variable_latency {
-            return Err(map.error(
-                op.streaming.as_ref().map(|s| s.span()),
-                field("streaming"),
-                "a streaming op must also be `variable_latency = true` (section 5.3)",
-            ));
-        }
-        let spill_cost = match &op.spill_cost {
-            Some(s) => cx.int(s, &field("spill_cost"), 0, "spill cost")?,
-            None => 0,
-        };
-        let mut traffic = BTreeMap::new();
-        for (unit, bytes) in &op.traffic {
-            traffic.insert(
-                unit.clone(),
-                cx.int(bytes, &field(&format!("traffic.{unit}")), 0, "traffic")?,
-            );
-        }
-        let cross_bytes = match &op.cross_bytes {
-            Some(s) => cx.int(s, &field("cross_bytes"), 0, "crossing bytes")?,
-            None => 0,
-        };
-        index.insert(name.clone(), i);
-        ops.push(Op {
-            traffic,
-            cross_bytes,
-            name,
-            timing,
-            regs,
-            memory,
-            variable_latency: op.variable_latency,
-            streaming,
-            warp_group: op.warp_group,
-            last_stage: op.last_stage,
-            spill_cost,
-            origin: op.origin.clone().unwrap_or_else(|| at(sop.span())),
-        });
+        let op = cx.op(i, sop, &index)?;
+        index.insert(op.name.clone(), i);
+        ops.push(op);
     }
-
     let mut edges = Vec::with_capacity(raw.edge.len());
     for (i, sedge) in raw.edge.iter().enumerate() {
-        let e = sedge.get_ref();
-        let field = |f: &str| format!("edge[{i}].{f}");
-        let end = |s: &Spanned<String>, f: &str| -> Result<usize, LoadError> {
-            index.get(s.get_ref().trim()).copied().ok_or_else(|| {
-                map.error(
-                    Some(s.span()),
-                    field(f),
-                    format!("dangling edge: no op named `{}`", s.get_ref()),
-                )
-            })
-        };
-        let from = end(&e.from, "from")?;
-        let to = end(&e.to, "to")?;
-        let delay = match &e.delay {
-            Some(d) => Some(cx.int(d, &field("delay"), 0, "delay")?),
-            None => None,
-        };
-        let distance = match &e.distance {
-            Some(d) => {
-                let d = cx.int(d, &field("distance"), 0, "iteration distance")?;
-                u32::try_from(d).map_err(|_| {
-                    map.error(
-                        e.distance.as_ref().map(|d| d.span()),
-                        field("distance"),
-                        "too large",
-                    )
-                })?
-            }
-            None => 0,
-        };
-        if from == to && distance == 0 {
-            return Err(map.error(
-                Some(e.to.span()),
-                field("to"),
-                format!(
-                    "self edge on `{}` needs a positive iteration distance",
-                    ops[from].name
-                ),
-            ));
-        }
-        if ops[to].streaming && distance == 0 {
-            return Err(map.error(
-                Some(e.to.span()),
-                field("to"),
-                format!(
-                    "`{}` is streaming and must have no incoming dependence inside the iteration",
-                    ops[to].name
-                ),
-            ));
-        }
-        edges.push(Edge {
-            from,
-            to,
-            delay,
-            distance,
-            blocking: e.blocking,
-            order: e.order,
-            origin: e.origin.clone().unwrap_or_else(|| at(sedge.span())),
-        });
+        edges.push(cx.edge(i, sedge, &index, &ops)?);
     }
-
     let mut same_group = Vec::with_capacity(raw.same_group.len());
     for (i, sg) in raw.same_group.iter().enumerate() {
-        let g = sg.get_ref();
-        let field = format!("same_group[{i}].ops");
-        let mut members: Vec<usize> = Vec::new();
-        for name in g.ops.get_ref() {
-            let Some(&v) = index.get(name.get_ref().trim()) else {
-                return Err(map.error(
-                    Some(name.span()),
-                    field,
-                    format!("no op named `{}`", name.get_ref()),
-                ));
-            };
-            if ops[v].variable_latency {
-                return Err(map.error(
-                    Some(name.span()),
-                    field,
-                    format!(
-                        "`{}` has variable latency and always runs on group 0; only fixed-latency ops can be kept together",
-                        ops[v].name
-                    ),
-                ));
-            }
-            if !members.contains(&v) {
-                members.push(v);
-            }
-        }
-        if members.len() < 2 {
-            return Err(map.error(
-                Some(g.ops.span()),
-                field,
-                "a same_group constraint needs at least two different ops",
-            ));
-        }
-        same_group.push(SameGroup {
-            ops: members,
-            reason: g.reason.clone().unwrap_or_default(),
-            origin: g.origin.clone().unwrap_or_else(|| at(sg.span())),
-        });
+        same_group.push(cx.same_group(i, sg, &index, &ops)?);
     }
 
     let graph = Graph {
@@ -483,6 +221,336 @@ pub fn parse(file: &str, text: &str) -> Result<Graph, LoadError> {
         ));
     }
     Ok(graph)
+}
+
+impl Ctx<'_> {
+    /// The default origin of an entry: `file:line` of its span.
+    fn at(&self, span: std::ops::Range<usize>) -> String {
+        let (l, _) = self.map.position(span.start);
+        format!("{}:{l}", self.file)
+    }
+
+    /// Op `i`; `index` holds the ops before it, by name.
+    fn op(
+        &self,
+        i: usize,
+        sop: &Spanned<RawOp>,
+        index: &HashMap<String, usize>,
+    ) -> Result<Op, LoadError> {
+        let map = self.map;
+        let op = sop.get_ref();
+        let field = |f: &str| format!("op[{i}].{f}");
+        let name = op.name.get_ref().trim().to_string();
+        if name.is_empty() {
+            return Err(map.error(
+                Some(op.name.span()),
+                field("name"),
+                "op name must not be empty",
+            ));
+        }
+        if let Some(&j) = index.get(&name) {
+            return Err(map.error(
+                Some(op.name.span()),
+                field("name"),
+                format!("duplicate op name `{name}` (first defined as op[{j}])"),
+            ));
+        }
+        let timing = self.timing(i, sop)?;
+        let regs = match &op.regs {
+            Some(r) => {
+                let r = self.int(r, &field("regs"), 0, "registers")?;
+                u32::try_from(r).map_err(|_| {
+                    map.error(
+                        op.regs.as_ref().map(|r| r.span()),
+                        field("regs"),
+                        "too many registers",
+                    )
+                })?
+            }
+            None => 0,
+        };
+        let memory = self.amounts(&op.memory, &field("memory"), "memory footprint")?;
+        let streaming = op.streaming.as_ref().is_some_and(|s| *s.get_ref());
+        if streaming && !op.variable_latency {
+            return Err(map.error(
+                op.streaming.as_ref().map(|s| s.span()),
+                field("streaming"),
+                "a streaming op must also be `variable_latency = true` (section 5.3)",
+            ));
+        }
+        let spill_cost = match &op.spill_cost {
+            Some(s) => self.int(s, &field("spill_cost"), 0, "spill cost")?,
+            None => 0,
+        };
+        let traffic = self.amounts(&op.traffic, &field("traffic"), "traffic")?;
+        let cross_bytes = match &op.cross_bytes {
+            Some(s) => self.int(s, &field("cross_bytes"), 0, "crossing bytes")?,
+            None => 0,
+        };
+        Ok(Op {
+            traffic,
+            cross_bytes,
+            name,
+            timing,
+            regs,
+            memory,
+            variable_latency: op.variable_latency,
+            streaming,
+            warp_group: op.warp_group,
+            last_stage: op.last_stage,
+            spill_cost,
+            origin: op.origin.clone().unwrap_or_else(|| self.at(sop.span())),
+        })
+    }
+
+    /// Non-negative amounts by key (memory footprints, traffic); `field`
+    /// is the table's field, `what` names an amount in errors.
+    fn amounts(
+        &self,
+        table: &BTreeMap<String, Spanned<i64>>,
+        field: &str,
+        what: &str,
+    ) -> Result<BTreeMap<String, u64>, LoadError> {
+        let mut out = BTreeMap::new();
+        for (key, v) in table {
+            out.insert(
+                key.clone(),
+                self.int(v, &format!("{field}.{key}"), 0, what)?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// The timing of op `i`: a cost class, an `rrt`, or `cycles` with
+    /// `uses` (at most one of the three).
+    fn timing(&self, i: usize, sop: &Spanned<RawOp>) -> Result<Timing, LoadError> {
+        let map = self.map;
+        let op = sop.get_ref();
+        let field = |f: &str| format!("op[{i}].{f}");
+        let given = [op.uses.is_some(), op.rrt.is_some(), op.cost.is_some()];
+        if given.iter().filter(|g| **g).count() > 1 {
+            return Err(map.error(
+                Some(sop.span()),
+                field("uses"),
+                "give at most one of `uses`, `rrt` and `cost`",
+            ));
+        }
+        let cycles = match &op.cycles {
+            Some(c) => Some(self.int(c, &field("cycles"), 0, "cycles")?),
+            None => None,
+        };
+        if let Some(cost) = &op.cost {
+            if let Some(c) = &op.cycles {
+                return Err(map.error(
+                    Some(c.span()),
+                    field("cycles"),
+                    "`cycles` conflicts with `cost`: the machine's cost rule gives the cycles",
+                ));
+            }
+            return self.cost(i, cost);
+        }
+        if let Some(rrt) = &op.rrt {
+            return self.rrt(i, op, rrt, cycles);
+        }
+        let Some(c) = cycles else {
+            return Err(map.error(
+                Some(op.name.span()),
+                field("cycles"),
+                "missing: give `cycles` (with `uses`), `rrt`, or `cost`",
+            ));
+        };
+        let uses = match &op.uses {
+            Some(u) => self.uses(u.get_ref(), &field("uses"))?,
+            None => BTreeMap::new(),
+        };
+        if c == 0 && !uses.is_empty() {
+            return Err(map.error(
+                op.cycles.as_ref().map(|c| c.span()),
+                field("cycles"),
+                "an op that occupies a unit needs at least one cycle",
+            ));
+        }
+        Ok(Timing::Table(if c == 0 {
+            Vec::new()
+        } else {
+            vec![Segment { len: c, uses }]
+        }))
+    }
+
+    /// A cost-class timing of op `i`.
+    fn cost(&self, i: usize, cost: &Spanned<RawCost>) -> Result<Timing, LoadError> {
+        let c = cost.get_ref();
+        let mut shape = Vec::new();
+        for (k, d) in c.shape.get_ref().iter().enumerate() {
+            shape.push(self.int(d, &format!("op[{i}].cost.shape[{k}]"), 1, "dimension")?);
+        }
+        if shape.is_empty() {
+            return Err(self.map.error(
+                Some(c.shape.span()),
+                format!("op[{i}].cost.shape"),
+                "shape must have at least one dimension",
+            ));
+        }
+        Ok(Timing::Cost {
+            class: c.class.clone(),
+            shape,
+            dtype: c.dtype.clone(),
+        })
+    }
+
+    /// A reservation-table timing of op `i`: equal rows merged into
+    /// segments, padded with idle cycles up to `cycles` when given.
+    fn rrt(
+        &self,
+        i: usize,
+        op: &RawOp,
+        rrt: &Spanned<Vec<Spanned<RawRow>>>,
+        cycles: Option<u64>,
+    ) -> Result<Timing, LoadError> {
+        let mut segs: Vec<Segment> = Vec::new();
+        for (r, row) in rrt.get_ref().iter().enumerate() {
+            let uses = self.uses(row.get_ref(), &format!("op[{i}].rrt[{r}]"))?;
+            match segs.last_mut() {
+                Some(s) if s.uses == uses => s.len += 1,
+                _ => segs.push(Segment { len: 1, uses }),
+            }
+        }
+        let rows = rrt.get_ref().len() as u64;
+        if let Some(c) = cycles {
+            if c < rows {
+                return Err(self.map.error(
+                    op.cycles.as_ref().map(|c| c.span()),
+                    format!("op[{i}].cycles"),
+                    format!("cycles {c} is shorter than the {rows} rows of `rrt`"),
+                ));
+            }
+            if c > rows {
+                segs.push(Segment {
+                    len: c - rows,
+                    uses: BTreeMap::new(),
+                });
+            }
+        }
+        Ok(Timing::Table(segs))
+    }
+
+    /// Edge `i` between the named ops of `index`.
+    fn edge(
+        &self,
+        i: usize,
+        sedge: &Spanned<RawEdge>,
+        index: &HashMap<String, usize>,
+        ops: &[Op],
+    ) -> Result<Edge, LoadError> {
+        let map = self.map;
+        let e = sedge.get_ref();
+        let field = |f: &str| format!("edge[{i}].{f}");
+        let end = |s: &Spanned<String>, f: &str| -> Result<usize, LoadError> {
+            index.get(s.get_ref().trim()).copied().ok_or_else(|| {
+                map.error(
+                    Some(s.span()),
+                    field(f),
+                    format!("dangling edge: no op named `{}`", s.get_ref()),
+                )
+            })
+        };
+        let from = end(&e.from, "from")?;
+        let to = end(&e.to, "to")?;
+        let delay = match &e.delay {
+            Some(d) => Some(self.int(d, &field("delay"), 0, "delay")?),
+            None => None,
+        };
+        let distance = match &e.distance {
+            Some(d) => {
+                let d = self.int(d, &field("distance"), 0, "iteration distance")?;
+                u32::try_from(d).map_err(|_| {
+                    map.error(
+                        e.distance.as_ref().map(|d| d.span()),
+                        field("distance"),
+                        "too large",
+                    )
+                })?
+            }
+            None => 0,
+        };
+        if from == to && distance == 0 {
+            return Err(map.error(
+                Some(e.to.span()),
+                field("to"),
+                format!(
+                    "self edge on `{}` needs a positive iteration distance",
+                    ops[from].name
+                ),
+            ));
+        }
+        if ops[to].streaming && distance == 0 {
+            return Err(map.error(
+                Some(e.to.span()),
+                field("to"),
+                format!(
+                    "`{}` is streaming and must have no incoming dependence inside the iteration",
+                    ops[to].name
+                ),
+            ));
+        }
+        Ok(Edge {
+            from,
+            to,
+            delay,
+            distance,
+            blocking: e.blocking,
+            order: e.order,
+            origin: e.origin.clone().unwrap_or_else(|| self.at(sedge.span())),
+        })
+    }
+
+    /// Colocation set `i`: at least two different fixed-latency ops.
+    fn same_group(
+        &self,
+        i: usize,
+        sg: &Spanned<RawSameGroup>,
+        index: &HashMap<String, usize>,
+        ops: &[Op],
+    ) -> Result<SameGroup, LoadError> {
+        let map = self.map;
+        let g = sg.get_ref();
+        let field = format!("same_group[{i}].ops");
+        let mut members: Vec<usize> = Vec::new();
+        for name in g.ops.get_ref() {
+            let Some(&v) = index.get(name.get_ref().trim()) else {
+                return Err(map.error(
+                    Some(name.span()),
+                    field,
+                    format!("no op named `{}`", name.get_ref()),
+                ));
+            };
+            if ops[v].variable_latency {
+                return Err(map.error(
+                    Some(name.span()),
+                    field,
+                    format!(
+                        "`{}` has variable latency and always runs on group 0; only fixed-latency ops can be kept together",
+                        ops[v].name
+                    ),
+                ));
+            }
+            if !members.contains(&v) {
+                members.push(v);
+            }
+        }
+        if members.len() < 2 {
+            return Err(map.error(
+                Some(g.ops.span()),
+                field,
+                "a same_group constraint needs at least two different ops",
+            ));
+        }
+        Ok(SameGroup {
+            ops: members,
+            reason: g.reason.clone().unwrap_or_default(),
+            origin: g.origin.clone().unwrap_or_else(|| self.at(sg.span())),
+        })
+    }
 }
 
 /// Whether an edge's delay is certainly positive (default delays are the

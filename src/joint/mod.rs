@@ -62,53 +62,103 @@ pub enum EncodingOutcome {
     Unknown(String),
 }
 
+/// A lower bound on the latency slack over a set of pairs (see [`slack`]):
+/// M(w) >= M(u) + lag + `at_least` for each pair.
+#[derive(Debug, Clone, Copy)]
+pub struct SlackBound<'a> {
+    /// The [`slack::pairs`] at the encoding's I.
+    pub pairs: &'a [slack::SlackPair],
+    pub at_least: i64,
+}
+
+/// What one SMT query asks of a [`JointEncoding`] at its I: a joint
+/// schedule of length at most `max_length`, under the optional bounds of
+/// the refinements (groups, crossings, latency slack), within a budget.
+///
+/// Built with [`Query::length`] and narrowed with the other constructors:
+/// `Query::length(l, ms).groups(k).crossings(c)`.
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a> {
+    /// The length bound L.
+    pub max_length: u32,
+    /// Only compute groups 1..=`max_group` (all when `None`).
+    pub max_group: Option<u32>,
+    /// At most this many of the [`cross_pairs`] in different groups.
+    pub max_cross: Option<u32>,
+    /// A lower bound on the latency slack.
+    pub slack: Option<SlackBound<'a>>,
+    /// z3's deterministic resource budget (`rlimit`; 0: none).
+    pub rlimit: u32,
+    /// Wall-clock limit of the query in milliseconds.
+    pub timeout_ms: u32,
+}
+
+impl<'a> Query<'a> {
+    /// A schedule of length at most `max_length`, nothing else bounded.
+    pub fn length(max_length: u32, timeout_ms: u32) -> Self {
+        Query {
+            max_length,
+            max_group: None,
+            max_cross: None,
+            slack: None,
+            rlimit: 0,
+            timeout_ms,
+        }
+    }
+
+    /// The same query using only compute groups 1..=`max_group` when given.
+    pub fn groups(self, max_group: Option<u32>) -> Self {
+        Query { max_group, ..self }
+    }
+
+    /// The same query with at most `max_cross` crossings when given.
+    pub fn crossings(self, max_cross: Option<u32>) -> Self {
+        Query { max_cross, ..self }
+    }
+
+    /// The same query with latency slack at least `at_least` over `pairs`.
+    pub fn slack(self, pairs: &'a [slack::SlackPair], at_least: i64) -> Self {
+        Query {
+            slack: Some(SlackBound { pairs, at_least }),
+            ..self
+        }
+    }
+
+    /// The same query under z3's resource budget `rlimit` (0: none).
+    pub fn rlimit(self, rlimit: u32) -> Self {
+        Query { rlimit, ..self }
+    }
+
+    /// Whether the query bounds more than the length and the groups (the
+    /// refinements only [`Encoding::Default`] states).
+    pub fn refines(&self) -> bool {
+        self.max_cross.is_some() || self.slack.is_some()
+    }
+}
+
 /// An SMT encoding of the joint problem at a fixed I.
 pub trait JointEncoding {
     /// Short name for reports.
     fn name(&self) -> &'static str;
     /// Prepares the encoding for initiation interval `ii`.
     fn set_interval(&mut self, ii: u32);
-    /// Asks for a joint schedule of length at most `max_length`.
-    fn solve(&mut self, max_length: u32, timeout_ms: u32) -> EncodingOutcome {
-        self.solve_within(max_length, None, timeout_ms)
+    /// Whether the encoding states every bound of `q`. Every encoding
+    /// states the length and group bounds; by default, no other.
+    fn supports(&self, q: &Query) -> bool {
+        !q.refines()
     }
-    /// Bounds the work of later queries (z3's deterministic `rlimit`; 0 = none).
-    fn set_rlimit(&mut self, _rlimit: u32) {}
-    /// As [`JointEncoding::solve`], using only compute groups 1..=`max_group`
-    /// when given.
-    fn solve_within(
-        &mut self,
-        max_length: u32,
-        max_group: Option<u32>,
-        timeout_ms: u32,
-    ) -> EncodingOutcome;
-    /// As [`JointEncoding::solve_within`], with at most `max_cross` of the
-    /// [`cross_pairs`] in different groups; `None` when the encoding does
-    /// not support the refinement.
-    fn solve_limited(
-        &mut self,
-        _max_length: u32,
-        _max_group: Option<u32>,
-        _max_cross: u32,
-        _timeout_ms: u32,
-    ) -> Option<EncodingOutcome> {
-        None
-    }
-    /// As [`JointEncoding::solve_limited`] (crossings unlimited when
-    /// `max_cross` is `None`), with latency slack at least `slack` over
-    /// `pairs` (the [`slack::pairs`] at the encoding's I): M(w) >= M(u) +
-    /// lag + slack for each. `None` when the encoding does not support it.
-    fn solve_slack(
-        &mut self,
-        _max_length: u32,
-        _max_group: Option<u32>,
-        _max_cross: Option<u32>,
-        _pairs: &[slack::SlackPair],
-        _slack: i64,
-        _timeout_ms: u32,
-    ) -> Option<EncodingOutcome> {
-        None
-    }
+    /// Answers `q`: a joint schedule within its bounds, a proof that none
+    /// exists, or why neither was found (among them, a bound the encoding
+    /// does not state: see [`JointEncoding::supports`]).
+    fn solve(&mut self, q: &Query) -> EncodingOutcome;
+}
+
+/// The answer of an encoding to a query with a bound it does not state.
+fn unsupported(encoding: &dyn JointEncoding) -> EncodingOutcome {
+    EncodingOutcome::Unknown(format!(
+        "the {} encoding bounds neither crossings nor latency slack",
+        encoding.name()
+    ))
 }
 
 /// Which encoding to use.
@@ -632,449 +682,599 @@ fn search_at(
     deadline: Instant,
     on_feasible: &dyn Fn(),
 ) -> (AtIi, u32) {
-    let mut queries = 0u32;
-    let left = || {
-        deadline
+    let mut search = IiSearch {
+        p,
+        ii,
+        opts,
+        deadline,
+        queries: 0,
+        entries: Vec::new(),
+    };
+    let at = search.run(on_feasible).unwrap_or_else(|stop| stop);
+    (at, search.queries)
+}
+
+/// A new encoding of `p` of the kind `opts` names.
+fn new_encoding<'p>(p: &'p Problem, opts: &JointOptions) -> Box<dyn JointEncoding + 'p> {
+    match opts.encoding {
+        Encoding::Default => Box::new(sat_encoding::SatEncoding::new(p, opts.warps, opts.seed)),
+        Encoding::Int => Box::new(int_encoding::IntEncoding::new(p, opts.warps, opts.seed)),
+        Encoding::Paper => Box::new(paper_encoding::PaperEncoding::new(p, opts.warps, opts.seed)),
+    }
+}
+
+/// The search at one I: what its steps share. Each step either leaves the
+/// search going (`Ok`) or ends it with the outcome at this I (`Err`).
+struct IiSearch<'a> {
+    p: &'a Problem,
+    ii: u32,
+    opts: &'a JointOptions,
+    deadline: Instant,
+    /// SMT queries made so far.
+    queries: u32,
+    /// The (I, L) refuted so far.
+    entries: Vec<JointRefuted>,
+}
+
+/// The result of one step of [`IiSearch`]: `Err` ends the search at this I.
+type Step<T> = Result<T, AtIi>;
+
+impl IiSearch<'_> {
+    /// Seconds left before the deadline.
+    fn left(&self) -> f64 {
+        self.deadline
             .saturating_duration_since(Instant::now())
             .as_secs_f64()
-    };
-    // Milliseconds left for the next query.
-    let budget_ms = || (left() * 1000.0).max(1.0) as u32;
-    // Ours: the last-stage window relaxation, a small modulo problem.
-    if opts.encoding != Encoding::Paper {
-        let t0 = Instant::now();
-        let refuted = last_stage_window_refutes(p, ii, opts.seed, budget_ms());
-        debug!(
+    }
+
+    /// Milliseconds left for the next query.
+    fn budget_ms(&self) -> u32 {
+        (self.left() * 1000.0).max(1.0) as u32
+    }
+
+    /// Ends the search: no schedule in the range at this I.
+    fn refuted(&mut self, complete: bool) -> AtIi {
+        AtIi::Refuted {
+            entries: std::mem::take(&mut self.entries),
+            complete,
+        }
+    }
+
+    /// Ends the search: a solver gave up.
+    fn unknown(&mut self) -> AtIi {
+        AtIi::Unknown {
+            entries: std::mem::take(&mut self.entries),
+        }
+    }
+
+    fn run(&mut self, on_feasible: &dyn Fn()) -> Step<AtIi> {
+        let (p, ii, opts) = (self.p, self.ii, self.opts);
+        self.last_stage_window()?;
+        let mut encoding = new_encoding(p, opts);
+        // Ours: a greedy modulo schedule bounds Len(M) from above.
+        let greedy = (opts.encoding != Encoding::Paper)
+            .then(|| modulo::heuristic::schedule(p, ii))
+            .flatten()
+            .filter(|h| checker::check(p, h).is_empty());
+        let early = match &greedy {
+            Some(h) => Some(self.greedy_bound(encoding.as_mut(), h, on_feasible)?),
+            None => None,
+        };
+        let (base, optimal) = self.modulo_length(greedy.as_ref(), early.as_ref())?;
+        // Len(M) is only a valid lower bound on L when it is proven minimal.
+        let from = if optimal { base } else { 1 };
+        let to = base.div_ceil(ii).max(1) * ii;
+        if early.is_none() {
+            encoding.set_interval(ii);
+        }
+        info!(
             ii,
+            from,
+            to,
+            encoding = encoding.name(),
+            "joint search at I"
+        );
+        let mut length_proven = optimal;
+        let range = LengthRange { from, to, optimal };
+        let (schedule, slack_search) = match opts.encoding {
+            Encoding::Paper => (
+                self.paper_lengths(encoding.as_mut(), range, &mut length_proven)?,
+                // The paper's search has no refinements.
+                None,
+            ),
+            Encoding::Default | Encoding::Int => {
+                let best = self.exists_in_range(encoding.as_mut(), early, range)?;
+                on_feasible();
+                self.shortest(encoding.as_mut(), from, best, &mut length_proven)
+            }
+        };
+        Ok(AtIi::Found(Box::new(Found {
+            schedule,
+            entries: std::mem::take(&mut self.entries),
+            modulo_length: base,
+            length_proven,
+            slack_search,
+        })))
+    }
+
+    /// Ours: the last-stage window relaxation, a small modulo problem,
+    /// refutes this I before any joint query when it is unsatisfiable.
+    fn last_stage_window(&mut self) -> Step<()> {
+        if self.opts.encoding == Encoding::Paper {
+            return Ok(());
+        }
+        let t0 = Instant::now();
+        let refuted = last_stage_window_refutes(self.p, self.ii, self.opts.seed, self.budget_ms());
+        debug!(
+            ii = self.ii,
             seconds = t0.elapsed().as_secs_f64(),
             refuted = refuted.is_some(),
             "last-stage window relaxation"
         );
-        if let Some(ops) = refuted {
-            return (
-                AtIi::Refuted {
-                    entries: vec![JointRefuted::Modulo(Refuted {
-                        from: ii,
-                        to: ii,
-                        why: Infeasibility::LastStageWindowSmt { ops: ops as u32 },
-                    })],
-                    complete: true,
-                },
-                1,
-            );
-        }
+        let Some(ops) = refuted else {
+            return Ok(());
+        };
+        self.queries += 1;
+        self.entries.push(JointRefuted::Modulo(Refuted {
+            from: self.ii,
+            to: self.ii,
+            why: Infeasibility::LastStageWindowSmt { ops: ops as u32 },
+        }));
+        Err(self.refuted(true))
     }
-    let mut entries: Vec<JointRefuted> = Vec::new();
-    let mut encoding: Box<dyn JointEncoding + '_> = match opts.encoding {
-        Encoding::Default => Box::new(sat_encoding::SatEncoding::new(p, opts.warps, opts.seed)),
-        Encoding::Int => Box::new(int_encoding::IntEncoding::new(p, opts.warps, opts.seed)),
-        Encoding::Paper => Box::new(paper_encoding::PaperEncoding::new(p, opts.warps, opts.seed)),
-    };
-    // Ours: when a greedy modulo schedule bounds Len(M) from above, one
-    // joint query over L <= ceil(UB / I) * I covers Algorithm 1's range
-    // [Len(M), ceil(Len(M) / I) * I] at this I; if it is unsatisfiable,
-    // the exact modulo schedule is never needed.
-    let mut early: Option<JointSchedule> = None;
-    let greedy = (opts.encoding != Encoding::Paper)
-        .then(|| modulo::heuristic::schedule(p, ii))
-        .flatten()
-        .filter(|h| checker::check(p, h).is_empty());
-    if let Some(h) = &greedy {
-        {
-            let upper = h.length.div_ceil(ii).max(1) * ii;
-            let lb = length_lower_bound(p);
-            encoding.set_interval(ii);
-            queries += 1;
-            let t0 = Instant::now();
-            let answer = encoding.solve(upper, budget_ms());
-            debug!(
-                ii,
-                upper,
-                seconds = t0.elapsed().as_secs_f64(),
-                sat = matches!(answer, EncodingOutcome::Sat(_)),
-                "joint query over the greedy bound"
-            );
-            match answer {
-                EncodingOutcome::Unsat => {
-                    entries.push(JointRefuted::Smt {
-                        ii,
-                        from_length: lb,
-                        to_length: upper,
-                    });
-                    return (
-                        AtIi::Refuted {
-                            entries,
-                            complete: true,
-                        },
-                        queries,
-                    );
-                }
-                EncodingOutcome::Unknown(why) => {
-                    debug!(ii, why, "SMT gave up");
-                    return (AtIi::Unknown { entries }, queries);
-                }
-                EncodingOutcome::Sat(js) => {
-                    // Algorithm 1's range at I ends at ceil(Len(M) / I) * I >=
-                    // ceil(LB / I) * I: within that, the answer is at this I.
-                    if upper <= lb.div_ceil(ii).max(1) * ii {
-                        on_feasible();
-                    }
-                    early = Some(js);
-                }
-            }
-        }
-    }
-    let modulo = match opts.encoding {
-        // The paper: Optimal-Modulo-Schedule as a ZLP.
-        Encoding::Paper => zlp::solve_at(p, ii, left()),
-        // Ours: the same question in SMT, bisecting the length.
-        Encoding::Default | Encoding::Int => {
-            // Start from the shorter of the greedy and the joint schedule.
-            let known = match (&greedy, &early) {
-                (Some(h), Some(js)) if js.schedule.length < h.length => Some(js.schedule.clone()),
-                (Some(h), _) => Some(h.clone()),
-                (None, _) => None,
-            };
-            smt_modulo(p, ii, opts.encoding, opts.seed, left(), &mut queries, known)
-        }
-    };
-    let (base, optimal) = match modulo {
-        zlp::ZlpOutcome::Infeasible => {
-            entries.push(JointRefuted::Modulo(Refuted {
-                from: ii,
-                to: ii,
-                why: if opts.encoding == Encoding::Paper {
-                    Infeasibility::Zlp
-                } else {
-                    Infeasibility::ModuloSmt
-                },
-            }));
-            return (
-                AtIi::Refuted {
-                    entries,
-                    complete: true,
-                },
-                queries,
-            );
-        }
-        zlp::ZlpOutcome::Unknown(why) => {
-            debug!(
-                ii,
-                why, "modulo scheduling gave up; I is no longer proven minimal"
-            );
-            return (AtIi::Unknown { entries }, queries);
-        }
-        zlp::ZlpOutcome::Feasible { schedule, optimal } => (schedule.length, optimal),
-    };
-    // Len(M) is only a valid lower bound on L when it is proven minimal.
-    let from = if optimal { base } else { 1 };
-    let to = base.div_ceil(ii).max(1) * ii;
-    if early.is_none() {
-        encoding.set_interval(ii);
-    }
-    info!(
-        ii,
-        from,
-        to,
-        encoding = encoding.name(),
-        "joint search at I"
-    );
-    let mut length_proven = optimal;
-    let found = match opts.encoding {
-        Encoding::Paper => {
-            // Algorithm 1 literally: one query per L, upward.
-            let mut found = None;
-            let mut gave_up = false;
-            for l in from..=to {
-                queries += 1;
-                match encoding.solve(l, budget_ms()) {
-                    EncodingOutcome::Sat(js) => {
-                        found = Some(js);
-                        break;
-                    }
-                    EncodingOutcome::Unsat => push_smt(&mut entries, ii, l),
-                    EncodingOutcome::Unknown(why) => {
-                        debug!(ii, l, why, "SMT gave up");
-                        gave_up = true;
-                        length_proven = false;
-                    }
-                }
-            }
-            match found {
-                // The paper's search has no refinements.
-                Some(js) => (js, None),
-                None if gave_up => return (AtIi::Unknown { entries }, queries),
-                None => {
-                    return (
-                        AtIi::Refuted {
-                            entries,
-                            complete: optimal,
-                        },
-                        queries,
-                    )
-                }
-            }
-        }
-        Encoding::Default | Encoding::Int => {
-            // Same answer as the upward search: ask for L <= to at once;
-            // if satisfiable, bisect down to the smallest satisfiable L.
-            // Unsatisfiability of "L <= x" refutes every L in [from, x].
-            let t0 = Instant::now();
-            let answer = match early.take() {
-                // The greedy bound's answer already lies in range.
-                Some(js) if js.schedule.length <= to => EncodingOutcome::Sat(js),
-                _ => {
-                    queries += 1;
-                    encoding.solve(to, budget_ms())
-                }
-            };
-            debug!(
-                ii,
-                to,
-                seconds = t0.elapsed().as_secs_f64(),
-                sat = matches!(answer, EncodingOutcome::Sat(_)),
-                "joint existence query"
-            );
-            match answer {
-                EncodingOutcome::Unsat => {
-                    entries.push(JointRefuted::Smt {
-                        ii,
-                        from_length: from,
-                        to_length: to,
-                    });
-                    return (
-                        AtIi::Refuted {
-                            entries,
-                            complete: optimal,
-                        },
-                        queries,
-                    );
-                }
-                EncodingOutcome::Unknown(why) => {
-                    debug!(ii, why, "SMT gave up");
-                    return (AtIi::Unknown { entries }, queries);
-                }
-                EncodingOutcome::Sat(best) => {
-                    on_feasible();
-                    shortest(
-                        p,
-                        ii,
-                        from,
-                        best,
-                        encoding.as_mut(),
-                        &mut entries,
-                        &mut length_proven,
-                        &mut queries,
-                        deadline,
-                        opts.objective,
-                    )
-                }
-            }
-        }
-    };
-    let (found, slack_search) = found;
-    (
-        AtIi::Found(Box::new(Found {
-            schedule: found,
-            entries,
-            modulo_length: base,
-            length_proven,
-            slack_search,
-        })),
-        queries,
-    )
-}
 
-/// From a joint schedule of length <= Algorithm 1's bound at `ii`, the
-/// shortest one (searched down to `from`), then, under a deterministic
-/// budget, the one with the fewest compute groups, the fewest values
-/// crossing between groups and the largest latency slack at that length.
-/// Returns it and whether its latency slack is proven largest.
-#[allow(clippy::too_many_arguments)]
-fn shortest(
-    p: &Problem,
-    ii: u32,
-    from: u32,
-    mut best: JointSchedule,
-    encoding: &mut dyn JointEncoding,
-    entries: &mut Vec<JointRefuted>,
-    length_proven: &mut bool,
-    queries: &mut u32,
-    deadline: Instant,
-    objective: Objective,
-) -> (JointSchedule, Option<SlackSearch>) {
-    let left = || {
-        deadline
-            .saturating_duration_since(Instant::now())
-            .as_secs_f64()
-    };
-    let budget_ms = || (left() * 1000.0).max(1.0) as u32;
-    let mut lo = from; // every L < lo is refuted
-    let mut refuted_to: Option<u32> = None;
-    // Unsatisfiable queries are the expensive ones: bisect while the range
-    // is wide, then step down from the best length found, so that a small
-    // range costs one refutation (none when the answer is `from`).
-    while *length_proven && lo < best.schedule.length {
-        let mid = next_length(lo, best.schedule.length);
-        *queries += 1;
+    /// Ours: with the greedy modulo schedule `h` bounding Len(M) from
+    /// above, one joint query over L <= ceil(UB / I) * I covers Algorithm
+    /// 1's range [Len(M), ceil(Len(M) / I) * I] at this I; if it is
+    /// unsatisfiable, the exact modulo schedule is never needed. Returns
+    /// the joint schedule found.
+    fn greedy_bound(
+        &mut self,
+        encoding: &mut dyn JointEncoding,
+        h: &Schedule,
+        on_feasible: &dyn Fn(),
+    ) -> Step<JointSchedule> {
+        let ii = self.ii;
+        let upper = h.length.div_ceil(ii).max(1) * ii;
+        let lb = length_lower_bound(self.p);
+        encoding.set_interval(ii);
+        self.queries += 1;
         let t0 = Instant::now();
-        let answer = encoding.solve(mid, budget_ms());
+        let answer = encoding.solve(&Query::length(upper, self.budget_ms()));
         debug!(
             ii,
-            mid,
+            upper,
             seconds = t0.elapsed().as_secs_f64(),
             sat = matches!(answer, EncodingOutcome::Sat(_)),
-            "joint query"
+            "joint query over the greedy bound"
         );
         match answer {
-            EncodingOutcome::Sat(js) => best = js,
             EncodingOutcome::Unsat => {
-                lo = mid + 1;
-                refuted_to = Some(mid);
+                self.entries.push(JointRefuted::Smt {
+                    ii,
+                    from_length: lb,
+                    to_length: upper,
+                });
+                Err(self.refuted(true))
             }
-            EncodingOutcome::Unknown(_) => {
-                *length_proven = false;
-                break;
+            EncodingOutcome::Unknown(why) => {
+                debug!(ii, why, "SMT gave up");
+                Err(self.unknown())
+            }
+            EncodingOutcome::Sat(js) => {
+                // Algorithm 1's range at I ends at ceil(Len(M) / I) * I >=
+                // ceil(LB / I) * I: within that, the answer is at this I.
+                if upper <= lb.div_ceil(ii).max(1) * ii {
+                    on_feasible();
+                }
+                Ok(js)
             }
         }
     }
-    if let Some(to_length) = refuted_to {
-        entries.push(JointRefuted::Smt {
-            ii,
-            from_length: from,
-            to_length,
-        });
-    }
-    // Prefer the fewest compute groups at this (I, L). This is a
-    // refinement, not part of the optimum, so each query gets a
-    // deterministic resource budget (z3 rlimit) rather than a clock: the
-    // same input gives the same answer anywhere.
-    let used = best.group.iter().copied().max().unwrap_or(0);
-    for k in 1..used {
-        *queries += 1;
-        encoding.set_rlimit(GROUP_RLIMIT);
-        let answer = encoding.solve_within(best.schedule.length, Some(k), budget_ms());
-        encoding.set_rlimit(0);
-        if let EncodingOutcome::Sat(js) = answer {
-            best = js;
-            break;
-        }
-    }
-    // Then the fewest values crossing between compute groups (each
-    // crossing is a shared-memory channel in Triton's warp
-    // specialization), by bisection under the same deterministic budget.
-    let used = best.group.iter().copied().max().unwrap_or(0);
-    let pairs = cross_pairs(p);
-    let crossings = |js: &JointSchedule| {
-        pairs
-            .iter()
-            .filter(|&&(u, v)| js.group[u] != js.group[v])
-            .count() as u32
-    };
-    let (mut lo, mut hi) = (0u32, crossings(&best));
-    while lo < hi && left() > 0.0 {
-        let mid = lo + (hi - lo) / 2;
-        *queries += 1;
-        encoding.set_rlimit(GROUP_RLIMIT);
-        let answer = encoding.solve_limited(best.schedule.length, Some(used), mid, budget_ms());
-        encoding.set_rlimit(0);
-        match answer {
-            Some(EncodingOutcome::Sat(js)) => {
-                hi = crossings(&js).min(mid);
-                best = js;
+
+    /// Len(M), the optimal modulo schedule's length at this I, and whether
+    /// it is proven minimal: the paper's ZLP, or ours in SMT starting from
+    /// the shorter of the greedy and the joint schedule.
+    fn modulo_length(
+        &mut self,
+        greedy: Option<&Schedule>,
+        early: Option<&JointSchedule>,
+    ) -> Step<(u32, bool)> {
+        let (p, ii, opts) = (self.p, self.ii, self.opts);
+        let modulo = match opts.encoding {
+            Encoding::Paper => zlp::solve_at(p, ii, self.left()),
+            Encoding::Default | Encoding::Int => {
+                let known = match (greedy, early) {
+                    (Some(h), Some(js)) if js.schedule.length < h.length => {
+                        Some(js.schedule.clone())
+                    }
+                    (Some(h), _) => Some(h.clone()),
+                    (None, _) => None,
+                };
+                let seconds = self.left();
+                smt_modulo(
+                    p,
+                    ii,
+                    opts.encoding,
+                    opts.seed,
+                    seconds,
+                    &mut self.queries,
+                    known,
+                )
             }
-            Some(EncodingOutcome::Unsat) => lo = mid + 1,
-            _ => break,
-        }
-    }
-    if objective == Objective::Length {
-        return (best, None);
-    }
-    // Objective::Slack: the largest latency slack (see [`slack`]) with
-    // those groups and crossings at any length of as many stages, by
-    // bisection under the same budget, then the shortest length with it.
-    let slack_pairs = slack::pairs(p, ii);
-    let shortest_length = best.schedule.length;
-    let top = shortest_length.div_ceil(ii).max(1) * ii;
-    let (Some(mut lo), Some(mut hi)) = (
-        slack::of(&slack_pairs, &best.schedule.start),
-        slack::upper_bound(p, &slack_pairs, top),
-    ) else {
-        return (best, None);
-    };
-    let at_shortest = lo;
-    let cross = crossings(&best);
-    let mut refine = |length: u32, at_least: i64| -> Option<EncodingOutcome> {
-        encoding.set_rlimit(GROUP_RLIMIT);
-        let answer = encoding.solve_slack(
-            length,
-            Some(used),
-            Some(cross),
-            &slack_pairs,
-            at_least,
-            budget_ms(),
-        );
-        encoding.set_rlimit(0);
-        if answer.is_some() {
-            *queries += 1;
-        }
-        answer
-    };
-    let mut proven = true;
-    while lo < hi {
-        if left() <= 0.0 {
-            proven = false;
-            break;
-        }
-        let mid = lo + (hi - lo + 1) / 2;
-        match refine(top, mid) {
-            Some(EncodingOutcome::Sat(js)) => {
-                lo = slack::of(&slack_pairs, &js.schedule.start)
-                    .unwrap_or(mid)
-                    .max(mid);
-                best = js;
+        };
+        match modulo {
+            zlp::ZlpOutcome::Infeasible => {
+                self.entries.push(JointRefuted::Modulo(Refuted {
+                    from: ii,
+                    to: ii,
+                    why: if opts.encoding == Encoding::Paper {
+                        Infeasibility::Zlp
+                    } else {
+                        Infeasibility::ModuloSmt
+                    },
+                }));
+                Err(self.refuted(true))
             }
-            Some(EncodingOutcome::Unsat) => hi = mid - 1,
+            zlp::ZlpOutcome::Unknown(why) => {
+                debug!(
+                    ii,
+                    why, "modulo scheduling gave up; I is no longer proven minimal"
+                );
+                Err(self.unknown())
+            }
+            zlp::ZlpOutcome::Feasible { schedule, optimal } => Ok((schedule.length, optimal)),
+        }
+    }
+
+    /// Algorithm 1 literally (the paper's search): one query per L, upward.
+    fn paper_lengths(
+        &mut self,
+        encoding: &mut dyn JointEncoding,
+        range: LengthRange,
+        length_proven: &mut bool,
+    ) -> Step<JointSchedule> {
+        let mut gave_up = false;
+        for l in range.from..=range.to {
+            self.queries += 1;
+            match encoding.solve(&Query::length(l, self.budget_ms())) {
+                EncodingOutcome::Sat(js) => return Ok(js),
+                EncodingOutcome::Unsat => push_smt(&mut self.entries, self.ii, l),
+                EncodingOutcome::Unknown(why) => {
+                    debug!(ii = self.ii, l, why, "SMT gave up");
+                    gave_up = true;
+                    *length_proven = false;
+                }
+            }
+        }
+        Err(if gave_up {
+            self.unknown()
+        } else {
+            self.refuted(range.optimal)
+        })
+    }
+
+    /// Ours: the same answer as the upward search, from one query for
+    /// L <= `to` (the greedy bound's answer when it already lies in range);
+    /// its unsatisfiability refutes every L in the range.
+    fn exists_in_range(
+        &mut self,
+        encoding: &mut dyn JointEncoding,
+        early: Option<JointSchedule>,
+        range: LengthRange,
+    ) -> Step<JointSchedule> {
+        let (ii, to) = (self.ii, range.to);
+        let t0 = Instant::now();
+        let answer = match early {
+            Some(js) if js.schedule.length <= to => EncodingOutcome::Sat(js),
             _ => {
-                proven = false;
-                break;
+                self.queries += 1;
+                encoding.solve(&Query::length(to, self.budget_ms()))
             }
+        };
+        debug!(
+            ii,
+            to,
+            seconds = t0.elapsed().as_secs_f64(),
+            sat = matches!(answer, EncodingOutcome::Sat(_)),
+            "joint existence query"
+        );
+        match answer {
+            EncodingOutcome::Unsat => {
+                self.entries.push(JointRefuted::Smt {
+                    ii,
+                    from_length: range.from,
+                    to_length: to,
+                });
+                Err(self.refuted(range.optimal))
+            }
+            EncodingOutcome::Unknown(why) => {
+                debug!(ii, why, "SMT gave up");
+                Err(self.unknown())
+            }
+            EncodingOutcome::Sat(best) => Ok(best),
         }
     }
-    // The shortest length with that slack (at least `shortest_length`).
-    let (mut short, mut long) = (shortest_length, best.schedule.length);
-    while short < long && left() > 0.0 {
-        let mid = short + (long - short) / 2;
-        match refine(mid, lo) {
-            Some(EncodingOutcome::Sat(js)) => {
-                long = js.schedule.length.min(mid);
-                best = js;
-            }
-            Some(EncodingOutcome::Unsat) => short = mid + 1,
-            _ => break,
+
+    /// From a joint schedule of length <= Algorithm 1's bound at this I,
+    /// the shortest one (searched down to `from`), then, under a
+    /// deterministic budget, the one with the fewest compute groups, the
+    /// fewest values crossing between groups and (under
+    /// [`Objective::Slack`]) the largest latency slack. Returns it and what
+    /// the latency-slack refinement established.
+    fn shortest(
+        &mut self,
+        encoding: &mut dyn JointEncoding,
+        from: u32,
+        best: JointSchedule,
+        length_proven: &mut bool,
+    ) -> (JointSchedule, Option<SlackSearch>) {
+        let best = self.descend_length(encoding, from, best, length_proven);
+        let best = self.fewest_groups(encoding, best);
+        // The later refinements keep to the groups used now.
+        let used = best.group.iter().copied().max().unwrap_or(0);
+        let best = self.fewest_crossings(encoding, best, used);
+        if self.opts.objective == Objective::Length {
+            return (best, None);
         }
+        self.largest_slack(encoding, best, used)
     }
-    let length_proven = short >= long;
-    let measured = slack::of(&slack_pairs, &best.schedule.start).unwrap_or(lo);
-    debug!(
-        ii,
-        slack = lo,
-        at_shortest,
-        proven,
-        length = best.schedule.length,
-        pairs = slack_pairs.len(),
-        "latency slack"
-    );
-    (
-        best,
-        Some(SlackSearch {
-            proven,
-            length_proven,
-            slack: measured,
-            shortest_length,
+
+    /// The shortest length from `from` up to `best`'s. Unsatisfiable
+    /// queries are the expensive ones: bisect while the range is wide, then
+    /// step down from the best length found, so that a small range costs
+    /// one refutation (none when the answer is `from`).
+    fn descend_length(
+        &mut self,
+        encoding: &mut dyn JointEncoding,
+        from: u32,
+        mut best: JointSchedule,
+        length_proven: &mut bool,
+    ) -> JointSchedule {
+        let ii = self.ii;
+        let mut lo = from; // every L < lo is refuted
+        let mut refuted_to: Option<u32> = None;
+        while *length_proven && lo < best.schedule.length {
+            let mid = next_length(lo, best.schedule.length);
+            self.queries += 1;
+            let t0 = Instant::now();
+            let answer = encoding.solve(&Query::length(mid, self.budget_ms()));
+            debug!(
+                ii,
+                mid,
+                seconds = t0.elapsed().as_secs_f64(),
+                sat = matches!(answer, EncodingOutcome::Sat(_)),
+                "joint query"
+            );
+            match answer {
+                EncodingOutcome::Sat(js) => best = js,
+                EncodingOutcome::Unsat => {
+                    lo = mid + 1;
+                    refuted_to = Some(mid);
+                }
+                EncodingOutcome::Unknown(_) => {
+                    *length_proven = false;
+                    break;
+                }
+            }
+        }
+        if let Some(to_length) = refuted_to {
+            self.entries.push(JointRefuted::Smt {
+                ii,
+                from_length: from,
+                to_length,
+            });
+        }
+        best
+    }
+
+    /// The fewest compute groups at `best`'s (I, L). This is a refinement,
+    /// not part of the optimum, so each query gets a deterministic resource
+    /// budget (z3 rlimit) rather than a clock: the same input gives the
+    /// same answer anywhere.
+    fn fewest_groups(
+        &mut self,
+        encoding: &mut dyn JointEncoding,
+        best: JointSchedule,
+    ) -> JointSchedule {
+        let used = best.group.iter().copied().max().unwrap_or(0);
+        for k in 1..used {
+            self.queries += 1;
+            let query = Query::length(best.schedule.length, self.budget_ms())
+                .groups(Some(k))
+                .rlimit(GROUP_RLIMIT);
+            if let EncodingOutcome::Sat(js) = encoding.solve(&query) {
+                return js;
+            }
+        }
+        best
+    }
+
+    /// The fewest values crossing between compute groups (each crossing is
+    /// a shared-memory channel in Triton's warp specialization), by
+    /// bisection under the same deterministic budget as the groups',
+    /// using only compute groups 1..=`used`.
+    fn fewest_crossings(
+        &mut self,
+        encoding: &mut dyn JointEncoding,
+        mut best: JointSchedule,
+        used: u32,
+    ) -> JointSchedule {
+        let pairs = cross_pairs(self.p);
+        let (mut lo, mut hi) = (0u32, crossings(&pairs, &best));
+        while lo < hi && self.left() > 0.0 {
+            let mid = lo + (hi - lo) / 2;
+            self.queries += 1;
+            let query = Query::length(best.schedule.length, self.budget_ms())
+                .groups(Some(used))
+                .crossings(Some(mid))
+                .rlimit(GROUP_RLIMIT);
+            match encoding.solve(&query) {
+                EncodingOutcome::Sat(js) => {
+                    hi = crossings(&pairs, &js).min(mid);
+                    best = js;
+                }
+                EncodingOutcome::Unsat => lo = mid + 1,
+                EncodingOutcome::Unknown(_) => break,
+            }
+        }
+        best
+    }
+
+    /// Objective::Slack: the largest latency slack (see [`slack`]) with
+    /// `best`'s crossings and compute groups 1..=`used` at any length of as
+    /// many stages, by bisection under the groups' budget, then the
+    /// shortest length with it.
+    fn largest_slack(
+        &mut self,
+        encoding: &mut dyn JointEncoding,
+        best: JointSchedule,
+        used: u32,
+    ) -> (JointSchedule, Option<SlackSearch>) {
+        let (p, ii) = (self.p, self.ii);
+        let slack_pairs = slack::pairs(p, ii);
+        let shortest_length = best.schedule.length;
+        let top = shortest_length.div_ceil(ii).max(1) * ii;
+        let (Some(lo), Some(hi)) = (
+            slack::of(&slack_pairs, &best.schedule.start),
+            slack::upper_bound(p, &slack_pairs, top),
+        ) else {
+            return (best, None);
+        };
+        let mut refine = SlackRefinement {
+            groups: used,
+            crossings: crossings(&cross_pairs(p), &best),
+            pairs: &slack_pairs,
+            best,
+        };
+        let at_shortest = lo;
+        let (lo, proven) = refine.most_slack(self, encoding, top, lo, hi);
+        let length_proven = refine.shortest_with(self, encoding, shortest_length, lo);
+        let best = refine.best;
+        let measured = slack::of(&slack_pairs, &best.schedule.start).unwrap_or(lo);
+        debug!(
+            ii,
+            slack = lo,
             at_shortest,
-        }),
-    )
+            proven,
+            length = best.schedule.length,
+            pairs = slack_pairs.len(),
+            "latency slack"
+        );
+        (
+            best,
+            Some(SlackSearch {
+                proven,
+                length_proven,
+                slack: measured,
+                shortest_length,
+                at_shortest,
+            }),
+        )
+    }
+}
+
+/// Algorithm 1's length range [from, to] at one I; `optimal` when `from`
+/// is the proven Len(M) (a refutation of the range is then complete).
+#[derive(Debug, Clone, Copy)]
+struct LengthRange {
+    from: u32,
+    to: u32,
+    optimal: bool,
+}
+
+/// How many of `pairs` lie in different groups of `js`.
+fn crossings(pairs: &[(usize, usize)], js: &JointSchedule) -> u32 {
+    pairs
+        .iter()
+        .filter(|&&(u, v)| js.group[u] != js.group[v])
+        .count() as u32
+}
+
+/// The latency-slack refinement's queries: at most `groups` compute groups
+/// and `crossings` crossings, slack over `pairs`; `best` is the schedule
+/// with the most slack found.
+struct SlackRefinement<'a> {
+    groups: u32,
+    crossings: u32,
+    pairs: &'a [slack::SlackPair],
+    best: JointSchedule,
+}
+
+impl SlackRefinement<'_> {
+    /// Asks for a schedule of length at most `length` with latency slack at
+    /// least `at_least`; `None` when the encoding does not state slack.
+    fn ask(
+        &self,
+        search: &mut IiSearch,
+        encoding: &mut dyn JointEncoding,
+        length: u32,
+        at_least: i64,
+    ) -> Option<EncodingOutcome> {
+        let query = Query::length(length, search.budget_ms())
+            .groups(Some(self.groups))
+            .crossings(Some(self.crossings))
+            .slack(self.pairs, at_least)
+            .rlimit(GROUP_RLIMIT);
+        if !encoding.supports(&query) {
+            return None;
+        }
+        search.queries += 1;
+        Some(encoding.solve(&query))
+    }
+
+    /// The largest slack in [lo, hi] at lengths up to `top`, by bisection;
+    /// returns it and whether it is proven largest.
+    fn most_slack(
+        &mut self,
+        search: &mut IiSearch,
+        encoding: &mut dyn JointEncoding,
+        top: u32,
+        mut lo: i64,
+        mut hi: i64,
+    ) -> (i64, bool) {
+        while lo < hi {
+            if search.left() <= 0.0 {
+                return (lo, false);
+            }
+            let mid = lo + (hi - lo + 1) / 2;
+            match self.ask(search, encoding, top, mid) {
+                Some(EncodingOutcome::Sat(js)) => {
+                    lo = slack::of(self.pairs, &js.schedule.start)
+                        .unwrap_or(mid)
+                        .max(mid);
+                    self.best = js;
+                }
+                Some(EncodingOutcome::Unsat) => hi = mid - 1,
+                _ => return (lo, false),
+            }
+        }
+        (lo, true)
+    }
+
+    /// The shortest length (at least `shortest_length`) with slack
+    /// `slack`; returns whether every shorter one is refuted.
+    fn shortest_with(
+        &mut self,
+        search: &mut IiSearch,
+        encoding: &mut dyn JointEncoding,
+        shortest_length: u32,
+        slack: i64,
+    ) -> bool {
+        let (mut short, mut long) = (shortest_length, self.best.schedule.length);
+        while short < long && search.left() > 0.0 {
+            let mid = short + (long - short) / 2;
+            match self.ask(search, encoding, mid, slack) {
+                Some(EncodingOutcome::Sat(js)) => {
+                    long = js.schedule.length.min(mid);
+                    self.best = js;
+                }
+                Some(EncodingOutcome::Unsat) => short = mid + 1,
+                _ => break,
+            }
+        }
+        short >= long
+    }
 }
 
 /// The crossings' share of the bandwidth at `ii` (rule 10 of the checker):
@@ -1174,8 +1374,7 @@ pub fn last_stage_window_refutes(
     enc.set_interval(ii);
     // A resource budget, not only the clock, keeps the certificate
     // independent of the machine's speed.
-    enc.set_rlimit(WINDOW_RLIMIT);
-    match enc.solve(ii - 1 + longest, timeout_ms) {
+    match enc.solve(&Query::length(ii - 1 + longest, timeout_ms).rlimit(WINDOW_RLIMIT)) {
         EncodingOutcome::Unsat => Some(ops.len()),
         _ => None,
     }
@@ -1207,7 +1406,7 @@ fn smt_modulo(
         let lo = length_lower_bound(p);
         if lo < best.length {
             *queries += 1;
-            match enc.solve(best.length - 1, ms(&started)) {
+            match enc.solve(&Query::length(best.length - 1, ms(&started))) {
                 EncodingOutcome::Sat(js) => best = js.schedule,
                 EncodingOutcome::Unsat => {
                     return zlp::ZlpOutcome::Feasible {
@@ -1233,7 +1432,7 @@ fn smt_modulo(
         .min(full);
     *queries += 1;
     let t0 = Instant::now();
-    let first = enc.solve(short, ms(&started));
+    let first = enc.solve(&Query::length(short, ms(&started)));
     debug!(
         ii,
         short,
@@ -1244,7 +1443,7 @@ fn smt_modulo(
         EncodingOutcome::Unsat if short < full => {
             enc.set_interval(ii);
             *queries += 1;
-            enc.solve(full, ms(&started))
+            enc.solve(&Query::length(full, ms(&started)))
         }
         other => other,
     };
@@ -1274,7 +1473,7 @@ fn bisect_modulo(
         let mid = next_length(lo, best.length);
         *queries += 1;
         let t0 = Instant::now();
-        let answer = enc.solve(mid, ms(started));
+        let answer = enc.solve(&Query::length(mid, ms(started)));
         debug!(
             ii,
             mid,
@@ -1374,4 +1573,115 @@ fn push_smt(cert: &mut Vec<JointRefuted>, ii: u32, l: u32) {
         from_length: l,
         to_length: l,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::load;
+    use crate::problem::BuildOptions;
+    use crate::Machine;
+
+    /// The paper's Figure 1 loop on the H100, as the joint search sees it.
+    fn figure_1() -> Problem {
+        let text = include_str!("../../examples/graphs/fa_simplified.toml");
+        let g = load::parse("fa_simplified.toml", text).unwrap();
+        let m = Machine::select("h100").unwrap();
+        streaming_view(&Problem::build(&g, &m, BuildOptions::default()).unwrap().0).0
+    }
+
+    fn warps() -> WarpConfig {
+        WarpConfig {
+            groups: 2,
+            reg_limit: 255,
+            cross_warp: true,
+        }
+    }
+
+    fn crossings_of(p: &Problem, js: &JointSchedule) -> u32 {
+        crossings(&cross_pairs(p), js)
+    }
+
+    #[test]
+    fn every_encoding_answers_the_length_query_of_the_optimum() {
+        let p = figure_1();
+        let opts = JointOptions {
+            encoding: Encoding::Default,
+            warps: warps(),
+            timeout: 60.0,
+            seed: 0,
+            threads: 1,
+            objective: Objective::Length,
+        };
+        let r = solve(&p, opts).unwrap();
+        let (ii, length) = (r.schedule.schedule.ii, r.schedule.schedule.length);
+        assert!(r.length_proven);
+        for encoding in [Encoding::Default, Encoding::Int, Encoding::Paper] {
+            let mut enc = new_encoding(&p, &JointOptions { encoding, ..opts });
+            enc.set_interval(ii);
+            let at = enc.solve(&Query::length(length, 60_000));
+            let EncodingOutcome::Sat(js) = at else {
+                panic!("{encoding:?} at (I, L) = ({ii}, {length}): {at:?}");
+            };
+            assert!(checker::check_joint(&p, &js, &warps()).is_empty());
+            assert!(js.schedule.length <= length);
+            let shorter = enc.solve(&Query::length(length - 1, 60_000));
+            assert!(
+                matches!(shorter, EncodingOutcome::Unsat),
+                "{encoding:?} below the proven length: {shorter:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn refinements_are_stated_by_the_default_encoding_only() {
+        let p = figure_1();
+        let r = solve(
+            &p,
+            JointOptions {
+                encoding: Encoding::Default,
+                warps: warps(),
+                timeout: 60.0,
+                seed: 0,
+                threads: 1,
+                objective: Objective::Length,
+            },
+        )
+        .unwrap();
+        let (ii, length) = (r.schedule.schedule.ii, r.schedule.schedule.length);
+        let pairs = slack::pairs(&p, ii);
+        let one_group = Query::length(length, 60_000).groups(Some(1));
+        let refined = one_group.crossings(Some(0)).slack(&pairs, 0);
+        assert!(!one_group.refines() && refined.refines());
+        let mut default = sat_encoding::SatEncoding::new(&p, warps(), 0);
+        let mut int = int_encoding::IntEncoding::new(&p, warps(), 0);
+        let mut paper = paper_encoding::PaperEncoding::new(&p, warps(), 0);
+        assert!(default.supports(&refined));
+        for enc in [&mut int as &mut dyn JointEncoding, &mut paper] {
+            assert!(enc.supports(&one_group) && !enc.supports(&refined));
+            enc.set_interval(ii);
+            match enc.solve(&refined) {
+                EncodingOutcome::Unknown(why) => assert!(why.contains("bounds neither"), "{why}"),
+                other => panic!("{} answered a refined query: {other:?}", enc.name()),
+            }
+        }
+        // The default encoding keeps to every bound it is given.
+        default.set_interval(ii);
+        for q in [
+            one_group,
+            refined,
+            Query::length(length, 60_000).crossings(Some(0)),
+        ] {
+            if let EncodingOutcome::Sat(js) = default.solve(&q) {
+                assert!(checker::check_joint(&p, &js, &warps()).is_empty());
+                assert!(js.schedule.length <= length);
+                if q.max_group == Some(1) {
+                    assert!(js.group.iter().all(|&g| g <= 1), "{:?}", js.group);
+                }
+                if q.max_cross == Some(0) {
+                    assert_eq!(crossings_of(&p, &js), 0);
+                }
+            }
+        }
+    }
 }
