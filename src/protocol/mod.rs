@@ -5,8 +5,9 @@
 //! It proves, for every slot of every shared-memory ring (a mutable
 //! `ttg.local_alloc` indexed by `ttg.memdesc_index`) and every mbarrier,
 //! over every trip count of the loop, that the protocol the code follows is
-//! safe (the hazards of TITAN, `shared/seeds/004_…`: "issue is not done
-//! reading", lapping a ring, hanging on tails, phase drift).
+//! safe against the hazards of asynchronous pipelines: a copy issued into a
+//! slot a reader is not done reading, lapping a ring, hanging on tails,
+//! phase drift.
 //!
 //! # The machine it runs
 //!
