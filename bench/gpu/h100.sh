@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call on the H100: the whole GPU benchmark (bench/gpu/run.py)
+# One device call on the H100: the whole GPU benchmark (bench.gpu.run)
 # with the machine's own Triton 3.6.0 and, when it was packed and carried
 # (bash bench/gpu/pack_triton.sh 3.9.0; carry target/carry), with Triton
 # 3.9.0. The schedules come recorded (bench/gpu/replay*, by run.py --record
@@ -17,11 +17,14 @@ OUT=${OUT:-bench/gpu/out}
 which=${1:-all}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+# twill_triton of this checkout (the machine has no installed one; ahead of
+# any that is), imported by the bench modules (python -m bench...).
+export PYTHONPATH=$PWD/third_party/triton${PYTHONPATH:+:$PYTHONPATH}
 { date -u; nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv; } | tee "$OUT/gpu.txt"
 status=0
 if [ "$which" != 39 ]; then
   mkdir -p "$OUT/bench36"
-  python3 bench/gpu/run.py --out "$OUT/bench36" 2>&1 | tee "$OUT/bench36/run.log" || status=1
+  python3 -m bench.gpu.run --out "$OUT/bench36" 2>&1 | tee "$OUT/bench36/run.log" || status=1
 fi
 if [ "$which" != 36 ] && [ -f target/carry/triton-3.9.0.tar.xz ]; then
   mkdir -p /tmp/t39 "$OUT/bench39" && tar -xJf target/carry/triton-3.9.0.tar.xz -C /tmp/t39
@@ -30,6 +33,6 @@ if [ "$which" != 36 ] && [ -f target/carry/triton-3.9.0.tar.xz ]; then
   TRITON_PTXAS_PATH=$(python3 -c 'import triton, os; print(os.path.dirname(triton.__file__))')/backends/nvidia/bin/ptxas
   export TRITON_PTXAS_PATH TRITON_PTXAS_BLACKWELL_PATH=$TRITON_PTXAS_PATH TRITON_DEFAULT_FP_FUSION=1 \
     TRITON_BACKENDS_IN_TREE=1
-  PYTHONPATH=/tmp/t39 python3 bench/gpu/run.py --out "$OUT/bench39" 2>&1 | tee "$OUT/bench39/run.log" || status=1
+  PYTHONPATH=/tmp/t39:$PYTHONPATH python3 -m bench.gpu.run --out "$OUT/bench39" 2>&1 | tee "$OUT/bench39/run.log" || status=1
 fi
 exit $status

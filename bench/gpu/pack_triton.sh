@@ -17,7 +17,7 @@
 #   mkdir -p /tmp/t && tar -xJf target/carry/triton-VERSION.tar.xz -C /tmp/t
 #   export TRITON_PTXAS_PATH=$(python3 -c 'import triton, os; print(os.path.dirname(triton.__file__))')/backends/nvidia/bin/ptxas
 #   export TRITON_PTXAS_BLACKWELL_PATH=$TRITON_PTXAS_PATH   # Triton >= 3.8 compiles sm90 with this one
-#   PYTHONPATH=/tmp/t python3 bench/gpu/run.py --out $OUT/bench
+#   PYTHONPATH=/tmp/t python3 -m bench.gpu.run --out $OUT/bench
 #
 # Triton launches kernels through a small C stub it compiles at run time with
 # the machine's C compiler, and finds libcuda through the driver; neither is

@@ -7,14 +7,14 @@ TMA and never saw it.
 
     # on a machine with twill-opt (no GPU, no torch): compile every twill
     # variant for cuda:90 and record the schedules (TWILL_DUMP_DIR)
-    target/venv-triton-3.6.0/bin/python bench/gpu/pointer_check.py --record bench/gpu/pointer-replay
+    target/venv-triton-3.6.0/bin/python -m bench.gpu.pointer_check --record bench/gpu/pointer-replay
 
     # on the GPU machine (no twill-opt): replay them (TWILL_REPLAY_DIR) and check
-    python3 bench/gpu/pointer_check.py --replay bench/gpu/pointer-replay --out OUT
+    python3 -m bench.gpu.pointer_check --replay bench/gpu/pointer-replay --out OUT
 
     # no GPU: the GPU mode's argument lists and specializations, every kernel
     # compiled for cuda:90 stock and from the replay (twill-opt hidden), no launch
-    python bench/gpu/pointer_check.py --replay bench/gpu/pointer-replay --dry-run
+    python -m bench.gpu.pointer_check --replay bench/gpu/pointer-replay --dry-run
 
 Kernels (third_party/triton/tests/kernels): the tutorial-03-style matmul at
 every configuration of pointer_matmul.CONFIGS and its bias + ReLU variant
@@ -76,21 +76,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, make_backend
+from triton.runtime.jit import MockTensor, create_function_from_signature
+
+import twill_triton
+from third_party.triton.tests.kernels import pointer_attention_bwd as PA
+from third_party.triton.tests.kernels import pointer_matmul as PM
+
 REPO = Path(__file__).resolve().parents[2]
-# twill_triton of this checkout (ahead of any pip-installed one), and the
-# kernels package of the product's test fixtures.
-sys.path.insert(0, str(REPO / "third_party" / "triton"))
-sys.path.insert(0, str(REPO / "third_party" / "triton" / "tests"))
-
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-from triton.backends.compiler import GPUTarget  # noqa: E402
-from triton.compiler import ASTSource, make_backend  # noqa: E402
-from triton.runtime.jit import MockTensor, create_function_from_signature  # noqa: E402
-
-import twill_triton  # noqa: E402
-from kernels import pointer_attention_bwd as PA  # noqa: E402
-from kernels import pointer_matmul as PM  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
 # (M, N, K). Where K or N is not a multiple of 16 (1000, 129, 200, 1025),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Records twill's schedules for the GPU benchmark (bench/gpu/run.py --record)
+# Records twill's schedules for the GPU benchmark (python -m bench.gpu.run --record)
 # with both Tritons, on a machine with twill (no GPU needed), the way the H100
 # run compiles them:
 #
@@ -22,11 +22,13 @@ done
 bin=$(mktemp -d)
 cp target/release/twill-opt target/release/twill "$bin/"
 export TWILL_OPT="$bin/twill-opt"
+# twill_triton of this checkout, ahead of the virtual environments' installed one.
+export PYTHONPATH=$PWD/third_party/triton${PYTHONPATH:+:$PYTHONPATH}
 ptxas=$("$v36" -c 'import triton, os; print(os.path.dirname(triton.__file__))')/backends/nvidia/bin/ptxas
-"$v36" bench/gpu/run.py --record "$@" > target/record-3.6.0.log 2>&1 &
+"$v36" -m bench.gpu.run --record "$@" > target/record-3.6.0.log 2>&1 &
 p36=$!
 TRITON_PTXAS_PATH=$ptxas TRITON_PTXAS_BLACKWELL_PATH=$ptxas TRITON_DEFAULT_FP_FUSION=1 \
-  "$v39" bench/gpu/run.py --record "$@" > target/record-3.9.0.log 2>&1 &
+  "$v39" -m bench.gpu.run --record "$@" > target/record-3.9.0.log 2>&1 &
 p39=$!
 status=0
 wait $p36 || { echo "record.sh: Triton 3.6.0 failed, see target/record-3.6.0.log" >&2; status=1; }

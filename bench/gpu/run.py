@@ -2,8 +2,8 @@
 """One GPU benchmark run: correctness and TFLOPS of twill-scheduled Triton
 kernels against stock Triton (a config grid) and cuDNN / cuBLAS via torch.
 
-    python bench/gpu/run.py --record          # on a machine with twill-opt (no GPU needed)
-    python bench/gpu/run.py --out DIR         # on the GPU machine (no twill-opt needed)
+    python -m bench.gpu.run --record          # on a machine with twill-opt (no GPU needed)
+    python -m bench.gpu.run --out DIR         # on the GPU machine (no twill-opt needed)
 
 --record compiles the twill variants for cuda:90 with twill (TWILL_DUMP_DIR =
 bench/gpu/replay): the schedules are computed here. It also compiles every
@@ -33,30 +33,21 @@ import math
 import multiprocessing
 import statistics
 import os
-import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.runtime.errors import PTXASError
+
+import twill_triton
+from bench.kernels import fa_fwd_gluon, fa_fwd_gluon_plan, matmul_gluon, matmul_gluon_plan
+from third_party.triton.tests.kernels import fa_bwd, fa_fwd, matmul
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "bench" / "kernels"))
-sys.path.insert(0, str(REPO / "third_party" / "triton"))
 REPLAY = REPO / "bench" / "gpu" / "replay"
-
-import triton  # noqa: E402
-from triton.backends.compiler import GPUTarget  # noqa: E402
-from triton.runtime.errors import PTXASError  # noqa: E402
-
-import fa_bwd  # noqa: E402
-import fa_fwd  # noqa: E402
-import fa_fwd_gluon  # noqa: E402
-import fa_fwd_gluon_plan  # noqa: E402
-import matmul_gluon  # noqa: E402
-import matmul_gluon_plan  # noqa: E402
-import matmul  # noqa: E402
-import twill_triton  # noqa: E402
-
 TARGET = GPUTarget("cuda", 90, 32)
 # Schedules recorded with Triton 3.6 (the H100 machine's own) live in
 # bench/gpu/replay, those for any other Triton (carried to the H100 by
@@ -79,7 +70,7 @@ DEFAULT_VARIANTS = ("twill",)
 
 
 # FlashAttention forward kinds: kernel configuration name in
-# bench/kernels/fa_fwd.py (twill's single configuration is CONFIGS[name][90])
+# third_party/triton/tests/kernels/fa_fwd.py (twill's single configuration is CONFIGS[name][90])
 # and head dim. "fa" keeps the first run's grid; the others get a smaller one.
 FA_KINDS = {"fa": ("default", 128), "fa_subtile": ("subtile", 128), "fa_causal": ("causal", 128),
             "fa_hd64": ("hd64", 64)}
@@ -116,7 +107,7 @@ def fa_configs(kind="fa"):
     return twill, grid
 
 
-# FlashAttention backward kinds: configuration name in bench/kernels/fa_bwd.py.
+# FlashAttention backward kinds: configuration name in third_party/triton/tests/kernels/fa_bwd.py.
 BWD_KINDS = {"bwd_hd128": "hd128", "bwd_hd64": "hd64"}
 
 
@@ -532,7 +523,7 @@ def record_gluon_bwd(twill_opt, twill, out, cfg_name, changes):
     schedules and plan.json (fa_bwd_gluon_plan.plan_from_schedules, or the
     refusal) to `out`; the same for the configuration without `changes`
     under "as_written" (files suffixed _as_written)."""
-    import fa_bwd_gluon
+    from bench.kernels import fa_bwd_gluon
 
     out.mkdir(parents=True)
     record = solve_gluon_bwd(twill_opt, twill, out, cfg_name, changes, "")
@@ -548,7 +539,7 @@ def gluon_bwd_fits(cfg):
     the shared memory of the H100 model (machines/h100.toml, memory.smem)."""
     import tomllib
 
-    import fa_bwd_gluon
+    from bench.kernels import fa_bwd_gluon
     from triton.backends.compiler import GPUTarget
 
     limit = tomllib.loads((REPO / "machines" / "h100.toml").read_text())["memory"]["smem"]["capacity"]
@@ -565,8 +556,8 @@ def solve_gluon_bwd(twill_opt, twill, out, cfg_name, changes, suffix):
     to `out` (file names with `suffix`), the record returned."""
     import re
 
-    import fa_bwd_gluon
-    import fa_bwd_gluon_plan as B
+    from bench.kernels import fa_bwd_gluon
+    from bench.kernels import fa_bwd_gluon_plan as B
 
     P = fa_fwd_gluon_plan
     cx, opts = fa_bwd.split_config(dict(fa_bwd.CONFIGS[cfg_name][90], **changes))
@@ -1020,7 +1011,7 @@ def bwd_inputs(cfg_name, Z, H, N):
     delta, sm_scale)."""
     import torch
 
-    import check
+    from bench.kernels import check
 
     D = fa_bwd.CONFIGS[cfg_name][90]["HEAD_DIM"]
     pre_kw, pre = _preprocess_kernel(cfg_name)
@@ -1413,9 +1404,7 @@ def bench_all(out):
 
     # FlashAttention backward (the main kernel; O, the log-sum-exp and Delta
     # come from stock fa_fwd and fa_bwd's preprocess kernel).
-    import check  # bench/kernels/check.py: launch helpers
-
-    import fa_bwd_gluon
+    from bench.kernels import check, fa_bwd_gluon  # check: launch helpers
 
     gluon_bwd = {kind: load_gluon_plan(sub) for kind, sub in GLUON_BWD_KINDS.items()}
     results["gluon_plan_bwd"] = gluon_bwd

@@ -2,9 +2,12 @@
 # Runs a command with the carried Triton 3.9.0 (bash bench/gpu/pack_triton.sh
 # 3.9.0; carry target/carry) on the GPU machine, set up as h100.sh does:
 #
-#   bash bench/gpu/t39.sh python3 bench/gpu/probe/bwd_loads.py --out "$OUT/t39"
+#   bash bench/gpu/t39.sh python3 -m bench.gpu.probe.bwd_loads --out "$OUT/t39"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# twill_triton of this checkout (the machine has no installed one; ahead of
+# any that is), imported by the bench modules (python -m bench...).
+export PYTHONPATH=$PWD/third_party/triton${PYTHONPATH:+:$PYTHONPATH}
 mkdir -p /tmp/t39
 [ -d /tmp/t39/triton ] || tar -xJf target/carry/triton-3.9.0.tar.xz -C /tmp/t39
 TRITON_PTXAS_PATH=$(python3 -c 'import triton, os; print(os.path.dirname(triton.__file__))')/backends/nvidia/bin/ptxas

@@ -1,8 +1,9 @@
-"""Correctness check of the kernels in this directory on a real GPU.
+"""Correctness check of the TMA kernels (the product's test fixtures in
+third_party/triton/tests/kernels) on a real GPU.
 
 Needs torch + triton and an sm90/sm100 GPU:
 
-    python3 bench/kernels/check.py
+    python3 -m bench.kernels.check
 
 Launches `matmul.matmul_tma_kernel` and `fa_fwd.attn_fwd_kernel` with the
 default configurations (through the JIT), then every configuration of
@@ -12,8 +13,8 @@ device's target, then launched), and compares against torch references.
 With twill, schedules are computed where twill-opt runs and replayed on the
 GPU machine (twill_triton's TWILL_REPLAY_DIR):
 
-    python3 bench/kernels/check.py --record DIR --cap 90   # no GPU needed
-    python3 bench/kernels/check.py --replay DIR            # on the GPU
+    python3 -m bench.kernels.check --record DIR --cap 90   # no GPU needed
+    python3 -m bench.kernels.check --replay DIR            # on the GPU
 
 --record only compiles (with twill, TWILL_DUMP_DIR=DIR); --replay compiles
 the configurations with the recorded schedules, says per kernel whether
@@ -25,16 +26,10 @@ import math
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "third_party", "triton"))
+import triton
+from triton.backends.compiler import GPUTarget
 
-import triton  # noqa: E402
-from triton.backends.compiler import GPUTarget  # noqa: E402
-
-import fa_bwd  # noqa: E402
-import fa_fwd  # noqa: E402
-import matmul  # noqa: E402
+from third_party.triton.tests.kernels import fa_bwd, fa_fwd, matmul
 
 try:  # torch only where kernels run (not needed for --record)
     import torch
@@ -232,7 +227,7 @@ def check_fa_bwd_configs(cap, Z=2, H=3, N_CTX=1024, compile_only=False):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description="correctness of bench/kernels on a GPU")
+    ap = argparse.ArgumentParser(description="correctness of the TMA kernels on a GPU")
     ap.add_argument("--record", metavar="DIR", help="compile with twill-opt, recording schedules into DIR (no GPU)")
     ap.add_argument("--replay", metavar="DIR", help="compile with the twill schedules recorded in DIR")
     ap.add_argument("--cap", type=int, help="target for --record (default: the GPU's)")

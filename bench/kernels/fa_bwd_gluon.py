@@ -91,13 +91,13 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_init, warpgroup_mma_wait)
 
-import gluon_hopper
-from gluon_hopper import desc_type as _desc_type
-from gluon_hopper import group_barrier as _group_barrier
-from gluon_hopper import nvmma_layout as _layout
-from gluon_hopper import ring_load_pair as _ring_load_pair
-from gluon_hopper import tma_load as _tma_load
-from gluon_hopper import tma_store as _tma_store
+from bench.kernels import gluon_hopper
+from bench.kernels.gluon_hopper import desc_type as _desc_type
+from bench.kernels.gluon_hopper import group_barrier as _group_barrier
+from bench.kernels.gluon_hopper import nvmma_layout as _layout
+from bench.kernels.gluon_hopper import ring_load_pair as _ring_load_pair
+from bench.kernels.gluon_hopper import tma_load as _tma_load
+from bench.kernels.gluon_hopper import tma_store as _tma_store
 
 # Rows a program owns: BLOCK_N1 key rows (dK/dV), BLOCK_M2 query rows (dQ).
 TILE_ROWS = 128

@@ -46,7 +46,7 @@ does not follow.
 import math
 import re
 
-from fa_fwd_gluon_plan import PlanError, _ancestors, same_iteration_edges
+from bench.kernels.fa_fwd_gluon_plan import PlanError, _ancestors, same_iteration_edges
 
 # The wgmmas of each loop by the fa_bwd.py value they compute ("dq_rows":
 # the dQ loop with DQ_SUBTILE, each half's values suffixed _0 and _1).
@@ -301,7 +301,7 @@ def gluon_bwd_graph(toml_text: str, loop: str, graph_warps: int) -> str:
     within their iteration (`accumulators_complete`)."""
     import tomllib
 
-    from fa_fwd_gluon_plan import gluon_graph
+    from bench.kernels.fa_fwd_gluon_plan import gluon_graph
 
     text = gluon_graph(toml_text, graph_warps)
     if loop == "dkdv":

@@ -33,11 +33,11 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
-import gluon_hopper
-from gluon_hopper import desc_type as _desc_type
-from gluon_hopper import nvmma_layout as _layout
-from gluon_hopper import tma_load as _tma_load
-from gluon_hopper import tma_store as _tma_store
+from bench.kernels import gluon_hopper
+from bench.kernels.gluon_hopper import desc_type as _desc_type
+from bench.kernels.gluon_hopper import nvmma_layout as _layout
+from bench.kernels.gluon_hopper import tma_load as _tma_load
+from bench.kernels.gluon_hopper import tma_store as _tma_store
 
 SUB_M = 64  # rows of one consumer group's half of the tile (one m64 wgmma)
 BLOCK_M = 128

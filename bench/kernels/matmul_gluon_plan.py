@@ -33,7 +33,7 @@ that issue the wgmmas. The Gluon kernel lowers the family of such schedules:
 load off the producer, a wgmma on it, other than two wgmmas).
 """
 
-from fa_fwd_gluon_plan import PlanError, gluon_graph, load_graph, solve
+from bench.kernels.fa_fwd_gluon_plan import PlanError, gluon_graph, load_graph, solve
 
 # The graph's preparation and the solve are the FA plan's (one warpgroup per
 # compute group, no last-stage pins).
@@ -101,7 +101,7 @@ def iteration_cycles(schedule: dict, unit_cycles: float) -> float:
     model (fa_fwd_gluon_plan.cta_cycles) takes I in cycles: there I is above
     ResMII's raw bound at one CTA per SM (930 against 520 cycles), a latency
     the rounding does not explain."""
-    from fa_fwd_gluon_plan import cycle_scale
+    from bench.kernels.fa_fwd_gluon_plan import cycle_scale
 
     if schedule["ii"] == schedule["res_mii"]:
         return unit_cycles
@@ -116,7 +116,7 @@ def persistent_cycles(schedule: dict, unit_cycles: float, outside: float, tiles:
     the code outside the loop (the Triton kernel's, `outside`: the tile's
     offsets, its epilogue) counts once per tile, since the consumers drain
     their wgmmas and store the tile before they start the next."""
-    from fa_fwd_gluon_plan import cycle_scale
+    from bench.kernels.fa_fwd_gluon_plan import cycle_scale
 
     fill = (schedule["length"] - schedule["ii"]) * cycle_scale(schedule)
     rounds = -(-tiles // (sms * ctas))

@@ -1,7 +1,7 @@
 //! Solver benchmark: every case study, solved by each encoding in one run on
 //! this machine, printed as a Markdown table.
 //!
-//! Run: `cargo bench --bench solver` (release build). Environment:
+//! Run: `cd bench/solver && cargo bench` (release build). Environment:
 //! `TWILL_BENCH_TIMEOUT` (seconds per solve, default 120) and
 //! `TWILL_BENCH_ENCODINGS` (comma-separated, default `default,int,paper`).
 
@@ -86,7 +86,7 @@ fn main() {
         .split(',')
         .map(|s| s.trim().parse().expect("encoding name"))
         .collect();
-    let root = env!("CARGO_MANIFEST_DIR");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let names: Vec<&str> = encodings
         .iter()
         .map(|e| match e {

@@ -1,5 +1,6 @@
-"""Compile our FlashAttention forward kernel (bench/kernels/fa_fwd.py) to cubin
-for a GPU target on any machine (no GPU needed) and show what twill did.
+"""Compile our FlashAttention forward kernel (the Python package's test
+fixture third_party/triton/tests/kernels/fa_fwd.py) to cubin for a GPU target
+on any machine (no GPU needed) and show what twill did.
 
     TRITON_TWILL=1 python examples/triton/compile_fa.py --cap 90
     python examples/triton/compile_fa.py --cap 100          # stock Triton
@@ -10,16 +11,17 @@ shared-memory buffers of the final TTGIR.
 """
 
 import argparse
+import importlib.util
 import re
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "kernels"))
+import triton
+from triton.backends.compiler import GPUTarget
 
-import triton  # noqa: E402
-from triton.backends.compiler import GPUTarget  # noqa: E402
-
-import fa_fwd  # noqa: E402
+FA_FWD = Path(__file__).resolve().parents[2] / "third_party" / "triton" / "tests" / "kernels" / "fa_fwd.py"
+spec = importlib.util.spec_from_file_location("fa_fwd", FA_FWD)
+fa_fwd = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(fa_fwd)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--cap", type=int, default=90, choices=[90, 100])

@@ -1,5 +1,5 @@
 """Probe on the H100: where twill puts the streaming loads of the hd64
-FlashAttention backward at 32-row steps and 4 warps (bench/kernels/fa_bwd.py,
+FlashAttention backward at 32-row steps and 4 warps (third_party/triton/tests/kernels/fa_bwd.py,
 the configuration twill's model chooses since run 21), against Triton's own
 schedule at 2 and 3 stages.
 
@@ -12,11 +12,11 @@ the four placements twill can emit (loads first / last, prefetch 0 / +1)
 beside Triton's s2 and s3 in interleaved rounds, so that the difference is
 measured, not inferred.
 
-    python bench/gpu/probe/bwd_loads.py --record   # here (twill-opt): schedules into REPLAY
-    python3 bench/gpu/probe/bwd_loads.py [--out DIR]  # on the GPU machine: replay and time
+    python -m bench.gpu.probe.bwd_loads --record   # here (twill-opt): schedules into REPLAY
+    python3 -m bench.gpu.probe.bwd_loads [--out DIR]  # on the GPU machine: replay and time
 
-`--kind gemm` does the same for the 128x128x64 TMA GEMM (bench/kernels/
-matmul.py, 4 warps) against Triton's s2-s5 at 4k and 8k: the rule taken
+`--kind gemm` does the same for the 128x128x64 TMA GEMM
+(third_party/triton/tests/kernels/matmul.py, 4 warps) against Triton's s2-s5 at 4k and 8k: the rule taken
 from the backward (covered loads, then loads last) moved the 8k GEMM from
 loads first with an extra stage (run 22: paired 0.996 / 1.001) to loads
 last with one (run 23: 0.975 / 0.988).
@@ -32,18 +32,15 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "bench" / "gpu"))
-sys.path.insert(0, str(REPO / "bench" / "kernels"))
 
 import triton  # noqa: E402
 
-import run  # noqa: E402
+from bench.gpu import run  # noqa: E402
 
 REPLAY = REPO / "bench" / "gpu" / "probe" / "replay-bwd-loads" / triton.__version__
 GEMM_REPLAY = REPO / "bench" / "gpu" / "probe" / "replay-gemm-loads" / triton.__version__
@@ -307,7 +304,7 @@ def bench_fwd(kind, out, sizes, rounds):
 def bench(out, sizes, rounds):
     import torch
 
-    import check
+    from bench.kernels import check
 
     torch.manual_seed(0)
     Z, H = 4, 32

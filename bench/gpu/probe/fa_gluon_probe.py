@@ -17,7 +17,7 @@ with `--causal`, twill's plan of the causal sub-tiled kernel's loops
 (bench/gpu/replay*/gluon/causal/plan.json) next to stock Triton's best
 causal configuration and cuDNN (causal FLOPs: half of the non-causal).
 
-    python3 bench/gpu/probe/fa_gluon_probe.py [--sizes 1024,16384]
+    python3 -m bench.gpu.probe.fa_gluon_probe [--sizes 1024,16384]
 
 Every output (O and the log2-sum-exp) is poisoned with NaN before the run
 and checked against float32 on two heads, on fresh random inputs per size;
@@ -33,9 +33,8 @@ from pathlib import Path
 
 import triton
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench" / "kernels"))
-import fa_fwd  # noqa: E402
-import fa_fwd_gluon  # noqa: E402
+from third_party.triton.tests.kernels import fa_fwd  # noqa: E402
+from bench.kernels import fa_fwd_gluon  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--sizes", default="1024,4096,16384")
@@ -61,8 +60,7 @@ if args.candidates and args.head_dim != 64 and not args.record:
     ap.error("--candidates needs --head-dim 64 (they are the hd64 forward's)")
 if args.record and not args.candidates:
     ap.error("--record needs --candidates")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import run as bench_run  # noqa: E402
+from bench.gpu import run as bench_run  # noqa: E402
 
 # The candidates (--candidates), and their schedules per Triton version: the
 # bench's recorded choice keeps only the chosen candidates' modules

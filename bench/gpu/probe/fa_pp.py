@@ -7,18 +7,15 @@ softmax. It does not: Triton 3.6 and 3.9 both make the wgmma async and then
 wait for it (`warp_group_dot_wait {pendings = 0}`) right after issuing it,
 because its result is not the accumulator of the same dot in the next
 iteration (the only pattern Triton's wgmma pipelining keeps in flight). Run
-`python bench/gpu/probe/show_waits.py` (CPU only) to see the loop body.
+`python -m bench.gpu.probe.show_waits` (CPU only) to see the loop body.
 Used by that script only; BENCHMARKS.md has the finding.
 """
-import os
-import sys
 
 import triton
 import triton.language as tl
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels"))
-import fa_fwd  # noqa: E402
-from fa_fwd import _attn_fwd_store, _softmax_update  # noqa: E402
+from third_party.triton.tests.kernels import fa_fwd  # noqa: E402
+from third_party.triton.tests.kernels.fa_fwd import _attn_fwd_store, _softmax_update  # noqa: E402
 
 
 @triton.jit

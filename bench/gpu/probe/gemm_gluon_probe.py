@@ -1,9 +1,9 @@
 """Probe on the H100: the warp-specialized Gluon GEMM (bench/kernels/matmul_gluon.py): twill's plan and variants of it
-against stock Triton's GEMM (bench/kernels/matmul.py) over the bench grid
+against stock Triton's GEMM (third_party/triton/tests/kernels/matmul.py) over the bench grid
 (128 x 128 x 64 tiles, num_warps 4 / 8, num_stages 2-5) and at 128 x 256 tiles,
 and cuBLAS, at M = N = K = 4k and 8k (fp16 in, fp32 accumulate, fp16 out).
 
-    python3 bench/gpu/probe/gemm_gluon_probe.py [--sizes 4096,8192] [--rounds 5]
+    python3 -m bench.gpu.probe.gemm_gluon_probe [--sizes 4096,8192] [--rounds 5]
 
 Every output is poisoned with NaN before its first run and checked against a
 float32 product on fresh random inputs per size (max error relative to the
@@ -14,7 +14,6 @@ the medians of the rounds.
 """
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -23,9 +22,8 @@ import triton
 from triton.testing import do_bench
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench" / "kernels"))
-import matmul  # noqa: E402
-import matmul_gluon  # noqa: E402
+from third_party.triton.tests.kernels import matmul  # noqa: E402
+from bench.kernels import matmul_gluon  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--sizes", default="4096,8192")

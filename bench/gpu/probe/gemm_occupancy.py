@@ -1,4 +1,4 @@
-"""Probe on the H100: why the 128x128x64 TMA GEMM (bench/kernels/matmul.py)
+"""Probe on the H100: why the 128x128x64 TMA GEMM (third_party/triton/tests/kernels/matmul.py)
 runs about 10% slower with 2 CTAs per SM than with 1 or 3 at M = N = K = 8k,
 while 2 CTAs per SM is the fastest at 4k (runs 10-16, stock and twill alike;
 NOTES.md, "GEMM at 8k").
@@ -17,22 +17,19 @@ Hypotheses, and what each predicts:
 * wave quantization / tail: then it follows the tile count per wave
   (grid / (132 * c)) across sizes, not GROUP_M.
 
-    python3 bench/gpu/probe/gemm_occupancy.py [--quick]
+    python3 -m bench.gpu.probe.gemm_occupancy [--quick]
 
 Every output is poisoned with NaN and checked against a float32 product;
 times are do_bench medians (TFLOPS printed per row, and a table at the end).
 """
 import argparse
-import sys
-from pathlib import Path
 
 import torch
 import triton
 from triton.testing import do_bench
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench" / "kernels"))
-import matmul  # noqa: E402
+from third_party.triton.tests.kernels import matmul  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--quick", action="store_true", help="8k and 4k only, GROUP_M 8 and 32")

@@ -1,5 +1,5 @@
 """Probe on the H100: a per-CTA timeline of the 128x128x64 TMA GEMM
-(bench/kernels/matmul.py) at 1, 2 and 3 CTAs per SM, to find out why 2 CTAs
+(third_party/triton/tests/kernels/matmul.py) at 1, 2 and 3 CTAs per SM, to find out why 2 CTAs
 per SM run 5-30% slower than 1 or 3 from 6k up while they are the fastest at
 4k (gemm_occupancy.py; NOTES.md, "GEMM at 8k").
 
@@ -20,13 +20,12 @@ What each explanation predicts:
   started later in the run are slower than the first wave, and the
   slowdown grows with K.
 
-    python3 bench/gpu/probe/gemm_timeline.py [--out DIR]
+    python3 -m bench.gpu.probe.gemm_timeline [--out DIR]
 
 Prints a summary per size and stage count; with --out also writes the raw
 timelines (npz: smid, t0, t1, c0, c1 per program, in program order).
 """
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -132,8 +131,7 @@ def main():
                                                                           (c, [128, 128])))
         grid = ((S // 128) ** 2, )
         prof = torch.zeros(grid[0] * 5, device="cuda", dtype=torch.int64)
-        sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench" / "kernels"))
-        import matmul  # noqa: E402
+        from third_party.triton.tests.kernels import matmul  # noqa: E402
         for ns in (2, 3, 4):
             def timed():
                 matmul_timed_kernel[grid](ad, bd, cd, prof, S, S, S, 128, 128, 64, 8, num_warps=4, num_stages=ns)

@@ -3,7 +3,7 @@
 loops) against stock Triton's best backward configurations of the bench
 grid and twill's Triton-path choice.
 
-    python3 bench/gpu/probe/gluon_bwd_probe.py [--head-dims 128,64] [--sizes 1024,4096,16384] [--rounds 5]
+    python3 -m bench.gpu.probe.gluon_bwd_probe [--head-dims 128,64] [--sizes 1024,4096,16384] [--rounds 5]
 
 First a correctness sweep: every Gluon variant in a child process with a
 time limit (a wrong barrier protocol hangs there, not here) at N = 128, 256,
@@ -21,14 +21,11 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import triton
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench" / "kernels"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import fa_bwd  # noqa: E402
-import fa_bwd_gluon  # noqa: E402
+from third_party.triton.tests.kernels import fa_bwd  # noqa: E402
+from bench.kernels import fa_bwd_gluon  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--head-dims", default="128,64")
@@ -50,7 +47,7 @@ def recorded(d):
     fa_bwd's configuration writes them), each a plan or a refusal."""
     import json
 
-    import run as bench_run
+    from bench.gpu import run as bench_run
 
     return json.loads((bench_run.GLUON / f"bwd_hd{d}" / "plan.json").read_text())
 
@@ -193,8 +190,8 @@ if args.check:
     d_, name_ = args.check.split(":", 1)
     run_check(int(d_), name_)
 
-import run as bench_run  # noqa: E402
-import check as kcheck  # noqa: E402
+from bench.gpu import run as bench_run  # noqa: E402
+from bench.kernels import check as kcheck  # noqa: E402
 
 print("triton", triton.__version__, "torch", torch.__version__, torch.cuda.get_device_name(),
       time.strftime("%Y-%m-%d %H:%M:%S %Z"), flush=True)

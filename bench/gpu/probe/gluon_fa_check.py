@@ -6,7 +6,7 @@ dim 64 and 128, and short sequences (N = 128: one K block per CTA; N =
 poisoned with NaN, then compared with float32 on every head (max abs
 error: O < 2e-2, M < 1e-2; NaN never passes).
 
-    python3 bench/gpu/probe/gluon_fa_check.py [--sizes 128,256,640,2048]
+    python3 -m bench.gpu.probe.gluon_fa_check [--sizes 128,256,640,2048]
 
 Each configuration runs in a child process with a time limit, so that a
 wrong barrier protocol is reported as a hang instead of stopping the
@@ -16,9 +16,7 @@ import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kernels"))
 
 CONFIGS = {
     "plan (slack: QK first, softmax under PV)": {},
@@ -40,8 +38,8 @@ SIZES = [int(s) for s in args.sizes.split(",")]
 
 if args.child:
     import torch
-    import check
-    import fa_fwd_gluon
+    from bench.kernels import check
+    from bench.kernels import fa_fwd_gluon
 
     cfg0 = CONFIGS[args.child]
     d = cfg0.get("HEAD_DIM", 128)

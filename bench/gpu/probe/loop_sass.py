@@ -14,26 +14,20 @@ each loop that issues wgmma (HGMMA), the opcode multiset of its body in both
 placements, their difference, and the order of the synchronizing
 instructions.
 
-    python bench/gpu/probe/loop_sass.py [--kind bwd|gemm|fa_hd64|fa]
+    python -m bench.gpu.probe.loop_sass [--kind bwd|gemm|fa_hd64|fa]
 """
 import argparse
 import collections
 import itertools
 import os
 import re
-import sys
 import tempfile
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "bench" / "gpu" / "probe"))
-sys.path.insert(0, str(REPO / "bench" / "gpu"))
-sys.path.insert(0, str(REPO / "bench" / "kernels"))
 
 import triton  # noqa: E402
 
-import bwd_loads  # noqa: E402
-import run  # noqa: E402
+from bench.gpu.probe import bwd_loads  # noqa: E402
+from bench.gpu import run  # noqa: E402
 
 PLACEMENTS = {"loads first": "", "loads last + 1 stage": "loads=last prefetch=1"}
 # Instructions that synchronize or issue asynchronous work.

@@ -10,7 +10,7 @@ choices are the ones the run used: a row whose twill label differs from
 the recorded choice is refused. Needs the Triton version (and, for 3.9,
 the ptxas) of the run: see bench/gpu/record.sh.
 
-    python bench/gpu/probe/same_code.py RESULTS_JSON [--out FILE]
+    python -m bench.gpu.probe.same_code RESULTS_JSON [--out FILE]
 """
 import argparse
 import gzip
@@ -21,13 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "bench" / "gpu"))
-sys.path.insert(0, str(REPO / "bench" / "kernels"))
 
 import triton  # noqa: E402
 
-import run  # noqa: E402
+from bench.gpu import run  # noqa: E402
 
 # The result rows' kernel names -> run.py's kinds (the names bench_all
 # gives its rows).
@@ -69,7 +66,7 @@ def main():
     if a.out:
         Path(a.out).write_text(json.dumps(dict(
             results=a.results, triton=triton.__version__, date=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            command=" ".join(["python", "bench/gpu/probe/same_code.py"] + sys.argv[1:]), rows=rows), indent=1))
+            command=" ".join(["python", "-m", "bench.gpu.probe.same_code"] + sys.argv[1:]), rows=rows), indent=1))
 
 
 if __name__ == "__main__":

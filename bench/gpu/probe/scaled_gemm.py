@@ -12,24 +12,20 @@ blockwise-quantized FP8 GEMMs, here in fp16), C = sum over K blocks k of
 descriptors and the per-row scales sa_k (BLOCK_M floats) and per-column
 scales sb_k (BLOCK_N floats) through plain `tl.load`s.
 
-    python bench/gpu/probe/scaled_gemm.py --record       # here (twill-opt): schedules into REPLAY
-    python3 bench/gpu/probe/scaled_gemm.py [--out DIR]   # on the GPU machine: replay, check, time
+    python -m bench.gpu.probe.scaled_gemm --record       # here (twill-opt): schedules into REPLAY
+    python3 -m bench.gpu.probe.scaled_gemm [--out DIR]   # on the GPU machine: replay, check, time
 """
 import argparse
 import os
-import sys
 from pathlib import Path
 
 import triton
 import triton.language as tl
 
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "bench" / "gpu" / "probe"))
-sys.path.insert(0, str(REPO / "bench" / "gpu"))
-sys.path.insert(0, str(REPO / "third_party" / "triton"))
 
-import bwd_loads  # noqa: E402
-import run  # noqa: E402
+from bench.gpu.probe import bwd_loads  # noqa: E402
+from bench.gpu import run  # noqa: E402
 
 REPLAY = REPO / "bench" / "gpu" / "probe" / "replay-scaled-gemm-loads" / triton.__version__
 CX = dict(BLOCK_M=128, BLOCK_N=64, BLOCK_K=64, GROUP_M=8)

@@ -1,22 +1,20 @@
 """Prints the wgmma, wait, exp2 and TMA ops of the main loop of
 bench/gpu/probe/fa_pp.py compiled for cuda:90 (no GPU needed):
 
-    python bench/gpu/probe/show_waits.py [num_warps] [BLOCK_N] [num_stages]
+    python -m bench.gpu.probe.show_waits [num_warps] [BLOCK_N] [num_stages]
 
 On Triton 3.6.0 and 3.9.0 (2026-11-23) the line after the first
 warp_group_dot is its warp_group_dot_wait with pendings = 0, before the
 softmax's exp2: the next block's S is not kept in flight.
 """
-import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
-import fa_pp  # noqa: E402
+from bench.gpu.probe import fa_pp  # noqa: E402
 
 args = [int(a) for a in sys.argv[1:4]]
 nw, bn, ns = args + [8, 128, 2][len(args):]

@@ -1,10 +1,10 @@
 """Probe on the H100: Triton's own Hopper warp specialization of the FA
-forward (bench/kernels/fa_fwd.py with DEVICE_DESC: device-side descriptors)
+forward (third_party/triton/tests/kernels/fa_fwd.py with DEVICE_DESC: device-side descriptors)
 against the same kernel without it, at N = 1k, 4k, 16k (Z=4, H=32, head dim
 128, fp16), over a few more stage counts than bench/gpu/run.py's grid.
 
-    python3 bench/gpu/probe/ws_probe.py           # with the machine's Triton
-    PYTHONPATH=/tmp/t39 python3 bench/gpu/probe/ws_probe.py   # a carried one (pack_triton.sh)
+    python3 -m bench.gpu.probe.ws_probe           # with the machine's Triton
+    PYTHONPATH=/tmp/t39 python3 -m bench.gpu.probe.ws_probe   # a carried one (pack_triton.sh)
 
 Every output is poisoned with NaN before the run and checked against float32
 on two heads; times are do_bench medians. Results of 2026-11-23 in
@@ -13,15 +13,12 @@ used a copy of the kernel, bench/gpu/probe/fa_dev.py, since replaced by
 fa_fwd.attn_fwd_device_desc_kernel, the same loop).
 """
 import math
-import sys
-from pathlib import Path
 
 import torch
 import triton
 from triton.testing import do_bench
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench" / "kernels"))
-import fa_fwd  # noqa: E402
+from third_party.triton.tests.kernels import fa_fwd  # noqa: E402
 
 # Scratch for the device-side tensor descriptors.
 triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))

@@ -66,7 +66,8 @@ Further modules, "before" snapshot only (NAME.before.mlir + NAME.before.pretty.m
 
 How it works
 ------------
-* Kernels come from bench/kernels/{matmul,fa_fwd}.py and from
+* Kernels come from third_party/triton/tests/kernels/{matmul,fa_fwd,fa_bwd}.py
+  (the Python package's test fixtures) and from
   test_kernels.py next to this script, and are compiled with
   `triton.compile(ASTSource(...), target=GPUTarget("cuda", cap, 32))`.
 * `triton.knobs.runtime.add_stages_inspection_hook` swaps the "ttgir" stage
@@ -115,6 +116,7 @@ Caveats for consumers of the generic files
 """
 
 import argparse
+import importlib.util
 import os
 import re
 import subprocess
@@ -123,21 +125,30 @@ import tempfile
 import types
 from pathlib import Path
 
+import triton
+from triton import knobs
+from triton.backends.compiler import GPUTarget
+from triton._C.libtriton import ir
+import triton.backends.nvidia.compiler as nv_compiler
+
+import test_kernels  # next to this script
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
-sys.path.insert(0, str(REPO / "bench" / "kernels"))
-sys.path.insert(0, str(HERE))
+# The Python package's test fixtures (third_party/triton/tests/kernels).
+KERNELS = REPO / "third_party" / "triton" / "tests" / "kernels"
 
-import triton  # noqa: E402
-from triton import knobs  # noqa: E402
-from triton.backends.compiler import GPUTarget  # noqa: E402
-from triton._C.libtriton import ir  # noqa: E402
-import triton.backends.nvidia.compiler as nv_compiler  # noqa: E402
 
-import fa_bwd  # noqa: E402
-import fa_fwd  # noqa: E402
-import matmul  # noqa: E402
-import test_kernels  # noqa: E402
+def _fixture(name):
+    spec = importlib.util.spec_from_file_location(name, KERNELS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+fa_bwd = _fixture("fa_bwd")
+fa_fwd = _fixture("fa_fwd")
+matmul = _fixture("matmul")
 
 SPLIT_FIRST = "passes.ttgpuir.add_assign_latencies"
 SPLIT_LAST = "passes.ttgpuir.add_schedule_loops"

@@ -1,6 +1,6 @@
 """Compile tests of twill in a pip-installed Triton, on the CPU.
 
-Every kernel and configuration of bench/kernels (KERNELS) is compiled to
+Every kernel and configuration of the fixtures in kernels/ (KERNELS) is compiled to
 cubin for cuda:90 and cuda:100 with an explicit target (ptxas ships in the
 Triton wheel), with twill on and off.
 EXPECTED says, per kernel and target, what twill does with each loop
@@ -26,19 +26,15 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "bench" / "kernels"))
-sys.path.insert(0, str(REPO / "test" / "Inputs" / "triton36"))
-sys.path.insert(0, str(REPO / "third_party" / "triton"))
 
 triton = pytest.importorskip("triton")
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
-import fa_bwd  # noqa: E402
-import fa_fwd  # noqa: E402
-import matmul  # noqa: E402
-import test_kernels  # noqa: E402
 import twill_triton  # noqa: E402
+from kernels import fa_bwd, fa_fwd, load, matmul  # noqa: E402
 from twill_triton import hook  # noqa: E402
+
+test_kernels = load("twill_compile_test_kernels", REPO / "test" / "Inputs" / "triton36" / "test_kernels.py")
 
 TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")
 
@@ -62,7 +58,7 @@ def _loop_with_if(cap):
 
 
 def _config(module, name):
-    """Compile arguments of configuration `name` of a bench/kernels module
+    """Compile arguments of configuration `name` of a kernels/ module
     (its CONFIGS[name][cap] and make_ast_source)."""
 
     def compile_args(cap):

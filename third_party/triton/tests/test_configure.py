@@ -1,20 +1,17 @@
 """twill_triton.configure: configuration choice by twill's model, on the CPU."""
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "bench" / "kernels"))
-sys.path.insert(0, str(REPO / "third_party" / "triton"))
 
 triton = pytest.importorskip("triton")
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
-import matmul  # noqa: E402
 import twill_triton  # noqa: E402
+from kernels import matmul  # noqa: E402
 from twill_triton import configure  # noqa: E402
 
 TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")

@@ -2,7 +2,7 @@
 frameworks do) gives every kernel exactly what a sequential compile gives.
 
 Several different kernels and launch options (pointer-load matmuls of three
-configurations, the bias + ReLU matmul, the bench's TMA matmul, FA forward
+configurations, the bias + ReLU matmul, the TMA matmul, FA forward
 and head-dim-64 FA backward, and a loop with control flow that twill leaves
 to Triton) are compiled for cuda:90 and
 cuda:100 on the CPU with twill enabled (scope=all): first one after another,
@@ -25,7 +25,6 @@ Needs twill-opt (TWILL_OPT, or target/release/twill-opt of this checkout).
 import ast
 import concurrent.futures
 import hashlib
-import importlib.util
 import logging
 import os
 import random
@@ -42,6 +41,7 @@ from triton import knobs  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
 import twill_triton  # noqa: E402
+from kernels import load  # noqa: E402
 from twill_triton import hook  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
@@ -52,19 +52,12 @@ ROUNDS = {"private": 3, "swap": 2}
 pytestmark = pytest.mark.skipif(not Path(TWILL_OPT).exists(), reason="twill-opt not built")
 
 
-def _load(name, path):
-    """The module at `path`, imported under `name` (no sys.path change)."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-pointer_matmul = _load("twill_threads_pointer_matmul", Path(__file__).parent / "kernels" / "pointer_matmul.py")
-tma_matmul = _load("twill_threads_tma_matmul", REPO / "bench" / "kernels" / "matmul.py")
-loop_with_if = _load("twill_threads_loop_with_if", REPO / "test" / "Inputs" / "triton36" / "test_kernels.py")
-fa_fwd = _load("twill_threads_fa_fwd", REPO / "bench" / "kernels" / "fa_fwd.py")
-fa_bwd = _load("twill_threads_fa_bwd", REPO / "bench" / "kernels" / "fa_bwd.py")
+KERNELS = Path(__file__).parent / "kernels"
+pointer_matmul = load("twill_threads_pointer_matmul", KERNELS / "pointer_matmul.py")
+tma_matmul = load("twill_threads_tma_matmul", KERNELS / "matmul.py")
+loop_with_if = load("twill_threads_loop_with_if", REPO / "test" / "Inputs" / "triton36" / "test_kernels.py")
+fa_fwd = load("twill_threads_fa_fwd", KERNELS / "fa_fwd.py")
+fa_bwd = load("twill_threads_fa_bwd", KERNELS / "fa_bwd.py")
 
 
 def _pointer(kernel, config):

@@ -3,7 +3,7 @@ schedule reaches make_llir without its proof.
 
 * Pointer-load (cp.async) kernels written by others' pattern (the tutorial-03
   style matmul, its bias + ReLU variant, a tutorial-06 style attention
-  backward) and the TMA kernels of bench/kernels compile with twill
+  backward) and the TMA kernels of kernels/ compile with twill
   (scope=all) for cuda:90: every loop twill scheduled is in the verifier's
   records, proved, at its source location.
 * A racy schedule (twill's schedule of the matmul as the pre-fix back end
@@ -16,7 +16,6 @@ schedule reaches make_llir without its proof.
 Needs twill-opt (TWILL_OPT, or target/release/twill-opt of this checkout).
 """
 
-import importlib.util
 import logging
 import os
 import re
@@ -29,6 +28,7 @@ triton = pytest.importorskip("triton")
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
 import twill_triton  # noqa: E402
+from kernels import load  # noqa: E402
 from twill_triton import hook  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
@@ -38,18 +38,10 @@ KERNELS = Path(__file__).parent / "kernels"
 pytestmark = pytest.mark.skipif(not Path(TWILL_OPT).exists(), reason="twill-opt not built")
 
 
-def _load(name, path):
-    """The module at `path`, imported under `name` (no sys.path change)."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-pointer_matmul = _load("twill_verify_pointer_matmul", KERNELS / "pointer_matmul.py")
-attention_bwd = _load("twill_verify_attention_bwd", KERNELS / "pointer_attention_bwd.py")
-tma_matmul = _load("twill_verify_tma_matmul", REPO / "bench" / "kernels" / "matmul.py")
-loop_with_if = _load("twill_verify_loop_with_if", REPO / "test" / "Inputs" / "triton36" / "test_kernels.py")
+pointer_matmul = load("twill_verify_pointer_matmul", KERNELS / "pointer_matmul.py")
+attention_bwd = load("twill_verify_attention_bwd", KERNELS / "pointer_attention_bwd.py")
+tma_matmul = load("twill_verify_tma_matmul", KERNELS / "matmul.py")
+loop_with_if = load("twill_verify_loop_with_if", REPO / "test" / "Inputs" / "triton36" / "test_kernels.py")
 
 
 def _tma():

@@ -20,21 +20,18 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "bench" / "kernels"))
-sys.path.insert(0, str(REPO / "third_party" / "triton"))
+REPO = Path(__file__).resolve().parents[2]
 
 triton = pytest.importorskip("triton")
 pytest.importorskip("triton.experimental.gluon")
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
-import fa_fwd_gluon  # noqa: E402
-import fa_fwd_gluon_plan as P  # noqa: E402
+from bench.kernels import fa_fwd_gluon  # noqa: E402
+from bench.kernels import fa_fwd_gluon_plan as P  # noqa: E402
 from twill_triton import configure  # noqa: E402
 
 TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")

@@ -7,15 +7,13 @@ it was measured under. Checked on synthetic runs and on recorded H100 runs
 
 import gzip
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "bench" / "gpu"))
+REPO = Path(__file__).resolve().parents[2]
 pytest.importorskip("triton")
-import run  # noqa: E402
+from bench.gpu import run  # noqa: E402
 
 
 def _row(kernel, size, variant, tflops, correct=True, note=""):

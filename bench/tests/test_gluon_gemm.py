@@ -20,22 +20,19 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "bench" / "kernels"))
-sys.path.insert(0, str(REPO / "third_party" / "triton"))
+REPO = Path(__file__).resolve().parents[2]
 
 triton = pytest.importorskip("triton")
 pytest.importorskip("triton.experimental.gluon")
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
-import matmul  # noqa: E402
-import matmul_gluon  # noqa: E402
-import matmul_gluon_plan as P  # noqa: E402
+from bench.kernels import matmul_gluon  # noqa: E402
+from bench.kernels import matmul_gluon_plan as P  # noqa: E402
+from third_party.triton.tests.kernels import matmul  # noqa: E402
 from twill_triton import configure  # noqa: E402
 
 TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")
@@ -92,7 +89,7 @@ def _shape(toml_text):
 @pytest.mark.parametrize("block_n", list(TILES))
 def test_exported_loop_is_the_recorded_graph(block_n, tmp_path, monkeypatch):
     import twill_triton
-    import fa_fwd_gluon_plan
+    from bench.kernels import fa_fwd_gluon_plan
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("TWILL_OPT", TWILL_OPT)

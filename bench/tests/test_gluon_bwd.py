@@ -23,22 +23,19 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "bench" / "kernels"))
-sys.path.insert(0, str(REPO / "third_party" / "triton"))
+REPO = Path(__file__).resolve().parents[2]
 
 triton = pytest.importorskip("triton")
 pytest.importorskip("triton.experimental.gluon")
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
-import fa_bwd_gluon  # noqa: E402
-import fa_bwd_gluon_plan as B  # noqa: E402
-import fa_fwd_gluon_plan as P  # noqa: E402
+from bench.kernels import fa_bwd_gluon  # noqa: E402
+from bench.kernels import fa_bwd_gluon_plan as B  # noqa: E402
+from bench.kernels import fa_fwd_gluon_plan as P  # noqa: E402
 from twill_triton import configure  # noqa: E402
 
 TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")
@@ -400,7 +397,7 @@ def test_hd64_model_prefers_the_function_split():
 
 
 def _recorded_hd64_dkdv(suffix=""):
-    """twill's hd64 dK/dV cut as recorded up to session 18 (tests/data/hd64_cut)."""
+    """twill's hd64 dK/dV cut as recorded up to session 18 (data/hd64_cut)."""
     import tomllib
 
     root = Path(__file__).resolve().parent / "data" / "hd64_cut"
