@@ -9,7 +9,6 @@
 
 pub mod ffi;
 pub mod passes;
-mod schedule;
 pub mod verify;
 
 use std::ffi::{c_char, c_int, CString};

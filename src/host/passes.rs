@@ -1,12 +1,12 @@
 //! The bodies of `twill-schedule` and `twill-export-graph`.
 //!
-//! Per candidate loop: extract ([`crate::frontend::mlir`]), lower with the
-//! machine's op rules ([`crate::frontend::lower`]), solve the joint problem
-//! ([`crate::joint`]), re-check the schedule with the independent checker,
-//! turn it into Triton's attributes ([`crate::backend::decide`]), check
-//! those against the loop ([`crate::backend::validate`]) and write them. A
-//! loop that fails any step is left untouched with a remark saying why; only
-//! invalid pass options fail the pass.
+//! Per candidate loop: extract its IR ([`crate::frontend::mlir`]), run the
+//! [`crate::driver`]'s steps on it (lower, price, solve, check, decide,
+//! validate) and write the attributes ([`crate::backend::mlir::write`]).
+//! Every loop yields a typed record ([`crate::report::schedule`]): its
+//! remark is rendered from it, and `report=PATH` writes them all as JSON. A
+//! loop that fails any step is left untouched with a remark saying why;
+//! only invalid pass options (and an unwritable report) fail the pass.
 
 use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -16,8 +16,8 @@ use std::time::Instant;
 use mlir_sys::{mlirOperationGetLocation, MlirLocation, MlirOperation};
 
 use super::ffi::{self, TWILL_ERROR, TWILL_REMARK, TWILL_WARNING};
-use super::schedule::{schedule_loop, LoopJob, Scheduled, Skip};
 use crate::backend::{self, Arch, TritonTarget};
+use crate::driver::{schedule_loop, LoopJob, LoopOptions, Scheduled, Skip};
 use crate::frontend::lower::{colocation, lower, straight_line_cycles};
 use crate::frontend::mlir::{
     enclosing_function, find_loops, has_attr, location_text, outside_loops, symbol_name, FoundLoop,
@@ -257,6 +257,26 @@ impl ScheduleOptions {
     }
 }
 
+impl ScheduleOptions {
+    /// What the driver needs of them for one loop.
+    pub fn loop_options(&self) -> LoopOptions {
+        LoopOptions {
+            target: self.target,
+            timeout: self.timeout,
+            u: self.u,
+            encoding: self.encoding,
+            groups: self.groups,
+            ws: self.ws,
+            partitions: self.partitions,
+            order: self.order,
+            loads: self.loads,
+            auto_loads: self.auto_loads,
+            ctas: self.ctas,
+            objective: self.objective,
+        }
+    }
+}
+
 impl ExportOptions {
     pub fn parse(text: &str) -> Result<ExportOptions, String> {
         let mut o = ExportOptions {
@@ -440,6 +460,7 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
         vec![None; loops.len()]
     };
     let mut tag = 0;
+    let loop_options = o.loop_options();
     let mut records = Vec::with_capacity(loops.len());
     for (index, (found, mixed)) in loops.into_iter().zip(rotated_by).enumerate() {
         let started = Instant::now();
@@ -450,16 +471,18 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
             ),
             Ok(ir) => {
                 let job = LoopJob {
-                    for_op: found.op,
                     ir,
                     machine,
-                    o,
-                    tag,
+                    o: &loop_options,
                     stages_only,
                     mixed: mixed.as_deref(),
                 };
+                let (op, arch, this_tag) = (found.op, o.target.arch, tag);
                 tag += 1;
-                catch_unwind(AssertUnwindSafe(|| schedule_loop(&job))).unwrap_or_else(|_| {
+                let write = move |d: &backend::LoopDecision| {
+                    backend::mlir::write(op, d, arch, this_tag).map_err(|e| e.to_string())
+                };
+                catch_unwind(AssertUnwindSafe(|| schedule_loop(&job, write))).unwrap_or_else(|_| {
                     Err(Skip::new(
                         SkipReason::InternalError,
                         "internal error (a panic); see stderr",

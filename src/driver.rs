@@ -1,24 +1,34 @@
-//! One loop through `--twill-schedule`, step by step: lower it with the
-//! machine's op rules, price it, solve the joint problem (under Triton's
-//! colocation rules first where partitions are written), re-check the
-//! schedule with the independent checker, decide Triton's attributes, check
-//! them (shared memory, Triton's contract) and write them. Each step either
-//! returns its value or a typed [`Skip`]; a scheduled loop yields the facts
-//! of its [`ScheduledLoop`] record (crate::report::schedule).
+//! The driver: one loop from its extracted IR to written attributes, in
+//! named steps that each return a typed value or a typed [`Skip`]:
+//!
+//! * [`extract`]: the loop's dependence graph under the machine's op rules
+//!   (and one CTA's share of the SM when `ctas` CTAs share it);
+//! * [`price`]: the graph resolved on the machine, durations normalized;
+//! * [`solve`]: the joint search, under the target's colocation rules first
+//!   where partitions are written, without them otherwise;
+//! * [`check`]: the independent checker on exactly what is written;
+//! * [`decide`]: Triton's attributes (stages, clusters, partitions);
+//! * [`validate`]: the prefetch rings against shared memory and the
+//!   attributes against Triton's contract;
+//! * write: a callback of the host (the MLIR pass writes the attributes).
+//!
+//! A scheduled loop yields the facts of its [`ScheduledLoop`] record
+//! (crate::report::schedule). The driver knows nothing about MLIR: the pass
+//! (`crate::host`) extracts the loop and writes the attributes; `twill
+//! solve` goes through [`price`], [`solve`] and [`check`] on a graph file.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
-use mlir_sys::MlirOperation;
-
-use super::passes::ScheduleOptions;
-use crate::backend::{self, Arch, LoopDecision, Placement as LoadSide};
+use crate::backend::{self, Arch, LoopDecision, Placement as LoadSide, TritonTarget};
 use crate::checker::{self, WarpConfig};
 use crate::frontend::lower::{colocation, lower, Lowered};
 use crate::frontend::LoopIr;
-use crate::graph::Graph;
-use crate::joint::{self, JointOptions, JointResult};
+use crate::graph::{Graph, SameGroup};
+use crate::joint::{self, Encoding, JointOptions, JointResult};
 use crate::machine::Machine;
 use crate::modulo::mii;
+use crate::normalize::Normalization;
 use crate::problem::{BuildOptions, Problem};
 use crate::report::schedule::{
     cycles, Bounds, Loads, Partitions, PartitionsCode, Placement, Prefetch, Proof, ScheduledLoop,
@@ -29,10 +39,28 @@ use crate::report::schedule::{
 /// colocation rules before the loop is solved without them (stages only).
 const COLOCATED_SECONDS: f64 = 10.0;
 
+/// The options of one loop's schedule (the pass's `ScheduleOptions` less
+/// what selects loops and names files).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopOptions {
+    pub target: TritonTarget,
+    pub timeout: f64,
+    pub u: u64,
+    pub encoding: Encoding,
+    pub groups: u32,
+    pub ws: bool,
+    pub partitions: bool,
+    pub order: backend::ClusterOrder,
+    pub loads: backend::LoadPlacement,
+    pub auto_loads: bool,
+    pub ctas: u32,
+    pub objective: joint::Objective,
+}
+
 /// A loop left to Triton: the reason code, its words, and (for a loop the
 /// solver found no schedule for) its bounds and per-unit cycles.
 #[derive(Debug)]
-pub(super) struct Skip {
+pub struct Skip {
     pub reason: SkipReason,
     pub text: String,
     pub bounds: Option<Bounds>,
@@ -51,20 +79,18 @@ impl Skip {
 }
 
 /// A scheduled loop's facts.
-pub(super) struct Scheduled {
+#[derive(Debug)]
+pub struct Scheduled {
     pub schedule: ScheduledLoop,
     pub bounds: Bounds,
     pub units: Vec<UnitCycles>,
 }
 
 /// One loop to schedule, with what the module-level pass decided for it.
-pub(super) struct LoopJob<'a> {
-    pub for_op: MlirOperation,
+pub struct LoopJob<'a> {
     pub ir: &'a LoopIr,
     pub machine: &'a Machine,
-    pub o: &'a ScheduleOptions,
-    /// Tag of the written attributes (unique per loop of the module).
-    pub tag: u32,
+    pub o: &'a LoopOptions,
     /// Why every loop gets stages only (Triton partitions), if so.
     pub stages_only: Option<&'a str>,
     /// Under `loads=auto`: the mixed loop whose rotation applies here.
@@ -78,7 +104,7 @@ struct Plan {
     /// Triton will warp-specialize it (sm90 also needs num_warps = 4).
     ws: bool,
     graph: Graph,
-    colocated: Vec<crate::graph::SameGroup>,
+    colocated: Vec<SameGroup>,
     warps: WarpConfig,
 }
 
@@ -122,37 +148,131 @@ impl Plan {
             warps,
         }
     }
+
+    /// Whether twill's partitions are written, and why not when for a
+    /// reason other than the options.
+    fn partitioning(&self, job: &LoopJob, solved: &Solved) -> Partitioning {
+        let wanted = self.ws && job.o.partitions;
+        let note = match (job.stages_only, &solved.without_colocation) {
+            (Some(why), _) if wanted => {
+                Some((PartitionsCode::LeftToTritonSeveralLoops, why.to_string()))
+            }
+            (_, Some(why)) => Some((PartitionsCode::LeftToTritonRules, why.clone())),
+            _ => None,
+        };
+        Partitioning {
+            written: wanted && job.stages_only.is_none() && solved.without_colocation.is_none(),
+            note,
+        }
+    }
 }
 
-/// The solver's answer and how partitions fare.
-struct Solved {
-    result: JointResult,
+/// What the joint search is asked: shared by the pass and `twill solve`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SolveRequest {
+    pub encoding: Encoding,
+    pub warps: WarpConfig,
+    pub objective: joint::Objective,
+    pub seed: u32,
+    /// Threads searching initiation intervals at once (0: one per core).
+    pub threads: u32,
+    /// Seconds for the whole solve, both attempts.
+    pub timeout: f64,
+}
+
+/// The solver's answer.
+#[derive(Debug)]
+pub struct Solved {
+    pub result: JointResult,
     /// The problem with the colocation sets, when the schedule meets them.
-    colocated_problem: Option<Problem>,
-    /// twill's partitions are written.
-    partitions: bool,
-    /// Why partitions are left to Triton, when they are for a reason
-    /// other than the options.
-    partition_note: Option<(PartitionsCode, String)>,
+    pub colocated_problem: Option<Problem>,
+    /// Why no schedule met the colocation sets, when some were asked for
+    /// and none did (the schedule is then of the problem without them).
+    pub without_colocation: Option<String>,
 }
 
-/// Schedules one extracted loop; writes attributes when everything holds.
-pub(super) fn schedule_loop(job: &LoopJob) -> Result<Scheduled, Skip> {
+/// The partitions a scheduled loop gets.
+struct Partitioning {
+    /// twill's partitions are written.
+    written: bool,
+    /// Why partitions are left to Triton, when for a reason other than the
+    /// options.
+    note: Option<(PartitionsCode, String)>,
+}
+
+/// Schedules one extracted loop; `write` writes the attributes when every
+/// step holds.
+pub fn schedule_loop(
+    job: &LoopJob,
+    write: impl FnOnce(&LoopDecision) -> Result<(), String>,
+) -> Result<Scheduled, Skip> {
     let started = Instant::now();
     let o = job.o;
-    // One CTA's share of the SM when `ctas` CTAs are to share it (the
-    // caller refuses warp-specialized kernels).
-    let shared_sm;
+    let (machine, lowered) = extract(job)?;
+    let machine = machine.as_ref();
+    let plan = Plan::new(job, machine, &lowered);
+    // Priced and normalized once; the colocated attempt only adds its sets.
+    let problem = price(&plan.graph, machine, o.u, o.timeout)?.0;
+    let request = SolveRequest {
+        encoding: o.encoding,
+        warps: plan.warps,
+        objective: o.objective,
+        seed: 0,
+        threads: 0,
+        timeout: o.timeout,
+    };
+    let mut solved = solve(&problem, &plan.colocated, &request, started)?;
+    let partitioning = plan.partitioning(job, &solved);
+    let iteration = redepth(&mut solved.result, o.ctas, problem.cycle_scale);
+    check(
+        solved.colocated_problem.as_ref().unwrap_or(&problem),
+        &solved.result,
+        &plan.warps,
+    )?;
+    let decided = decide(job, &lowered, &solved.result, partitioning.written);
+    validate(job, machine, &lowered, &decided)?;
+    write(&decided.decision).map_err(|e| {
+        Skip::new(
+            SkipReason::WriteFailed,
+            format!("cannot write attributes: {e}"),
+        )
+    })?;
+    for n in &lowered.notes {
+        tracing::debug!(target: "twill", "{n}");
+    }
+    let facts = Facts {
+        job,
+        machine,
+        lowered: &lowered,
+        problem: &problem,
+        plan: &plan,
+        solved: &solved,
+        partitioning: &partitioning,
+        decided: &decided,
+        iteration,
+    };
+    Ok(Scheduled {
+        schedule: facts.schedule(),
+        bounds: bounds(&problem, solved.result.res_mii),
+        units: units(&problem),
+    })
+}
+
+/// The loop's dependence graph under the machine's op rules, and the
+/// machine it is solved on: one CTA's share of the SM when `ctas` CTAs
+/// are to share it (the pass refuses warp-specialized loops there).
+pub fn extract<'a>(job: &LoopJob<'a>) -> Result<(Cow<'a, Machine>, Lowered), Skip> {
+    let o = job.o;
     let machine = if o.ctas > 1 {
-        shared_sm = job
+        let shared = job
             .machine
             .sharing_sm(o.ctas, job.ir.num_warps)
             .map_err(|e| Skip::new(SkipReason::CtasUnfit, format!("ctas={}: {e}", o.ctas)))?;
-        &shared_sm
+        Cow::Owned(shared)
     } else {
-        job.machine
+        Cow::Borrowed(job.machine)
     };
-    let lowered = lower(job.ir, machine, o.target.last_stage_ops()).map_err(|e| {
+    let lowered = lower(job.ir, &machine, o.target.last_stage_ops()).map_err(|e| {
         Skip::new(
             SkipReason::NotLowered,
             format!("{} (at {})", e.reason, e.location),
@@ -164,74 +284,60 @@ pub(super) fn schedule_loop(job: &LoopJob) -> Result<Scheduled, Skip> {
             "no op of the body costs anything on this machine",
         ));
     }
-    let plan = Plan::new(job, machine, &lowered);
+    Ok((machine, lowered))
+}
+
+/// The graph resolved on the machine, durations normalized within `u`.
+pub fn price(
+    graph: &Graph,
+    machine: &Machine,
+    u: u64,
+    timeout: f64,
+) -> Result<(Problem, Normalization), Skip> {
     let build = BuildOptions {
-        u: o.u,
-        time_limit: o.timeout,
+        u,
+        time_limit: timeout,
     };
-    // Priced and normalized once; the colocated attempt only adds its sets.
-    let problem = Problem::build(&plan.graph, machine, build)
-        .map(|(p, _)| p)
-        .map_err(|e| {
-            Skip::new(
-                SkipReason::PricingFailed,
-                format!("cannot price the loop: {e}"),
-            )
-        })?;
-    let mut solved = solve(job, &plan, &problem, &started)?;
-    let iteration = redepth(&mut solved.result, o.ctas, problem.cycle_scale);
-    check(&solved, &problem, &plan.warps)?;
-    let written = write(job, machine, &lowered, &solved)?;
-    for n in &lowered.notes {
-        tracing::debug!(target: "twill", "{n}");
-    }
-    let facts = Facts {
-        job,
-        machine,
-        lowered: &lowered,
-        problem: &problem,
-        plan: &plan,
-        solved: &solved,
-        written: &written,
-        iteration,
-    };
-    Ok(Scheduled {
-        schedule: facts.schedule(),
-        bounds: bounds(&problem, solved.result.res_mii),
-        units: units(&problem),
+    Problem::build(graph, machine, build).map_err(|e| {
+        Skip::new(
+            SkipReason::PricingFailed,
+            format!("cannot price the loop: {e}"),
+        )
     })
 }
 
-/// The joint search, under Triton's colocation rules first where they
-/// apply; no schedule at all is a `no_schedule` skip with the loop's bounds.
-fn solve(job: &LoopJob, plan: &Plan, problem: &Problem, started: &Instant) -> Result<Solved, Skip> {
-    let o = job.o;
+/// The joint search, under the colocation sets first where some are given
+/// (within a third of the budget, at most COLOCATED_SECONDS), without them
+/// when none meets them; no schedule at all is a `no_schedule` skip with
+/// the problem's bounds.
+pub fn solve(
+    problem: &Problem,
+    colocated: &[SameGroup],
+    request: &SolveRequest,
+    started: Instant,
+) -> Result<Solved, Skip> {
     let run = |p: &Problem, seconds: f64| {
         joint::solve(
             p,
             JointOptions {
-                encoding: o.encoding,
-                warps: plan.warps,
+                encoding: request.encoding,
+                warps: request.warps,
                 timeout: seconds.max(0.01),
-                seed: 0,
-                threads: 0,
-                objective: o.objective,
+                seed: request.seed,
+                threads: request.threads,
+                objective: request.objective,
             },
         )
         .map_err(|e| format!("no schedule: {e}"))
     };
-    let left = || (o.timeout - started.elapsed().as_secs_f64()).max(0.01);
+    let left = || (request.timeout - started.elapsed().as_secs_f64()).max(0.01);
     let mut colocated_problem = None;
-    let mut partitions = plan.ws && o.partitions && job.stages_only.is_none();
-    let mut partition_note = job
-        .stages_only
-        .filter(|_| plan.ws && o.partitions)
-        .map(|why| (PartitionsCode::LeftToTritonSeveralLoops, why.to_string()));
-    let answer = if plan.colocated.is_empty() {
+    let mut without_colocation = None;
+    let answer = if colocated.is_empty() {
         run(problem, left())
     } else {
         let mut with = problem.clone();
-        with.same_group = plan.colocated.iter().map(|set| set.ops.clone()).collect();
+        with.same_group = colocated.iter().map(|set| set.ops.clone()).collect();
         let budget = (left() / 3.0).min(COLOCATED_SECONDS);
         match run(&with, budget) {
             Ok(r) => {
@@ -239,18 +345,16 @@ fn solve(job: &LoopJob, plan: &Plan, problem: &Problem, started: &Instant) -> Re
                 Ok(r)
             }
             Err(why) => {
-                tracing::debug!(target: "twill", "{}: under Triton's partition rules: {why}", job.ir.name);
-                partitions = false;
+                tracing::debug!(target: "twill", "under the colocation rules: {why}");
                 // One line: remarks are read line by line.
                 let why = why.replace('\n', " ");
-                let note = if why.contains("timed out") {
+                without_colocation = Some(if why.contains("timed out") {
                     format!(
                         "no schedule under Triton's partition rules within {budget:.0} s: {why}"
                     )
                 } else {
                     format!("none that Triton can build: {why}")
-                };
-                partition_note = Some((PartitionsCode::LeftToTritonRules, note));
+                });
                 run(problem, left())
             }
         }
@@ -267,8 +371,7 @@ fn solve(job: &LoopJob, plan: &Plan, problem: &Problem, started: &Instant) -> Re
     Ok(Solved {
         result,
         colocated_problem,
-        partitions,
-        partition_note,
+        without_colocation,
     })
 }
 
@@ -321,10 +424,11 @@ fn redepth(result: &mut JointResult, ctas: u32, scale: f64) -> f64 {
     iteration
 }
 
-/// The independent checker, once more, on exactly what is written.
-fn check(solved: &Solved, problem: &Problem, warps: &WarpConfig) -> Result<(), Skip> {
-    let (view, _) = joint::streaming_view(solved.colocated_problem.as_ref().unwrap_or(problem));
-    let violations = checker::check_joint(&view, &solved.result.schedule, warps);
+/// The independent checker, once more, on exactly what is written: the
+/// schedule of `problem` (with the colocation sets when they held).
+pub fn check(problem: &Problem, result: &JointResult, warps: &WarpConfig) -> Result<(), Skip> {
+    let (view, _) = joint::streaming_view(problem);
+    let violations = checker::check_joint(&view, &result.schedule, warps);
     if violations.is_empty() {
         return Ok(());
     }
@@ -335,24 +439,21 @@ fn check(solved: &Solved, problem: &Problem, warps: &WarpConfig) -> Result<(), S
     ))
 }
 
-/// What was written: the decision, the load placement it used and each
-/// streaming load's node and placement (in the order of the solver's
+/// Triton's attributes for a schedule: the decision, the load placement it
+/// used and each streaming load's placement (in the order of the solver's
 /// streaming loads).
-struct Written {
-    decision: LoopDecision,
-    rotated: bool,
-    streaming: Vec<LoadSide>,
+pub struct Decided {
+    pub decision: LoopDecision,
+    pub loads: backend::LoadPlacement,
+    /// `loads=auto` rotated the loop.
+    pub rotated: bool,
+    pub streaming: Vec<LoadSide>,
 }
 
-/// Decides Triton's attributes, refuses rings beyond shared memory and
-/// contract violations, and writes the attributes.
-fn write(
-    job: &LoopJob,
-    machine: &Machine,
-    lowered: &Lowered,
-    solved: &Solved,
-) -> Result<Written, Skip> {
-    let (o, ir, result) = (job.o, job.ir, &solved.result);
+/// Decides Triton's attributes: the options' cluster order where it meets
+/// Triton's order rule, the slot order otherwise.
+pub fn decide(job: &LoopJob, lowered: &Lowered, result: &JointResult, partitions: bool) -> Decided {
+    let (o, ir) = (job.o, job.ir);
     // `loads=auto`: the loads of a loop that mixes descriptor and pointer
     // loads, or (`rotate=kernel`) of any loop of its kernel, are rotated.
     let rotated = o.auto_loads && job.mixed.is_some();
@@ -364,7 +465,7 @@ fn write(
             &result.schedule,
             &result.streaming,
             o.target.arch,
-            solved.partitions,
+            partitions,
             order,
             loads,
         )
@@ -395,26 +496,32 @@ fn write(
             }
         })
         .collect();
-    check_rings(job, machine, lowered, &decision, loads, rotated)?;
-    let broken = backend::validate(ir, &decision, &o.target);
-    if !broken.is_empty() {
-        let list: Vec<String> = broken.iter().map(|v| v.to_string()).collect();
-        return Err(Skip::new(
-            SkipReason::ContractViolation,
-            format!("the decision breaks Triton's contract: {}", list.join("; ")),
-        ));
-    }
-    backend::mlir::write(job.for_op, &decision, o.target.arch, job.tag).map_err(|e| {
-        Skip::new(
-            SkipReason::WriteFailed,
-            format!("cannot write attributes: {e}"),
-        )
-    })?;
-    Ok(Written {
+    Decided {
         decision,
+        loads,
         rotated,
         streaming,
-    })
+    }
+}
+
+/// Refuses rings beyond shared memory and attributes that break Triton's
+/// contract.
+pub fn validate(
+    job: &LoopJob,
+    machine: &Machine,
+    lowered: &Lowered,
+    decided: &Decided,
+) -> Result<(), Skip> {
+    check_rings(job, machine, lowered, decided)?;
+    let broken = backend::validate(job.ir, &decided.decision, &job.o.target);
+    if broken.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = broken.iter().map(|v| v.to_string()).collect();
+    Err(Skip::new(
+        SkipReason::ContractViolation,
+        format!("the decision breaks Triton's contract: {}", list.join("; ")),
+    ))
 }
 
 /// Triton allocates a ring per pipelined load (the back end's model of
@@ -425,14 +532,12 @@ fn check_rings(
     job: &LoopJob,
     machine: &Machine,
     lowered: &Lowered,
-    decision: &LoopDecision,
-    loads: backend::LoadPlacement,
-    rotated: bool,
+    decided: &Decided,
 ) -> Result<(), Skip> {
     let Some(cap) = machine.memory("smem").map(|m| m.capacity) else {
         return Ok(());
     };
-    let need: u64 = backend::rings(job.ir, decision, job.o.target.arch)
+    let need: u64 = backend::rings(job.ir, &decided.decision, job.o.target.arch)
         .iter()
         .filter_map(|r| {
             let node = lowered.ops[r.load].node?;
@@ -443,12 +548,12 @@ fn check_rings(
     if need <= cap {
         return Ok(());
     }
-    let pointer = if loads.is_uniform() {
+    let pointer = if decided.loads.is_uniform() {
         String::new()
     } else {
-        format!(", pointer-prefetch={}", loads.pointer.extra)
+        format!(", pointer-prefetch={}", decided.loads.pointer.extra)
     };
-    let auto_note = if rotated {
+    let auto_note = if decided.rotated {
         " (loads=auto: mixed descriptor and pointer loads, all last with one stage more)"
     } else {
         ""
@@ -471,7 +576,8 @@ struct Facts<'a> {
     problem: &'a Problem,
     plan: &'a Plan,
     solved: &'a Solved,
-    written: &'a Written,
+    partitioning: &'a Partitioning,
+    decided: &'a Decided,
     /// An iteration's raw cycles (with the SM shared by `ctas` CTAs).
     iteration: f64,
 }
@@ -486,7 +592,7 @@ impl Facts<'_> {
             ii_cycles: cycles(f64::from(s.ii) * scale),
             length: s.length,
             length_cycles: cycles(f64::from(s.length) * scale),
-            stages: self.written.decision.max_stage + 1,
+            stages: self.decided.decision.max_stage + 1,
             warp_groups: self.plan.warps.groups,
             partitions: self.partitions(),
             ops: self.lowered.graph.ops.len() as u32,
@@ -499,7 +605,7 @@ impl Facts<'_> {
             prefetch: result
                 .streaming
                 .iter()
-                .zip(&self.written.streaming)
+                .zip(&self.decided.streaming)
                 .map(|(x, p)| Prefetch {
                     op: x.op.clone(),
                     depth: x.prefetch,
@@ -532,14 +638,14 @@ impl Facts<'_> {
 
     fn partitions(&self) -> Partitions {
         let (o, plan) = (self.job.o, self.plan);
-        let (code, text) = if self.solved.partitions {
-            let n = self.written.decision.partitions();
+        let (code, text) = if self.partitioning.written {
+            let n = self.decided.decision.partitions();
             return Partitions {
                 code: PartitionsCode::Written,
                 count: Some(n),
                 text: format!("partitions={n}"),
             };
-        } else if let Some((code, why)) = &self.solved.partition_note {
+        } else if let Some((code, why)) = &self.partitioning.note {
             (*code, format!("partitions left to Triton ({why})"))
         } else if plan.ws {
             (
@@ -575,7 +681,7 @@ impl Facts<'_> {
     /// its end). The least over the loads; negative: exposed latency.
     fn loads(&self) -> Option<Loads> {
         let streaming = &self.solved.result.streaming;
-        let sides = &self.written.streaming;
+        let sides = &self.decided.streaming;
         if streaming.is_empty() {
             return None;
         }
@@ -600,8 +706,126 @@ impl Facts<'_> {
             rotated_by: self
                 .job
                 .mixed
-                .filter(|_| self.written.rotated)
+                .filter(|_| self.decided.rotated)
                 .map(str::to_string),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frontend::lower::tests::gemm;
+    use crate::graph::load;
+
+    /// The pass's options at their defaults on sm90 (Triton 3.6).
+    fn options() -> LoopOptions {
+        LoopOptions {
+            target: TritonTarget {
+                arch: Arch::Sm90,
+                version: (3, 6),
+            },
+            timeout: 30.0,
+            u: 30,
+            encoding: Encoding::Default,
+            groups: 2,
+            ws: true,
+            partitions: true,
+            order: backend::ClusterOrder::Program,
+            loads: backend::LoadPlacement::default(),
+            auto_loads: false,
+            ctas: 1,
+            objective: joint::Objective::Length,
+        }
+    }
+
+    #[test]
+    fn twill_solve_and_the_pass_give_the_same_schedule() {
+        let machine = Machine::select("h100").unwrap();
+        let ir = gemm();
+        let o = options();
+        let job = LoopJob {
+            ir: &ir,
+            machine: &machine,
+            o: &o,
+            stages_only: None,
+            mixed: None,
+        };
+        let mut written = None;
+        let pass = schedule_loop(&job, |d| {
+            written = Some(d.max_stage);
+            Ok(())
+        })
+        .unwrap();
+        let pass = pass.schedule;
+        assert_eq!(written, Some(pass.stages - 1));
+        // The graph as `--twill-export-graph` writes it (with the target's
+        // colocation sets on a warp-specialized loop) and `twill solve`
+        // reads it, solved through the steps `twill solve` takes.
+        let (_, lowered) = extract(&job).unwrap();
+        let mut graph = lowered.graph.clone();
+        if let Some(mmas) = o.target.partition_mma_ops() {
+            graph.same_group = colocation(&ir, &lowered, mmas);
+        }
+        let graph = load::parse("gemm.toml", &crate::graph::load::to_toml(&graph)).unwrap();
+        let (problem, _) = price(&graph, &machine, o.u, o.timeout).unwrap();
+        let request = SolveRequest {
+            encoding: o.encoding,
+            warps: WarpConfig {
+                groups: o.groups,
+                reg_limit: machine.warps.max_regs_per_thread,
+                cross_warp: true,
+            },
+            objective: o.objective,
+            seed: 0,
+            threads: 0,
+            timeout: o.timeout,
+        };
+        let solved = solve(&problem, &[], &request, Instant::now()).unwrap();
+        check(&problem, &solved.result, &request.warps).unwrap();
+        let s = &solved.result.schedule.schedule;
+        assert_eq!((s.ii, s.length), (pass.ii, pass.length));
+        assert_eq!(pass.warp_groups, request.warps.groups);
+        let depths: Vec<(String, u32)> = solved
+            .result
+            .streaming
+            .iter()
+            .map(|st| (st.op.clone(), st.prefetch))
+            .collect();
+        let pass_depths: Vec<(String, u32)> = pass
+            .prefetch
+            .iter()
+            .map(|p| (p.op.clone(), p.depth))
+            .collect();
+        assert_eq!(depths, pass_depths);
+        assert!(!depths.is_empty());
+        assert_eq!(
+            (solved.result.ii_proven, solved.result.length_proven),
+            (pass.proof.ii_proven, pass.proof.length_proven)
+        );
+    }
+
+    #[test]
+    fn a_step_that_fails_is_a_typed_skip() {
+        let machine = Machine::select("h100").unwrap();
+        let ir = gemm();
+        let o = LoopOptions {
+            ctas: 17,
+            ..options()
+        };
+        let job = LoopJob {
+            ir: &ir,
+            machine: &machine,
+            o: &o,
+            stages_only: None,
+            mixed: None,
+        };
+        let skip = schedule_loop(&job, |_| Ok(())).unwrap_err();
+        assert_eq!(skip.reason, SkipReason::CtasUnfit);
+        let o = options();
+        let job = LoopJob { o: &o, ..job };
+        let skip = schedule_loop(&job, |_| Err("read-only".into())).unwrap_err();
+        assert_eq!(skip.reason, SkipReason::WriteFailed);
+        assert!(skip.text.contains("read-only"), "{}", skip.text);
     }
 }
