@@ -151,6 +151,11 @@ struct TwillSchedulePass
                      "warp specialization but write stages only, and let "
                      "Triton partition)"),
       llvm::cl::init(true)};
+  Option<std::string> report{
+      *this, "report",
+      llvm::cl::desc("Write the JSON report (twill.schedule-report/1, "
+                     "docs/report-schema.md) of every loop here"),
+      llvm::cl::init("")};
 
   void runOnOperation() override {
     std::string o;
@@ -172,6 +177,7 @@ struct TwillSchedulePass
     render(o, "pointer-prefetch", std::to_string(pointerPrefetch));
     render(o, "ctas", std::to_string(ctas));
     render(o, "objective", objective);
+    render(o, "report", report);
     runBody(*this, gCallbacks ? gCallbacks->schedule : nullptr,
             getOperation(), o,
             [](Pass &p) { static_cast<TwillSchedulePass &>(p).fail(); });

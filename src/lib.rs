@@ -9,6 +9,8 @@
 //! * [`modulo`]: minimum initiation interval and optimal modulo schedule (ZLP);
 //! * [`joint`]: the joint SWP + WS problem in SMT (z3) and Algorithm 1;
 //! * [`checker`]: the independent validator every schedule passes through;
+//! * [`driver`]: one loop through the steps above to Triton's attributes,
+//!   for the pass and `twill solve`;
 //! * [`report`]: text and JSON output;
 //! * [`protocol`]: the pipeline-protocol verifier of the code Triton builds
 //!   from a schedule (independent of all of the above).
@@ -17,6 +19,7 @@
 
 pub mod backend;
 pub mod checker;
+pub mod driver;
 pub mod error;
 pub mod frontend;
 pub mod graph;

@@ -6,6 +6,8 @@
 //! overlapped copies split into prologue, steady state and epilogue (the
 //! paper's Figure 1(e)/(f)).
 
+pub mod schedule;
+
 use std::fmt::Write as _;
 
 use serde::Serialize;

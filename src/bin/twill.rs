@@ -11,10 +11,10 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
 use twill::checker::WarpConfig;
+use twill::driver::{self, SolveRequest};
 use twill::graph::load;
-use twill::joint::{self, Encoding, JointOptions, Objective};
+use twill::joint::{self, Encoding, Objective};
 use twill::modulo::{self, SearchOptions};
-use twill::problem::{BuildOptions, Problem};
 use twill::report::Report;
 use twill::Machine;
 
@@ -171,14 +171,11 @@ fn solve(
             return ExitCode::from(2);
         }
     };
-    let opts = BuildOptions {
-        u,
-        time_limit: timeout,
-    };
-    let (problem, norm) = match Problem::build(&graph, &machine, opts) {
+    // The pass's steps (crate::driver): price, solve, check.
+    let (problem, norm) = match driver::price(&graph, &machine, u, timeout) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
+        Err(skip) => {
+            eprintln!("error: {}", skip.text);
             return ExitCode::from(2);
         }
     };
@@ -212,28 +209,32 @@ fn solve(
                 reg_limit: ws.reg_limit.unwrap_or(machine.warps.max_regs_per_thread),
                 cross_warp: ws.cross_warp,
             };
-            let opts = JointOptions {
+            let request = SolveRequest {
                 encoding: ws.encoding,
                 warps,
-                timeout: left,
+                objective: ws.objective,
                 seed: ws.seed,
                 threads: ws.threads,
-                objective: ws.objective,
+                timeout,
             };
-            match joint::solve(&problem, opts) {
-                Ok(r) => {
+            // The graph's same_group sets are part of its problem: no
+            // attempt without them.
+            let solved = driver::solve(&problem, &[], &request, started)
+                .and_then(|s| driver::check(&problem, &s.result, &warps).map(|()| s));
+            match solved {
+                Ok(s) => {
                     let (view, _) = joint::streaming_view(&problem);
                     Report::from_joint(
                         &graph.name,
                         &machine.name,
                         &view,
                         &norm,
-                        &r,
+                        &s.result,
                         started.elapsed().as_secs_f64(),
                     )
                 }
-                Err(e) => {
-                    eprintln!("error: {}: {e}", path.display());
+                Err(skip) => {
+                    eprintln!("error: {}: {}", path.display(), skip.text);
                     return ExitCode::from(1);
                 }
             }

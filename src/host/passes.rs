@@ -1,12 +1,12 @@
 //! The bodies of `twill-schedule` and `twill-export-graph`.
 //!
-//! Per candidate loop: extract ([`crate::frontend::mlir`]), lower with the
-//! machine's op rules ([`crate::frontend::lower`]), solve the joint problem
-//! ([`crate::joint`]), re-check the schedule with the independent checker,
-//! turn it into Triton's attributes ([`crate::backend::decide`]), check
-//! those against the loop ([`crate::backend::validate`]) and write them. A
-//! loop that fails any step is left untouched with a remark saying why; only
-//! invalid pass options fail the pass.
+//! Per candidate loop: extract its IR ([`crate::frontend::mlir`]), run the
+//! [`crate::driver`]'s steps on it (lower, price, solve, check, decide,
+//! validate) and write the attributes ([`crate::backend::mlir::write`]).
+//! Every loop yields a typed record ([`crate::report::schedule`]): its
+//! remark is rendered from it, and `report=PATH` writes them all as JSON. A
+//! loop that fails any step is left untouched with a remark saying why;
+//! only invalid pass options (and an unwritable report) fail the pass.
 
 use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -17,17 +17,17 @@ use mlir_sys::{mlirOperationGetLocation, MlirLocation, MlirOperation};
 
 use super::ffi::{self, TWILL_ERROR, TWILL_REMARK, TWILL_WARNING};
 use crate::backend::{self, Arch, TritonTarget};
-use crate::checker::{self, WarpConfig};
-use crate::frontend::lower::{colocation, lower, straight_line_cycles, Lowered};
+use crate::driver::{schedule_loop, LoopJob, LoopOptions, Scheduled, Skip};
+use crate::frontend::lower::{colocation, lower, straight_line_cycles};
 use crate::frontend::mlir::{
-    enclosing_function, find_loops, has_attr, outside_loops, symbol_name, Scope,
+    enclosing_function, find_loops, has_attr, location_text, outside_loops, symbol_name, FoundLoop,
+    Scope,
 };
 use crate::frontend::{LoopIr, Straight};
 use crate::graph::load::to_toml;
-use crate::joint::{self, Encoding, JointOptions};
+use crate::joint::{self, Encoding};
 use crate::machine::Machine;
-use crate::modulo::mii;
-use crate::problem::{BuildOptions, Problem};
+use crate::report::schedule::{Decision, FunctionRecord, LoopRecord, ScheduleReport, SkipReason};
 
 /// Options of `--twill-schedule` (see `passes/TwillPasses.cpp` for their
 /// MLIR declarations and help texts).
@@ -75,6 +75,9 @@ pub struct ScheduleOptions {
     /// `length`: the paper's shortest L; `slack`: the most latency slack
     /// among schedules with as many stages, see [`joint::Objective`]).
     pub objective: joint::Objective,
+    /// Where to write the typed report (`report=PATH`, schema
+    /// `twill.schedule-report/1`, docs/report-schema.md); none when empty.
+    pub report: Option<PathBuf>,
 }
 
 /// Options of `--twill-export-graph`.
@@ -126,6 +129,7 @@ impl ScheduleOptions {
             rotate_kernel: true,
             ctas: 1,
             objective: joint::Objective::Length,
+            report: None,
         };
         let placed = |k: &str, v: &str| match v {
             "first" => Ok(false),
@@ -180,6 +184,7 @@ impl ScheduleOptions {
                         .ok_or_else(|| format!("ctas: expected 1..=32 CTAs per SM, got `{v}`"))?
                 }
                 "order" => o.order = v.parse()?,
+                "report" => o.report = (!v.is_empty()).then(|| PathBuf::from(v)),
                 "objective" => o.objective = v.parse()?,
                 "rotate" => {
                     o.rotate_kernel = match v {
@@ -252,6 +257,26 @@ impl ScheduleOptions {
     }
 }
 
+impl ScheduleOptions {
+    /// What the driver needs of them for one loop.
+    pub fn loop_options(&self) -> LoopOptions {
+        LoopOptions {
+            target: self.target,
+            timeout: self.timeout,
+            u: self.u,
+            encoding: self.encoding,
+            groups: self.groups,
+            ws: self.ws,
+            partitions: self.partitions,
+            order: self.order,
+            loads: self.loads,
+            auto_loads: self.auto_loads,
+            ctas: self.ctas,
+            objective: self.objective,
+        }
+    }
+}
+
 impl ExportOptions {
     pub fn parse(text: &str) -> Result<ExportOptions, String> {
         let mut o = ExportOptions {
@@ -279,10 +304,6 @@ impl ExportOptions {
     }
 }
 
-/// At most this many seconds go to the search under the target's
-/// colocation rules before the loop is solved without them (stages only).
-const COLOCATED_SECONDS: f64 = 10.0;
-
 /// Why `ctas=N` (N > 1) is refused on a warp-specialized loop: Triton's
 /// partitions add warps to the module's `ttg.num-warps`, which a CTA's
 /// share of the SM would not count.
@@ -290,418 +311,6 @@ fn sharing_refused(ctas: u32) -> String {
     format!(
         "ctas={ctas}: a CTA's share of the SM is not modeled for warp-specialized loops (their partitions add warps)"
     )
-}
-
-/// What happened to one loop.
-enum Outcome {
-    Scheduled(String),
-    Skipped(String),
-}
-
-/// Schedules one extracted loop; writes attributes when everything holds.
-fn schedule_loop(
-    for_op: MlirOperation,
-    ir: &LoopIr,
-    machine: &Machine,
-    o: &ScheduleOptions,
-    tag: u32,
-    stages_only: Option<&str>,
-    mixed: Option<&str>,
-) -> Outcome {
-    let started = Instant::now();
-    let sharing = o.ctas > 1;
-    // One CTA's share of the SM when `ctas` CTAs are to share it (the
-    // caller refuses warp-specialized kernels: see `sharing_refused`).
-    let shared_sm;
-    let machine = if sharing {
-        shared_sm = match machine.sharing_sm(o.ctas, ir.num_warps) {
-            Ok(m) => m,
-            Err(e) => return Outcome::Skipped(format!("ctas={}: {e}", o.ctas)),
-        };
-        &shared_sm
-    } else {
-        machine
-    };
-    let lowered: Lowered = match lower(ir, machine, o.target.last_stage_ops()) {
-        Ok(l) => l,
-        Err(e) => return Outcome::Skipped(format!("{} (at {})", e.reason, e.location)),
-    };
-    if lowered.graph.ops.is_empty() {
-        return Outcome::Skipped("no op of the body costs anything on this machine".to_string());
-    }
-    let build = BuildOptions {
-        u: o.u,
-        time_limit: o.timeout,
-    };
-    // Triton warp-specializes only loops marked tt.warp_specialize (and, on
-    // sm90, only at num_warps = 4); other loops are software-pipelined by
-    // one instruction stream, whose barrier waits do not stop the
-    // asynchronous units (TMA, tensor cores) it feeds: no blocking rule.
-    let ws_loop = o.ws && ir.warp_specialize;
-    let ws = ws_loop && !(o.target.arch == Arch::Sm90 && ir.num_warps != 4);
-    let mut graph = lowered.graph.clone();
-    if !ws_loop {
-        for e in &mut graph.edges {
-            e.blocking = false;
-        }
-    }
-    // Partitions that are written must be ones the code generator can
-    // build: the target's colocation sets. When no schedule meets them
-    // (within a third of the budget, at most COLOCATED_SECONDS), the loop is
-    // solved without them and only its stages are written: Triton
-    // partitions around them.
-    let colocated = if ws && o.partitions && stages_only.is_none() {
-        o.target
-            .partition_mma_ops()
-            .map(|mmas| colocation(ir, &lowered, mmas))
-            .unwrap_or_default()
-    } else {
-        Vec::new()
-    };
-    let warps = WarpConfig {
-        groups: if ws_loop { o.groups } else { 1 },
-        reg_limit: machine.warps.max_regs_per_thread,
-        cross_warp: true,
-    };
-    // Priced and normalized once; the colocated attempt only adds its sets.
-    let problem = match Problem::build(&graph, machine, build) {
-        Ok((p, _)) => p,
-        Err(e) => return Outcome::Skipped(format!("cannot price the loop: {e}")),
-    };
-    let solve = |p: &Problem, seconds: f64| {
-        joint::solve(
-            p,
-            JointOptions {
-                encoding: o.encoding,
-                warps,
-                timeout: seconds.max(0.01),
-                seed: 0,
-                threads: 0,
-                objective: o.objective,
-            },
-        )
-        .map_err(|e| format!("no schedule: {e}"))
-    };
-    let left = |started: &Instant| (o.timeout - started.elapsed().as_secs_f64()).max(0.01);
-    let mut partitions = ws && o.partitions && stages_only.is_none();
-    let mut partition_note = stages_only
-        .filter(|_| ws && o.partitions)
-        .map(str::to_string);
-    // The problem whose schedule is written (with the colocation sets when
-    // they held), for the checker below.
-    let mut colocated_problem = None;
-    let solved = if colocated.is_empty() {
-        solve(&problem, left(&started))
-    } else {
-        let mut with = problem.clone();
-        with.same_group = colocated.into_iter().map(|set| set.ops).collect();
-        let budget = (left(&started) / 3.0).min(COLOCATED_SECONDS);
-        match solve(&with, budget) {
-            Ok(r) => {
-                colocated_problem = Some(with);
-                Ok(r)
-            }
-            Err(why) => {
-                tracing::debug!(target: "twill", "{}: under Triton's partition rules: {why}", ir.name);
-                partitions = false;
-                // One line: remarks are read line by line.
-                let why = why.replace('\n', " ");
-                partition_note = Some(if why.contains("timed out") {
-                    format!(
-                        "no schedule under Triton's partition rules within {budget:.0} s: {why}"
-                    )
-                } else {
-                    format!("none that Triton can build: {why}")
-                });
-                solve(&problem, left(&started))
-            }
-        }
-    };
-    let mut result = match solved {
-        Ok(r) => r,
-        Err(why) => {
-            // What the loop costs at least and at most, for models that rank
-            // configurations (twill_triton.configure): the busiest unit's
-            // cycles per iteration and the ops back to back.
-            let sequential: u64 = problem.ops.iter().map(|op| u64::from(op.cycles)).sum();
-            return Outcome::Skipped(format!(
-                "{} [resource bound ~{:.0} cycles, sequential ~{:.0} cycles]{}",
-                why.replace('\n', " "),
-                f64::from(mii::res_mii(&problem)) * problem.cycle_scale,
-                sequential as f64 * problem.cycle_scale,
-                unit_note(&problem)
-            ));
-        }
-    };
-    // With `ctas` CTAs on the SM an iteration takes at least `ctas` times
-    // the busiest unit's cycles (the CTAs share the units): a load needs
-    // fewer iterations of lead to cover its time (and fewer buffers). Alone
-    // (I >= ResMII) this is I, and the depths stay the solver's.
-    let iteration = f64::from(
-        result
-            .schedule
-            .schedule
-            .ii
-            .max(o.ctas.saturating_mul(result.res_mii)),
-    ) * problem.cycle_scale;
-    for st in &mut result.streaming {
-        st.prefetch = joint::prefetch_depth(st.raw_cycles, iteration);
-    }
-    // The independent checker, once more, on exactly what is written.
-    let (view, _) = joint::streaming_view(colocated_problem.as_ref().unwrap_or(&problem));
-    let violations = checker::check_joint(&view, &result.schedule, &warps);
-    if !violations.is_empty() {
-        let list: Vec<String> = violations.iter().map(|v| v.to_string()).collect();
-        return Outcome::Skipped(format!(
-            "the checker rejected the schedule: {}",
-            list.join("; ")
-        ));
-    }
-    // `loads=auto`: the loads of a loop that mixes descriptor and pointer
-    // loads, or (`rotate=kernel`) of any loop of its kernel, are rotated;
-    // `mixed` names that loop (found by the caller).
-    let rotated = o.auto_loads && mixed.is_some();
-    let loads = if rotated { o.loads.rotated() } else { o.loads };
-    let decide = |order| {
-        backend::decide(
-            ir,
-            &lowered,
-            &result.schedule,
-            &result.streaming,
-            o.target.arch,
-            partitions,
-            order,
-            loads,
-        )
-    };
-    let mut decision = decide(o.order);
-    // The program order keeps the solver's stages; where it cannot meet
-    // Triton's order rule, the slot order (the schedule's issue times) is
-    // written instead.
-    if o.order == backend::ClusterOrder::Program
-        && !backend::validate(ir, &decision, &o.target).is_empty()
-    {
-        tracing::debug!("program order breaks Triton's order rule; writing the slot order");
-        decision = decide(backend::ClusterOrder::Slot);
-    }
-    // Each streaming load's node and placement (by the MLIR op behind it),
-    // in the order of `result.streaming`.
-    let streaming: Vec<(Option<usize>, backend::Placement)> = result
-        .streaming
-        .iter()
-        .map(|st| {
-            let v = lowered.graph.ops.iter().position(|g| g.name == st.op);
-            let mut p = v.map_or(loads.descriptor, |v| loads.of_node(ir, &lowered, v));
-            if v.is_some_and(|v| decision.moved_last.contains(&v)) {
-                p = backend::Placement {
-                    last: true,
-                    extra: p.extra + 1,
-                };
-            }
-            (v, p)
-        })
-        .collect();
-    // Triton allocates a ring per pipelined load (the back end's model of
-    // LowerLoops: the stage gap to its first use, one more when that use is
-    // in a later cluster, one more for an MMA operand). Refuse a pipeline
-    // whose rings cannot fit in shared memory (Triton would fail at launch).
-    if let Some(cap) = machine.memory("smem").map(|m| m.capacity) {
-        let need: u64 = backend::rings(ir, &decision, o.target.arch)
-            .iter()
-            .filter_map(|r| {
-                let node = lowered.ops[r.load].node?;
-                let bytes = lowered.graph.ops[node].memory.get("smem").copied()?;
-                Some(u64::from(r.slots) * bytes)
-            })
-            .sum();
-        if need > cap {
-            let pointer = if loads.is_uniform() {
-                String::new()
-            } else {
-                format!(", pointer-prefetch={}", loads.pointer.extra)
-            };
-            let auto_note = if rotated {
-                " (loads=auto: mixed descriptor and pointer loads, all last with one stage more)"
-            } else {
-                ""
-            };
-            // The options as given (`loads=auto` adds its stage on top).
-            return Outcome::Skipped(format!(
-                "the prefetch buffers need {need} bytes of shared memory, more than the {cap} of machine `{}` (prefetch={} extra stages{pointer}){auto_note}",
-                machine.name, o.loads.descriptor.extra
-            ));
-        }
-    }
-    let broken = backend::validate(ir, &decision, &o.target);
-    if !broken.is_empty() {
-        let list: Vec<String> = broken.iter().map(|v| v.to_string()).collect();
-        return Outcome::Skipped(format!(
-            "the decision breaks Triton's contract: {}",
-            list.join("; ")
-        ));
-    }
-    if let Err(e) = backend::mlir::write(for_op, &decision, o.target.arch, tag) {
-        return Outcome::Skipped(format!("cannot write attributes: {e}"));
-    }
-    let s = &result.schedule.schedule;
-    let proven = if result.ii_proven && result.length_proven {
-        "proven optimal"
-    } else if result.ii_proven {
-        "I proven optimal, L not proven"
-    } else {
-        "not proven optimal"
-    };
-    let mut msg = format!(
-        "twill: scheduled {}: I={} (~{:.0} cycles) L={} stages={} {}, {} ops in the graph, {:.2}s",
-        ir.name,
-        s.ii,
-        f64::from(s.ii) * problem.cycle_scale,
-        s.length,
-        decision.max_stage + 1,
-        if partitions {
-            format!("partitions={}", decision.partitions())
-        } else if let Some(why) = &partition_note {
-            format!("partitions left to Triton ({why})")
-        } else if ws {
-            "partitions left to Triton (partitions=false)".to_string()
-        } else if ws_loop {
-            "no partitions (Triton's Hopper warp specialization needs num_warps=4)".to_string()
-        } else if o.ws {
-            "no partitions (the loop is not marked tt.warp_specialize)".to_string()
-        } else {
-            "no warp specialization (ws=false)".to_string()
-        },
-        lowered.graph.ops.len(),
-        started.elapsed().as_secs_f64()
-    );
-    msg.push_str(&format!(" ({proven}"));
-    if colocated_problem.is_some() {
-        // The optimum under the colocation rules, not of the loop alone.
-        msg.push_str(" under Triton's partition rules");
-    }
-    if !result.streaming.is_empty() {
-        // The extra stages asked for (`prefetch=N`) come after a `+`: a
-        // reader (twill_triton.configure) can tell the depth that hides the
-        // modeled latency from the slack on top.
-        let pf: Vec<String> = result
-            .streaming
-            .iter()
-            .zip(&streaming)
-            .map(|(x, (_, p))| {
-                let extra = p.extra;
-                let extra = if extra > 0 {
-                    format!("+{extra}")
-                } else {
-                    String::new()
-                };
-                format!("{} prefetch {}{extra}", x.op, x.prefetch)
-            })
-            .collect();
-        msg.push_str(&format!("; {}", pf.join(", ")));
-    }
-    msg.push(')');
-    // Under `objective=slack`, L is the shortest with the most latency
-    // slack at as many stages as the shortest schedule: say so, with the
-    // slack of both.
-    if o.objective == joint::Objective::Slack {
-        match result.latency_slack.as_ref() {
-            Some(ls) => {
-                let cycles = |c: i64| c as f64 * problem.cycle_scale;
-                msg.push_str(&format!(
-                    " [objective slack: latency slack ~{:.0} cycles ({}), the shortest L={} has ~{:.0}]",
-                    cycles(ls.cycles),
-                    if ls.proven {
-                        "the most at this I and stage count within its groups and crossings"
-                    } else {
-                        "not proven the most"
-                    },
-                    ls.shortest_length,
-                    cycles(ls.at_shortest_length.unwrap_or(ls.cycles))
-                ));
-            }
-            None => msg.push_str(
-                " [objective slack: no two asynchronous ops joined by dependences; L is the shortest]",
-            ),
-        }
-    }
-    // How far ahead of its use each streaming load is issued, against its
-    // modeled time (latency and transfer): iterations ahead times I, one
-    // iteration less when the load comes last in the body (issued at its
-    // end). The least over the loads; negative: latency the schedule leaves
-    // exposed (for configuration choice, e.g. twill_triton). `first and
-    // last`: the pointer loads are placed apart from the others.
-    if !result.streaming.is_empty() {
-        let slack = result
-            .streaming
-            .iter()
-            .zip(&streaming)
-            .map(|(x, (_, p))| {
-                let ahead = (x.prefetch + p.extra).saturating_sub(u32::from(p.last));
-                f64::from(ahead) * iteration - x.raw_cycles as f64
-            })
-            .fold(f64::INFINITY, f64::min);
-        let place = if streaming.iter().all(|(_, p)| p.last) {
-            "last"
-        } else if streaming.iter().any(|(_, p)| p.last) {
-            "first and last"
-        } else {
-            "first"
-        };
-        msg.push_str(&format!(
-            " [loads {place}: lead over the load time ~{slack:.0} cycles]"
-        ));
-        match mixed.filter(|_| rotated) {
-            Some(name) if name == ir.name => msg.push_str(
-                " [loads=auto: descriptor and pointer loads mixed, all last, one stage deeper]",
-            ),
-            Some(name) => msg.push_str(&format!(
-                " [loads=auto: {name} of this kernel mixes descriptor and pointer loads, all last, one stage deeper]"
-            )),
-            None => {}
-        }
-    }
-    // The busiest unit's cycles per iteration: what one iteration costs when
-    // several CTAs share the SM (for configuration choice, e.g. twill_triton).
-    msg.push_str(&format!(
-        " [resource bound ~{:.0} cycles, L ~{:.0} cycles]",
-        f64::from(result.res_mii) * problem.cycle_scale,
-        f64::from(s.length) * problem.cycle_scale
-    ));
-    msg.push_str(&unit_note(&problem));
-    if sharing {
-        // The budget the schedule was solved in (configure reads the
-        // compiled kernel's own registers and shared memory).
-        msg.push_str(&format!(
-            " [ctas={}: within {} registers per thread and {} bytes of shared memory; an iteration ~{:.0} cycles with the SM shared]",
-            o.ctas,
-            machine.warps.max_regs_per_thread,
-            machine.memory("smem").map_or(0, |m| m.capacity),
-            iteration
-        ));
-    }
-    for n in &lowered.notes {
-        tracing::debug!(target: "twill", "{n}");
-    }
-    Outcome::Scheduled(msg)
-}
-
-/// ` [units per iteration: TC 1024, SFU 520 cycles]`: the raw cycles one
-/// iteration keeps each unit busy (not rounded by normalization; units it
-/// does not use left out), so that a model of several CTAs or partitions
-/// sharing an SM can add them up per unit (twill_triton.configure).
-fn unit_note(problem: &Problem) -> String {
-    let used: Vec<String> = problem
-        .units
-        .iter()
-        .zip(&problem.unit_cycles)
-        .zip(&problem.capacity)
-        .filter(|((_, &c), _)| c > 0)
-        .map(|((u, &c), &cap)| format!("{u} {}", c.div_ceil(u64::from(cap.max(1)))))
-        .collect();
-    if used.is_empty() {
-        return String::new();
-    }
-    format!(" [units per iteration: {} cycles]", used.join(", "))
 }
 
 fn options_text(options: *const c_char, len: usize) -> String {
@@ -765,106 +374,177 @@ pub unsafe extern "C" fn schedule_body(
         let Some(machine) = select_machine(PASS, module_loc, &o.machine) else {
             return 1;
         };
-        let loops = find_loops(module, o.scope);
-        // Triton 3.6 lowers a kernel with several warp-specialized loops
-        // only when they are partitioned alike ("'nvvm.setmaxregister' op
-        // new register size must be in between 24 to 256" otherwise,
-        // measured on the causal FA forward): all loops get Triton's
-        // partitions there, around twill's stages.
-        // Every loop Triton warp-specializes counts, scheduled by twill or
-        // not (a loop twill cannot extract is still partitioned by Triton).
-        let ws_loops = loops
-            .iter()
-            .filter(|l| has_attr(l.op, "tt.warp_specialize"))
-            .count();
-        let stages_only = (o.partitions
-            && o.ws
-            && o.target.partition_mma_ops().is_some()
-            && o.target.version < (3, 7)
-            && ws_loops > 1)
-            .then_some(
-                "Triton before 3.7 lowers several warp-specialized loops of one kernel only when Triton partitions them all",
-            );
-        let mut tag = 0;
-        // Warps of the CTA (for register counts only; cycles do not use it).
-        let num_warps = loops
-            .iter()
-            .find_map(|l| l.ir.as_ref().ok().map(|ir| ir.num_warps))
-            .unwrap_or(4);
-        let mut functions: Vec<MlirOperation> = Vec::new();
-        for f in loops.iter().filter_map(|l| enclosing_function(l.op)) {
-            if !functions.iter().any(|g| g.ptr == f.ptr) {
-                functions.push(f);
-            }
+        let Located { loops, functions } = schedule_module(module, &o, &machine);
+        let mut report = ScheduleReport::default();
+        for (loc, record) in loops {
+            tracing::debug!(target: "twill", index = record.index, decision = ?record.decision, reason = ?record.reason, "loop");
+            ffi::emit(loc, TWILL_REMARK, &record.remark());
+            report.loops.push(record);
         }
-        // `loads=auto`: for each loop, the mixed loop that rotates it (see
-        // `rotations`).
-        let rotated_by = if o.auto_loads {
-            let kernels: Vec<_> = loops
-                .iter()
-                .map(|l| (enclosing_function(l.op).map(|f| f.ptr), l.ir.as_ref().ok()))
-                .collect();
-            rotations(&kernels, o.rotate_kernel, |ir| {
-                mixes(ir, &machine, o.target.last_stage_ops())
-            })
-        } else {
-            vec![None; loops.len()]
-        };
-        for (found, mixed) in loops.into_iter().zip(rotated_by) {
-            // SAFETY: `find_loops` returns live operations of the module.
-            let loc = unsafe { mlirOperationGetLocation(found.op) };
-            let outcome = match &found.ir {
-                Err(why) => Outcome::Skipped(why.clone()),
-                Ok(ir) if o.ctas > 1 && (ir.warp_specialize || found.warp_specialize.is_some()) => {
-                    Outcome::Skipped(sharing_refused(o.ctas))
-                }
-                Ok(ir) => {
-                    let out = catch_unwind(AssertUnwindSafe(|| {
-                        schedule_loop(
-                            found.op,
-                            ir,
-                            &machine,
-                            &o,
-                            tag,
-                            stages_only,
-                            mixed.as_deref(),
-                        )
-                    }))
-                    .unwrap_or_else(|_| {
-                        Outcome::Skipped("internal error (a panic); see stderr".into())
-                    });
-                    tag += 1;
-                    out
-                }
-            };
-            let mut msg = match outcome {
-                Outcome::Scheduled(msg) => msg,
-                Outcome::Skipped(why) => {
-                    format!("twill: skipped loop: {why}; Triton's own schedule applies")
-                }
-            };
-            // Loops of one ttg.warp_specialize run at the same time, one per
-            // partition: a model of the kernel's time (twill_triton.configure)
-            // takes the slowest of them, not their sum.
-            if let Some(w) = found.warp_specialize {
-                msg.push_str(&format!(" [warp_specialize #{w}]"));
+        for (loc, record) in functions {
+            if let Some(msg) = record.remark() {
+                ffi::emit(loc, TWILL_REMARK, &msg);
             }
-            ffi::emit(loc, TWILL_REMARK, &msg);
+            report.functions.push(record);
         }
-        for f in functions {
-            // SAFETY: `enclosing_function` returns live operations of the module.
-            let loc = unsafe { mlirOperationGetLocation(f) };
-            let msg = catch_unwind(AssertUnwindSafe(|| outside_note(f, &machine, num_warps)))
-                .unwrap_or_else(|_| Err("internal error (a panic); see stderr".into()));
-            match msg {
-                Ok(msg) => ffi::emit(loc, TWILL_REMARK, &msg),
-                Err(why) => {
-                    tracing::debug!(target: "twill", "no estimate outside the loops: {why}")
-                }
+        if let Some(path) = &o.report {
+            let json = serde_json::to_string_pretty(&report).unwrap_or_default();
+            if let Err(e) = std::fs::write(path, json + "\n") {
+                ffi::emit(
+                    module_loc,
+                    TWILL_ERROR,
+                    &format!("{PASS}: cannot write {}: {e}", path.display()),
+                );
+                return 1;
             }
         }
         0
     })
+}
+
+/// Why every loop of the module gets stages only (Triton partitions), if so:
+/// Triton 3.6 lowers a kernel with several warp-specialized loops only when
+/// they are partitioned alike ("'nvvm.setmaxregister' op new register size
+/// must be in between 24 to 256" otherwise, measured on the causal FA
+/// forward). Every loop Triton warp-specializes counts, scheduled by twill
+/// or not (a loop twill cannot extract is still partitioned by Triton).
+fn stages_only(loops: &[FoundLoop], o: &ScheduleOptions) -> Option<&'static str> {
+    let ws_loops = loops
+        .iter()
+        .filter(|l| has_attr(l.op, "tt.warp_specialize"))
+        .count();
+    (o.partitions
+        && o.ws
+        && o.target.partition_mma_ops().is_some()
+        && o.target.version < (3, 7)
+        && ws_loops > 1)
+        .then_some(
+            "Triton before 3.7 lowers several warp-specialized loops of one kernel only when Triton partitions them all",
+        )
+}
+
+/// The records of one run, each with the location its remark goes to.
+struct Located {
+    loops: Vec<(MlirLocation, LoopRecord)>,
+    functions: Vec<(MlirLocation, FunctionRecord)>,
+}
+
+/// Every candidate loop of the module through [`schedule_loop`] (written
+/// where scheduled), and every kernel with loops with its estimate outside
+/// them: the records, each with the location its remark goes to.
+fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine) -> Located {
+    let loops = find_loops(module, o.scope);
+    let stages_only = stages_only(&loops, o);
+    // Warps of the CTA (for register counts only; cycles do not use it).
+    let num_warps = loops
+        .iter()
+        .find_map(|l| l.ir.as_ref().ok().map(|ir| ir.num_warps))
+        .unwrap_or(4);
+    let mut functions: Vec<MlirOperation> = Vec::new();
+    for f in loops.iter().filter_map(|l| enclosing_function(l.op)) {
+        if !functions.iter().any(|g| g.ptr == f.ptr) {
+            functions.push(f);
+        }
+    }
+    // `loads=auto`: for each loop, the mixed loop that rotates it (see
+    // `rotations`).
+    let rotated_by = if o.auto_loads {
+        let kernels: Vec<_> = loops
+            .iter()
+            .map(|l| (enclosing_function(l.op).map(|f| f.ptr), l.ir.as_ref().ok()))
+            .collect();
+        rotations(&kernels, o.rotate_kernel, |ir| {
+            mixes(ir, machine, o.target.last_stage_ops())
+        })
+    } else {
+        vec![None; loops.len()]
+    };
+    let mut tag = 0;
+    let loop_options = o.loop_options();
+    let mut records = Vec::with_capacity(loops.len());
+    for (index, (found, mixed)) in loops.into_iter().zip(rotated_by).enumerate() {
+        let started = Instant::now();
+        let outcome = match &found.ir {
+            Err(why) => Err(Skip::new(SkipReason::NotExtracted, why.clone())),
+            Ok(ir) if o.ctas > 1 && (ir.warp_specialize || found.warp_specialize.is_some()) => Err(
+                Skip::new(SkipReason::CtasWarpSpecialized, sharing_refused(o.ctas)),
+            ),
+            Ok(ir) => {
+                let job = LoopJob {
+                    ir,
+                    machine,
+                    o: &loop_options,
+                    stages_only,
+                    mixed: mixed.as_deref(),
+                };
+                let (op, arch, this_tag) = (found.op, o.target.arch, tag);
+                tag += 1;
+                let write = move |d: &backend::LoopDecision| {
+                    backend::mlir::write(op, d, arch, this_tag).map_err(|e| e.to_string())
+                };
+                catch_unwind(AssertUnwindSafe(|| schedule_loop(&job, write))).unwrap_or_else(|_| {
+                    Err(Skip::new(
+                        SkipReason::InternalError,
+                        "internal error (a panic); see stderr",
+                    ))
+                })
+            }
+        };
+        // SAFETY: `find_loops` returns live operations of the module.
+        let loc = unsafe { mlirOperationGetLocation(found.op) };
+        let record = loop_record(index as u32, &found, outcome, started);
+        records.push((loc, record));
+    }
+    let functions = functions
+        .into_iter()
+        .map(|f| {
+            // SAFETY: `enclosing_function` returns live operations of the module.
+            let loc = unsafe { mlirOperationGetLocation(f) };
+            (loc, function_record(f, machine, num_warps))
+        })
+        .collect();
+    Located {
+        loops: records,
+        functions,
+    }
+}
+
+/// A loop's record from what [`schedule_loop`] returned.
+fn loop_record(
+    index: u32,
+    found: &FoundLoop,
+    outcome: Result<Scheduled, Skip>,
+    started: Instant,
+) -> LoopRecord {
+    let mut record = LoopRecord {
+        index,
+        name: found.ir.as_ref().ok().map(|ir| ir.name.clone()),
+        function: enclosing_function(found.op).map(symbol_name),
+        location: location_text(found.op),
+        warp_specialize: found.warp_specialize.map(|w| w as u32),
+        decision: Decision::Scheduled,
+        reason: None,
+        text: String::new(),
+        bounds: None,
+        units: Vec::new(),
+        schedule: None,
+        solve_seconds: started.elapsed().as_secs_f64(),
+    };
+    match outcome {
+        Ok(s) => {
+            record.bounds = Some(s.bounds);
+            record.units = s.units;
+            record.schedule = Some(s.schedule);
+        }
+        Err(skip) => {
+            record.decision = Decision::Skipped;
+            record.reason = Some(skip.reason);
+            record.text = skip.text;
+            record.bounds = skip.bounds;
+            record.units = skip.units;
+        }
+    }
+    record
 }
 
 /// Whether a loop's streaming loads mix descriptor and pointer loads (a
@@ -908,24 +588,32 @@ fn rotations<K: PartialEq + Copy>(
         .collect()
 }
 
-/// `twill: outside loops of @k: ~N cycles per CTA`: the critical path of a
-/// kernel's code before, between and after its loops (Q tile loads, the
-/// output's normalization and store), for models that rank configurations
-/// (twill_triton.configure): each CTA spends it besides its loops.
-fn outside_note(func: MlirOperation, machine: &Machine, num_warps: u32) -> Result<String, String> {
-    let code = outside_loops(func, num_warps);
-    let cycles = Straight::total(&code, &|ir| {
-        let c = straight_line_cycles(ir, machine);
-        if let Ok(c) = &c {
-            tracing::debug!(target: "twill", "{}: {} ops, ~{c} cycles (at {})", ir.name, ir.ops.len(), ir.location);
-        }
-        c
-    })
-        .map_err(|e| format!("{} (at {})", e.reason, e.location))?;
-    Ok(format!(
-        "twill: outside loops of @{}: ~{cycles} cycles per CTA (critical path of the code before, between and after its loops)",
-        symbol_name(func)
-    ))
+/// The critical path of a kernel's code before, between and after its
+/// loops (Q tile loads, the output's normalization and store), for models
+/// that rank configurations (twill_triton.configure): each CTA spends it
+/// besides its loops.
+fn function_record(func: MlirOperation, machine: &Machine, num_warps: u32) -> FunctionRecord {
+    let estimate = catch_unwind(AssertUnwindSafe(|| {
+        let code = outside_loops(func, num_warps);
+        Straight::total(&code, &|ir| {
+            let c = straight_line_cycles(ir, machine);
+            if let Ok(c) = &c {
+                tracing::debug!(target: "twill", "{}: {} ops, ~{c} cycles (at {})", ir.name, ir.ops.len(), ir.location);
+            }
+            c
+        })
+        .map_err(|e| format!("{} (at {})", e.reason, e.location))
+    }))
+    .unwrap_or_else(|_| Err("internal error (a panic); see stderr".into()));
+    if let Err(why) = &estimate {
+        tracing::debug!(target: "twill", "no estimate outside the loops: {why}");
+    }
+    FunctionRecord {
+        function: symbol_name(func),
+        location: location_text(func),
+        outside_cycles: estimate.as_ref().ok().copied(),
+        outside_error: estimate.err(),
+    }
 }
 
 /// `--twill-export-graph`.

@@ -13,7 +13,8 @@
 // first). The dQ loop, with descriptor loads only, is rotated with it (its
 // remark names the mixed loop); kernels without a mixed loop keep loads
 // first (gemm_sm90.mlir).
-// RUN: %twill-opt %inputs/triton36/fa_bwd_hd64_sm90.before.mlir --twill-schedule="arch=sm90 scope=all" 2>&1 | FileCheck %s --check-prefix=AUTO
+// RUN: %twill-opt %inputs/triton36/fa_bwd_hd64_sm90.before.mlir --twill-schedule="arch=sm90 scope=all report=%t.json" 2>&1 | FileCheck %s --check-prefix=AUTO
+// RUN: FileCheck %s --check-prefix=AUTO-REPORT --input-file=%t.json
 // AUTO: remark: twill: scheduled attn_bwd_kernel_loop1: I={{[0-9]+}} (~{{[0-9]+}} cycles) L={{[0-9]+}} stages=3 no partitions
 // AUTO-SAME: (proven optimal; descriptor_load_{{[0-9]+}} prefetch 1+1, load_{{[0-9]+}} prefetch 1+1, descriptor_load_{{[0-9]+}} prefetch 1+1, load_{{[0-9]+}} prefetch 1+1)
 // AUTO-SAME: [loads last: lead over the load time ~{{[0-9]+}} cycles] [loads=auto: descriptor and pointer loads mixed, all last, one stage deeper]
@@ -32,6 +33,22 @@
 // AUTO: "tt.descriptor_load"{{.*}}{loop.cluster = [[DQ]] : i32, loop.stage = 0 : i32}
 // AUTO: "ttng.warp_group_dot"{{.*}}{loop.cluster = 0 : i32, loop.stage = 2 : i32}
 // AUTO: } {tt.scheduled_max_stage = 2 : i32}
+// In the report, the rotation's stage is in each load's `extra` and
+// `rotated_by` names the mixed loop.
+// AUTO-REPORT: "name": "attn_bwd_kernel_loop1",
+// AUTO-REPORT: "stages": 3,
+// AUTO-REPORT: "op": "load_{{[0-9]+}}",
+// AUTO-REPORT-NEXT: "depth": 1,
+// AUTO-REPORT-NEXT: "extra": 1,
+// AUTO-REPORT-NEXT: "last": true
+// AUTO-REPORT: "placement": "last",
+// AUTO-REPORT-NEXT: "lead_cycles": {{[0-9]+}},
+// AUTO-REPORT-NEXT: "rotated_by": "attn_bwd_kernel_loop1"
+// AUTO-REPORT: "name": "attn_bwd_kernel_loop2",
+// AUTO-REPORT: "stages": 3,
+// AUTO-REPORT: "placement": "last",
+// AUTO-REPORT-NEXT: "lead_cycles": {{[0-9]+}},
+// AUTO-REPORT-NEXT: "rotated_by": "attn_bwd_kernel_loop1"
 
 // `rotate=loop`: only the mixed loop is rotated; the dQ loop keeps its
 // loads first at the modeled depth.

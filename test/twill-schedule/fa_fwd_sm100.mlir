@@ -13,9 +13,23 @@
 // with the local_allocs that store their tiles in a partition of their own,
 // both MMAs in partition 1 (Triton's convention), and every tensor-memory
 // access and softmax op in partition 0, the default region.
-// RUN: %twill-opt %inputs/triton36/fa_fwd_sm100.before.mlir --twill-schedule="arch=sm100" 2>&1 | FileCheck %s
+// RUN: %twill-opt %inputs/triton36/fa_fwd_sm100.before.mlir --twill-schedule="arch=sm100 report=%t.json" 2>&1 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=REPORT --input-file=%t.json
 // CHECK: remark: twill: scheduled attn_fwd_kernel_loop1: I={{[0-9]+}} (~{{[0-9]+}} cycles) L={{[0-9]+}} stages={{[0-9]+}} partitions=3, 21 ops in the graph
 // CHECK-SAME: proven optimal
+// REPORT: "name": "attn_fwd_kernel_loop1",
+// REPORT: "decision": "scheduled",
+// REPORT: "warp_groups": 4,
+// REPORT-NEXT: "partitions": {
+// REPORT-NEXT: "code": "written",
+// REPORT-NEXT: "count": 3,
+// REPORT-NEXT: "text": "partitions=3"
+// REPORT: "ops": 21,
+// REPORT-NEXT: "proof": {
+// REPORT-NEXT: "checker_accepted": true,
+// REPORT-NEXT: "ii_proven": true,
+// REPORT-NEXT: "length_proven": true,
+// REPORT-NEXT: "under_partition_rules": true
 // CHECK-LABEL: scf.for
 // CHECK-NEXT:  "tt.descriptor_load"{{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = 0 : i32, ttg.partition = array<i32: 2>}
 // CHECK-NEXT:  "ttg.local_alloc"{{.*}} {loop.cluster = {{[0-9]+}} : i32, loop.stage = {{[0-9]}} : i32, ttg.partition = array<i32: 2>}

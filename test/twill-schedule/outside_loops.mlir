@@ -5,7 +5,9 @@
 // ttg.warp_specialize counted concurrently (the slowest). Also the per-unit
 // cycles of one iteration that every loop's remark carries.
 
-// RUN: %twill-opt %s --split-input-file --twill-schedule="arch=sm90 scope=all" -o /dev/null 2>&1 | FileCheck %s
+// RUN: %twill-opt %s --split-input-file --twill-schedule="arch=sm90 scope=all report=%t.json" -o /dev/null 2>&1 | FileCheck %s
+// Each split is a run of its own: the report holds the last one's records.
+// RUN: FileCheck %s --check-prefix=REPORT --input-file=%t.json
 
 // A prologue load (128x64 f16 = 16 KB: 16384 / 64 B/clk + 500 latency = 756
 // cycles), the loop, and an epilogue chain: a 128x128 f32 multiply (16384 /
@@ -52,6 +54,18 @@ module attributes {"ttg.num-warps" = 4 : i32} {
 // CHECK-LABEL: remark: loc("default_loop"): twill: scheduled concurrent_regions_loop1:
 // CHECK: remark: loc("partition_loop"): twill: scheduled concurrent_regions_loop2:
 // CHECK: remark: twill: outside loops of @concurrent_regions: ~1204 cycles per CTA
+// REPORT: "name": "concurrent_regions_loop1",
+// REPORT: "warp_specialize": 0,
+// REPORT: "decision": "scheduled",
+// REPORT: "name": "concurrent_regions_loop2",
+// REPORT: "warp_specialize": 0,
+// REPORT: "decision": "scheduled",
+// REPORT: "functions": [
+// REPORT-NEXT: {
+// REPORT-NEXT: "function": "concurrent_regions",
+// REPORT-NEXT: "location": "{{.*}}",
+// REPORT-NEXT: "outside_cycles": 1204,
+// REPORT-NEXT: "outside_error": null
 
 #blocked = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
 #mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 128, 16]}>

@@ -7,7 +7,8 @@
 // (loops with the same number run concurrently). Input:
 // Inputs/warp_specialized_sm90.mlir (see that file for provenance).
 
-// RUN: %twill-opt %inputs/warp_specialized_sm90.mlir --twill-schedule="arch=sm90" 2>&1 | FileCheck %s --check-prefix=WS
+// RUN: %twill-opt %inputs/warp_specialized_sm90.mlir --twill-schedule="arch=sm90 report=%t.json" 2>&1 | FileCheck %s --check-prefix=WS
+// RUN: FileCheck %s --check-prefix=WS-REPORT --input-file=%t.json
 // RUN: %twill-opt %inputs/warp_specialized_sm90.mlir --twill-schedule="arch=sm90 scope=all" 2>&1 | FileCheck %s --check-prefix=ALL
 
 // WS: remark: loc("default_loop"): twill: skipped loop: inside a ttg.warp_specialize partition: Triton's own warp specialization already split this loop
@@ -16,6 +17,18 @@
 // WS-NOT: loop.stage
 // WS-NOT: tt.scheduled_max_stage
 // WS: "tt.return"
+// The report: no name (not extracted), the function, the partitions' tag.
+// WS-REPORT: "index": 0,
+// WS-REPORT-NEXT: "name": null,
+// WS-REPORT-NEXT: "function": "ws_partitions",
+// WS-REPORT-NEXT: "location": "loc(\"default_loop\")",
+// WS-REPORT-NEXT: "warp_specialize": 0,
+// WS-REPORT-NEXT: "decision": "skipped",
+// WS-REPORT-NEXT: "reason": "not_extracted",
+// WS-REPORT: "index": 1,
+// WS-REPORT: "warp_specialize": 0,
+// WS-REPORT-NEXT: "decision": "skipped",
+// WS-REPORT-NEXT: "reason": "not_extracted",
 
 // ALL: remark: loc("default_loop"): twill: scheduled ws_partitions_loop1: I={{[0-9]+}}
 // ALL-SAME: no partitions (the loop is not marked tt.warp_specialize)

@@ -284,22 +284,21 @@ def _check_partitions(kernel, d, scheduled, ttgir):
     """The final TTGIR is warp-specialized as twill solved it, loop by loop:
     every MMA, TMA load and tensor-memory access (identified by op and source
     location) sits in the region of the partition twill gave it."""
-    remarks = [r for r in d.remarks if SCHEDULED in r]
+    records = [lp for lp in d.loop_records() if lp["decision"] == "scheduled"]
     want = PARTITIONS[kernel]
-    assert len(remarks) == len(want), d.remarks
+    assert len(records) == len(want), d.remarks
     regions = _ws_regions(ttgir)
     assert len(regions) == len(want), (len(regions), d.remarks)
     final_locs = _locations(ttgir)
     at = re.compile(r"loc\((#loc\d*)\)\s*$")
     solved = iter(_solved_partitions(scheduled))
-    for remark, expect, ws in zip(remarks, want, regions):
-        written = re.search(r"partitions=(\d+)", remark)
+    for record, expect, ws in zip(records, want, regions):
+        partitions = record["schedule"]["partitions"]
         if expect != TWILL_PARTS:
-            assert expect in remark, (expect, remark)
+            assert expect in partitions["text"], (expect, partitions)
             continue
-        assert written, remark
-        count = int(written.group(1))
-        assert len(ws) == count, (sorted(ws), remark)
+        assert partitions["code"] == "written", partitions
+        assert len(ws) == partitions["count"], (sorted(ws), partitions)
         # Twill's partitions map one-to-one onto the regions (Triton may
         # number them differently: 3.9 renumbers).
         region_of = {}
@@ -473,20 +472,22 @@ def test_loops_triton_warp_specialized_before_twill(twill):
     k = _compile(_fa_hopper_ws, 90)
     assert "ttg.warp_specialize" in k.asm["ttgir"]
     d = twill_triton.decisions()[-1]
-    loops = [r for r in d.remarks if "outside loops" not in r]
+    loops = d.loop_records()
     assert not d.scheduled and len(loops) == 3
-    assert all("inside a ttg.warp_specialize partition" in r and r.endswith("[warp_specialize #0]")
-               for r in (r.splitlines()[0] for r in loops)), d.remarks
+    assert all(lp["reason"] == "not_extracted" and "inside a ttg.warp_specialize partition" in lp["text"]
+               and lp["warp_specialize"] == 0 for lp in loops), d.remarks
+    # The remark carries the partitions' tag too (rendered from the record).
+    assert all(r.splitlines()[0].endswith("[warp_specialize #0]") for r in d.remarks if "skipped" in r), d.remarks
     twill_triton.disable()
     twill(scope="all")
     k = _compile(_fa_hopper_ws, 90)
     d = twill_triton.decisions()[-1]
-    assert len([r for r in d.remarks if "scheduled" in r]) == 3, d.remarks
+    assert [lp["decision"] for lp in d.loop_records()] == ["scheduled"] * 3, d.remarks
     # twill schedules the three partition loops, but the pipeline verifier
     # does not cover warp-specialized code yet: Triton's own schedule.
     assert not d.scheduled and VERIFIER_WS in d.reason, d.reason
     from twill_triton import configure
-    loops = configure.loops_of(d.remarks)
+    loops = configure.loops_of(d.report)
     assert [lp.group for lp in loops] == [0, 0, 0]
     assert len(configure.phases(loops)) == 1
 
@@ -518,7 +519,7 @@ def test_a_loop_twill_skips_gets_tritons_schedule(tmp_path, monkeypatch, twill):
     twill(extra_options="loads=last")
     k = _compile(_fa_causal_bn64, 90)
     d = twill_triton.decisions()[-1]
-    assert d.scheduled and hook.leaves_loops_to_triton(d.remarks), d.remarks
+    assert d.scheduled and hook.leaves_loops_to_triton(d.report), d.remarks
     ours = _loop_bodies(k.asm["ttgir"])
     assert len(ours) == len(stock) == 2
     assert ours[1] == stock[1]

@@ -15,31 +15,61 @@ from kernels import matmul  # noqa: E402
 from twill_triton import configure  # noqa: E402
 
 TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")
-REMARK = ("loc: remark: twill: scheduled k_loop1: I=2 (~527 cycles) L=3 stages=3 no partitions, 3 ops in the "
-          "graph, 0.04s (proven optimal; a prefetch 2) [resource bound ~500 cycles, L ~790 cycles]")
+def _scheduled(ii=527, resource=500, length=790, prefetch=(("a", 2, 0),), loads=None, units=(), group=None, ctas=1):
+    """A scheduled loop's record (twill.schedule-report/1): I, its busiest
+    unit and L in cycles, streaming loads as (op, depth, extra), `loads` as
+    (placement, lead cycles[, the loop whose rotation applies])."""
+    where = None
+    if loads:
+        where = dict(placement=loads[0], lead_cycles=loads[1], rotated_by=loads[2] if len(loads) > 2 else None)
+    return dict(index=0, name="k_loop1", function="k", location="loc", warp_specialize=group, decision="scheduled",
+                reason=None, text="", bounds=dict(resource_cycles=resource, sequential_cycles=2 * length),
+                units=[dict(unit=u, cycles=c) for u, c in units], solve_seconds=0.04,
+                schedule=dict(ii=2, ii_cycles=ii, length=3, length_cycles=length, stages=3, warp_groups=1,
+                              partitions=dict(code="none_not_marked", count=None, text="no partitions"), ops=3,
+                              proof=dict(checker_accepted=True, ii_proven=True, length_proven=True,
+                                         under_partition_rules=False),
+                              prefetch=[dict(op=op, depth=d, extra=x, last=bool(where and where["placement"] == "last"))
+                                        for op, d, x in prefetch],
+                              loads=where, objective="length", latency_slack=None, ctas=ctas,
+                              sharing=None if ctas == 1 else dict(regs_per_thread=255, smem_bytes=115712,
+                                                                  iteration_cycles=1054)))
 
 
-SKIPPED = ("loc: remark: twill: skipped loop: no schedule: no warp-specialized schedule with I <= 110 "
-           "[resource bound ~1686 cycles, sequential ~3478 cycles]; Triton's own schedule applies")
+def _skipped(bounds=(1686, 3478), units=(), reason="no_schedule", text="no schedule: no warp-specialized schedule"):
+    """A skipped loop's record; `bounds` (resource, sequential) or None."""
+    return dict(index=0, name="k_loop1", function="k", location="loc", warp_specialize=None, decision="skipped",
+                reason=reason, text=text, schedule=None, solve_seconds=0.1,
+                bounds=dict(resource_cycles=bounds[0], sequential_cycles=bounds[1]) if bounds else None,
+                units=[dict(unit=u, cycles=c) for u, c in units])
 
 
-def test_remarks_give_each_loop_its_cycles():
+def _report(*loops, outside=None):
+    """A twill.schedule-report/1 document."""
+    functions = [] if outside is None else [dict(function="k", location="loc", outside_cycles=outside,
+                                                 outside_error=None)]
+    return dict(schema="twill.schedule-report/1", loops=list(loops), functions=functions)
+
+
+def test_records_give_each_loop_its_cycles():
     # A skipped loop without bounds (not priced) gives nothing; one with
     # bounds counts as its ops back to back.
-    loops = configure.loops_of([REMARK, "loc: remark: twill: skipped loop: why", REMARK.replace("527", "600"),
-                                SKIPPED])
+    loops = configure.loops_of(_report(_scheduled(), _skipped(bounds=None, reason="not_extracted", text="why"),
+                                       _scheduled(ii=600), _skipped()))
     assert [(lp.ii, lp.resource, lp.length, lp.scheduled) for lp in loops] == [
         (527, 500, 790, True), (600, 500, 790, True), (3478, 1686, 3478, False)]
+    assert configure.loops_of(None) == [] and configure.outside_cycles(None) == 0
+    with pytest.raises(ValueError, match="schema"):
+        configure.loops_of(dict(_report(), schema="twill.schedule-report/2"))
 
 
 def test_loops_of_one_warp_specialize_are_one_concurrent_phase(monkeypatch):
     # Triton's Hopper warp specialization leaves a producer loop and two
     # consumer loops (one ttg.warp_specialize): one phase, the slowest loop's
     # time, the sum of their unit cycles. A loop after it is a phase of its own.
-    ws = " [warp_specialize #0]"
-    producer = REMARK.replace("527", "8").replace("~500", "~8").replace("L ~790", "L ~8") + ws
-    consumer = REMARK.replace("527", "1965").replace("~500", "~1000").replace("L ~790", "L ~1965") + ws
-    loops = configure.loops_of([producer, consumer, consumer, REMARK])
+    producer = _scheduled(ii=8, resource=8, length=8, group=0)
+    consumer = _scheduled(ii=1965, resource=1000, length=1965, group=0)
+    loops = configure.loops_of(_report(producer, consumer, consumer, _scheduled()))
     assert [lp.group for lp in loops] == [0, 0, 0, None]
     assert [len(run) for run in configure.phases(loops)] == [3, 1]
 
@@ -52,13 +82,13 @@ def test_loops_of_one_warp_specialize_are_one_concurrent_phase(monkeypatch):
     class Decision:
         scheduled = True
         reason = ""
-        remarks = [producer, consumer, consumer, REMARK]
+        report = _report(producer, consumer, consumer, _scheduled())
 
     occ = configure.machine_occupancy("h100")
     monkeypatch.setattr(configure, "cubin_resources", lambda cubin: (168, 0))
     s = configure.score({}, Kernel, Decision, [64, 10], 132, occ)
     assert s.scheduled and s.ctas_per_sm == 1
-    # Without per-unit cycles (older remarks) a phase needs the sum of its
+    # Without per-unit cycles a phase needs the sum of its
     # loops' busiest units; alone on the SM it takes the slower of that and
     # its slowest loop: the warp-specialized phase is unit-bound here, the
     # loop after it latency-bound.
@@ -69,12 +99,11 @@ def test_loops_of_one_warp_specialize_are_one_concurrent_phase(monkeypatch):
 
     # With per-unit cycles the partitions add up unit by unit: the producer's
     # TMA time does not add to the consumers' tensor-core time.
-    units_p = " [units per iteration: ALU 6, TMA 1024 cycles]"
-    units_c = " [units per iteration: ALU 393, LSU 1000, SFU 516, TC 1024 cycles]"
-    outside = "loc: remark: twill: outside loops of @k: ~1800 cycles per CTA (critical path of ...)"
-    Decision.remarks = [REMARK.replace("527", "1024") + units_p + ws, consumer + units_c, consumer + units_c,
-                        REMARK + " [units per iteration: TC 500 cycles]", outside]
-    loops = configure.loops_of(Decision.remarks)
+    units_c = (("ALU", 393), ("LSU", 1000), ("SFU", 516), ("TC", 1024))
+    consumer = _scheduled(ii=1965, resource=1000, length=1965, group=0, units=units_c)
+    Decision.report = _report(_scheduled(ii=1024, group=0, units=(("ALU", 6), ("TMA", 1024))), consumer, consumer,
+                              _scheduled(units=(("TC", 500),)), outside=1800)
+    loops = configure.loops_of(Decision.report)
     assert loops[0].units == {"ALU": 6, "TMA": 1024}
     assert configure.phase_unit_cycles(loops[:3]) == 2048  # TC 1024 + 1024
     s = configure.score({}, Kernel, Decision, [64, 10], 132, occ)
@@ -187,15 +216,16 @@ def test_extra_prefetch_is_read_per_loop():
     # "prefetch 2+1": the modeled depth 2 and one extra stage; a kernel has
     # the fewest extra stages over its loops with streaming loads (a loop
     # without them does not count; a loop twill skipped counts as none).
-    extra = REMARK.replace("a prefetch 2", "a prefetch 2+1, b prefetch 1+1")
-    no_loads = REMARK.replace(" (proven optimal; a prefetch 2)", " (proven optimal)")
-    loops = configure.loops_of([extra, no_loads, REMARK])
-    assert [lp.extra_prefetch for lp in loops] == [1, None, 0]
+    extra = _scheduled(prefetch=(("a", 2, 1), ("b", 1, 1)))
+    uneven = _scheduled(prefetch=(("a", 2, 1), ("b", 1, 0)))
+    loops = configure.loops_of(_report(extra, _scheduled(prefetch=()), _scheduled(), uneven))
+    assert [lp.extra_prefetch for lp in loops] == [1, None, 0, 0]
+    loops = loops[:3]
     S = configure.Scored
     assert S(candidate={}, scheduled=True, loops=loops[:2]).extra_prefetch == 1
     assert S(candidate={}, scheduled=True, loops=loops).extra_prefetch == 0
-    skipped = configure.loops_of([SKIPPED])
-    assert S(candidate={}, scheduled=True, loops=loops[:1] + skipped).extra_prefetch == 0
+    kept = configure.loops_of(_report(_skipped()))
+    assert S(candidate={}, scheduled=True, loops=loops[:1] + kept).extra_prefetch == 0
     assert S(candidate={}, scheduled=True, loops=loops[1:2]).extra_prefetch == 0
 
 
@@ -206,16 +236,15 @@ def test_near_ties_take_covered_loads_first():
     # per SM, nor a candidate beyond the tolerance.
     tol = configure.MODEL_TOLERANCE
 
-    def loop(where, slack, extra=""):
-        return configure.loops_of([REMARK.replace("a prefetch 2", f"a prefetch 2{extra}").replace(
-            " [resource", f" [loads {where}: lead over the load time ~{slack} cycles] [resource")])[0]
+    def loop(where, slack, extra=0):
+        return configure.loops_of(_report(_scheduled(prefetch=(("a", 2, extra),), loads=(where, slack))))[0]
 
-    first, first1 = loop("first", 298), loop("first", 825, "+1")
-    last, last1 = loop("last", -229), loop("last", 298, "+1")
+    first, first1 = loop("first", 298), loop("first", 825, 1)
+    last, last1 = loop("last", -229), loop("last", 298, 1)
     assert (last.loads_last, last.load_slack, last1.extra_prefetch) == (True, -229, 1)
     # Pointer loads placed apart (pointer-loads=last): not all last, and the
     # lead still read.
-    split = loop("first and last", 120, "+1")
+    split = loop("first_and_last", 120, 1)
     assert (split.loads_last, split.load_slack) == (False, 120)
 
     def cand(label, ctas, time, *loops):
@@ -231,22 +260,19 @@ def test_near_ties_take_covered_loads_first():
     # only if every loop with streaming loads does.
     assert not cand("mixed", 2, 100.0, last1, last).loads_covered
     assert not cand("mixed", 2, 100.0, last1, first).loads_last
-    no_loads = configure.loops_of([REMARK.replace(" (proven optimal; a prefetch 2)", " (proven optimal)")])[0]
+    no_loads = configure.loops_of(_report(_scheduled(prefetch=())))[0]
     assert cand("one loop without", 2, 100.0, last1, no_loads).loads_last
     assert cand("none", 2, 100.0, no_loads).loads_covered and not cand("none", 2, 100.0, no_loads).loads_last
 
 
-def test_rotated_and_shared_loops_are_read_from_the_remark():
+def test_rotated_and_shared_loops_are_read_from_the_record():
     # `loads=auto` rotated a mixed loop: its "+1" is the rotation's stage,
     # not extra prefetch. A loop solved for 2 CTAs per SM (`ctas=2`) covers
     # its loads only where the compiled kernel gets 2 CTAs per SM.
-    rotated = configure.loops_of([REMARK.replace("a prefetch 2", "a prefetch 2+1, b prefetch 1+1").replace(
-        " [resource", " [loads last: lead over the load time ~96 cycles] [loads=auto: descriptor and pointer loads"
-        " mixed, all last, one stage deeper] [resource")])[0]
+    rotated = configure.loops_of(_report(_scheduled(prefetch=(("a", 2, 1), ("b", 1, 1)),
+                                                    loads=("last", 96, "k_loop1"))))[0]
     assert (rotated.extra_prefetch, rotated.loads_last, rotated.ctas) == (0, True, 1)
-    shared = configure.loops_of([REMARK.replace(" [resource", " [loads first: lead over the load time ~298 cycles]"
-                                                " [resource") + " [ctas=2: within 255 registers per thread and 115712"
-                                 " bytes of shared memory; an iteration ~1054 cycles with the SM shared]"])[0]
+    shared = configure.loops_of(_report(_scheduled(loads=("first", 298), ctas=2)))[0]
     assert (shared.ctas, shared.load_slack) == (2, 298)
     S = configure.Scored
     assert S(candidate={}, scheduled=True, ctas_per_sm=2, loops=[shared]).loads_covered
@@ -297,7 +323,7 @@ def test_scored_panels_come_from_the_callers_footprint(monkeypatch):
     class D:
         scheduled = True
         reason = ""
-        remarks = [REMARK]
+        report = _report(_scheduled())
 
     monkeypatch.setattr(configure, "cubin_resources", lambda cubin: (128, 0))
     big = configure.score(dict(label="x"), K, D, [64], 4096, occ, panels)

@@ -34,7 +34,9 @@ Configuration choice by twill's model (no GPU, no autotuning):
 `twill_triton.configure.choose` compiles candidate configurations with twill
 and ranks them by modeled time on the machine (twill's I and L per loop, the
 busiest unit's cycles, CTAs per SM from the compiled kernel's shared memory,
-registers and warps).
+registers and warps). It reads the pass's typed report, which every
+decision keeps (`Decision.report`, schema twill.schedule-report/1,
+docs/report-schema.md), never the remarks' prose.
 """
 
 from .hook import TwillError, decisions, disable, enable, is_enabled

@@ -6,22 +6,24 @@ fewer can let two CTAs share an SM, which the per-CTA schedule does not see.
 `choose` compiles every candidate with twill (on the CPU, for an explicit
 target) and ranks them by modeled time:
 
-* per loop, from twill's remark: I (cycles per iteration of one CTA alone on
-  the SM), L (cycles of one iteration from first issue to last completion)
-  and the raw cycles one iteration keeps each unit busy (`[units per
-  iteration: ...]`; older remarks give only R, the busiest unit's cycles
-  after normalization); a loop twill skipped keeps Triton's schedule and
-  counts pessimistically, I = L = its ops back to back (the skip remark
-  gives that and the unit cycles);
+* per loop, from twill's report (`Decision.report`, schema
+  twill.schedule-report/1, docs/report-schema.md): I (`ii_cycles`: cycles
+  per iteration of one CTA alone on the SM), L (`length_cycles`: one
+  iteration from first issue to last completion) and the raw cycles one
+  iteration keeps each unit busy (`units`; where a record has none, only R,
+  `bounds.resource_cycles`, the busiest unit's cycles after
+  normalization); a loop twill skipped for want of a schedule keeps
+  Triton's and counts pessimistically, I = L = its ops back to back
+  (`bounds.sequential_cycles`);
 * a phase is a loop on its own, or the loops of one `ttg.warp_specialize`
   (a loop Triton has already split into partitions, as its Hopper warp
-  specialization does before twill runs; the remark ends with
-  `[warp_specialize #W]`), which run at the same time. A phase of n
+  specialization does before twill runs; the record's `warp_specialize`),
+  which run at the same time. A phase of n
   iterations needs S = n * (its busiest unit's cycles per iteration, the
   loops' cycles added up unit by unit: partitions share the SM's units) and
   takes, alone on the SM, max((n - 1) * I + L of its slowest loop, S);
 * one CTA runs its phases back to back after and before its code outside
-  the loops (twill's `outside loops` remark: the critical path of the
+  the loops (the report's `functions[].outside_cycles`: the critical path of the
   prologue and epilogue, e.g. the Q tile load and the output store):
   T = outside + sum over phases; it needs S = sum over phases of the
   phases' S on the units;
@@ -49,9 +51,8 @@ Among the candidates that do not spill and whose panels fit (or, when none
 fit, exceed the L2 by the fewest steps), the one with the smallest modeled
 time wins; within MODEL_TOLERANCE of it, the one with more CTAs per SM, then
 one whose streaming loads are issued far enough ahead to cover their
-modeled time (the pass's `[loads first|last: lead over the load time ~Z
-cycles]`, Z >= 0 in every loop; a loop solved for N CTAs per SM, `[ctas=N:
-...]`, only where the kernel gets N), then the smaller modeled time (then: the
+modeled time (the record's `loads.lead_cycles` >= 0 in every loop; a loop
+solved for N CTAs per SM, `ctas`, only where the kernel gets N), then the smaller modeled time (then: the
 earlier candidate). The model's time does not price an exposed load: loads
 last in the body at the modeled depth are issued at its end, one iteration
 less ahead. Measured on the H100 (probe bench/gpu/probe/bwd_loads.py,
@@ -68,45 +69,18 @@ to measured times.
 """
 
 import math
-import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
+from .hook import REPORT_SCHEMA as SCHEMA
 from .hook import checkouts
 
 try:
     import tomllib
 except ImportError:  # Python < 3.11
     tomllib = None
-
-_REMARK = re.compile(r"twill: scheduled \S+: I=\d+ \(~(\d+) cycles\).*"
-                     r"\[resource bound ~(\d+) cycles, L ~(\d+) cycles\]")
-# A loop twill did not schedule keeps Triton's own schedule; its bounds
-# stand in for it: no overlap at all (the ops back to back), pessimistic.
-_SKIPPED = re.compile(r"twill: skipped loop: .*\[resource bound ~(\d+) cycles, sequential ~(\d+) cycles\]")
-# Loops of one ttg.warp_specialize (one per partition) run concurrently.
-_GROUP = re.compile(r"\[warp_specialize #(\d+)\]")
-# Extra stages of prefetch on top of the modeled depth: "x prefetch 1+1".
-_EXTRA_PREFETCH = re.compile(r" prefetch \d+\+(\d+)")
-# Any streaming load's prefetch (with or without extra stages).
-_PREFETCH = re.compile(r" prefetch \d+")
-# Where the streaming loads are issued ("first and last": pointer loads
-# placed apart from descriptor loads), and their least lead over their
-# modeled time (negative: exposed latency).
-_LEAD = re.compile(r"\[loads (first|last|first and last): lead over the load time ~(-?\d+) cycles\]")
-# `loads=auto` rotated the loop (a loop of its kernel mixes descriptor and pointer loads): its
-# loads are last with one stage more, which is not extra prefetch.
-_ROTATED = re.compile(r"\[loads=auto: ")
-# The loop was solved for N CTAs per SM (`ctas=N`): its loads' lead assumes
-# the SM shared by N CTAs.
-_CTAS = re.compile(r"\[ctas=(\d+): ")
-# The raw cycles one iteration keeps each unit busy (not rounded).
-_UNITS = re.compile(r"\[units per iteration: ([^\]]*) cycles\]")
-# One per kernel: the critical path of its code outside the loops.
-_OUTSIDE = re.compile(r"twill: outside loops of \S+: ~(\d+) cycles per CTA")
-
 
 # Stack-frame bytes per thread up to which a kernel still counts as keeping
 # its values in registers. Measured on the H100 (BENCHMARKS.md, runs 4-5 and
@@ -230,50 +204,55 @@ class Loop:
     ctas: int = 1
 
 
-def _units(remark: str) -> Dict[str, int]:
-    m = _UNITS.search(remark)
-    if not m:
-        return {}
-    out = {}
-    for part in m.group(1).split(","):
-        name, cycles = part.split()
-        out[name] = int(cycles)
-    return out
+def _units(record: dict) -> Dict[str, int]:
+    return {u["unit"]: int(u["cycles"]) for u in record.get("units") or []}
 
 
-def outside_cycles(remarks: Sequence[str]) -> int:
+def _records(report: Optional[dict], key: str) -> List[dict]:
+    """The `key` records of a twill.schedule-report/1 document (none for a
+    missing report)."""
+    if not report:
+        return []
+    schema = report.get("schema", "")
+    if schema != SCHEMA:
+        raise ValueError(f"unsupported twill report schema {schema!r} (this package reads {SCHEMA})")
+    return list(report.get(key) or [])
+
+
+def outside_cycles(report: Optional[dict]) -> int:
     """Cycles each CTA spends outside its loops (twill's estimate of the
-    kernel's prologue and epilogue; 0 where no remark gives it)."""
-    return sum(int(m.group(1)) for r in remarks for m in [_OUTSIDE.search(r)] if m)
+    kernel's prologue and epilogue; 0 where the report gives none)."""
+    return sum(int(f["outside_cycles"]) for f in _records(report, "functions") if f.get("outside_cycles") is not None)
 
 
-def loops_of(remarks: Sequence[str]) -> List[Loop]:
-    """The candidate loops, in program order, from the pass remarks: twill's
-    schedules, and for loops twill skipped (Triton schedules them) the
-    pessimistic bound of no overlap, where the remark gives it."""
+def _scheduled_loop(record: dict, group: Optional[int]) -> Loop:
+    s = record["schedule"]
+    prefetch = s.get("prefetch") or []
+    loads = s.get("loads")
+    # The stage `loads=auto` adds to a rotated loop is not extra prefetch.
+    rotated = 1 if loads and loads.get("rotated_by") else 0
+    extra = min((p["extra"] - rotated for p in prefetch), default=None)
+    return Loop(ii=int(s["ii_cycles"]), resource=int(record["bounds"]["resource_cycles"]),
+                length=int(s["length_cycles"]), group=group, units=_units(record), extra_prefetch=extra,
+                loads_last=(loads["placement"] == "last") if loads else None,
+                load_slack=int(loads["lead_cycles"]) if loads else None, ctas=int(s.get("ctas", 1)))
+
+
+def loops_of(report: Optional[dict]) -> List[Loop]:
+    """The candidate loops, in program order, from twill's report
+    (twill.schedule-report/1, docs/report-schema.md): twill's schedules,
+    and for loops twill skipped (Triton schedules them) the pessimistic
+    bound of no overlap, where the record gives it (a loop the solver found
+    no schedule for)."""
     out = []
-    for r in remarks:
-        g = _GROUP.search(r)
-        group = int(g.group(1)) if g else None
-        m = _REMARK.search(r)
-        if m:
-            # The stage `loads=auto` adds to a rotated loop is not extra.
-            rotated = 1 if _ROTATED.search(r) else 0
-            extra = [int(x) - rotated for x in _EXTRA_PREFETCH.findall(r)]
-            ctas = _CTAS.search(r)
-            streaming = bool(_PREFETCH.search(r))
-            lead = _LEAD.search(r)
-            out.append(Loop(ii=int(m.group(1)), resource=int(m.group(2)), length=int(m.group(3)), group=group,
-                            units=_units(r), extra_prefetch=(min(extra) if extra else 0) if streaming else None,
-                            loads_last=(lead.group(1) == "last") if lead else None,
-                            load_slack=int(lead.group(2)) if lead else None,
-                            ctas=int(ctas.group(1)) if ctas else 1))
-            continue
-        m = _SKIPPED.search(r)
-        if m:
-            seq = int(m.group(2))
-            out.append(Loop(ii=seq, resource=int(m.group(1)), length=seq, scheduled=False, group=group,
-                            units=_units(r)))
+    for r in _records(report, "loops"):
+        group = r.get("warp_specialize")
+        if r["decision"] == "scheduled":
+            out.append(_scheduled_loop(r, group))
+        elif r.get("bounds"):
+            seq = int(r["bounds"]["sequential_cycles"])
+            out.append(Loop(ii=seq, resource=int(r["bounds"]["resource_cycles"]), length=seq, scheduled=False,
+                            group=group, units=_units(r)))
     return out
 
 
@@ -363,7 +342,7 @@ def score(candidate: dict, kernel, decision, iterations: Sequence[float], grid: 
     `panels(candidate, running CTAs)` gives the operand bytes the running
     CTAs share."""
     s = Scored(candidate=candidate, scheduled=bool(decision.scheduled), reason=decision.reason)
-    loops = loops_of(decision.remarks)
+    loops = loops_of(decision.report)
     runs = phases(loops)
     if not decision.scheduled or len(runs) != len(iterations):
         s.scheduled = False
@@ -376,7 +355,7 @@ def score(candidate: dict, kernel, decision, iterations: Sequence[float], grid: 
     if s.ctas_per_sm == 0:
         s.reason = "does not fit on an SM"
         return s
-    s.outside_cycles = outside_cycles(decision.remarks)
+    s.outside_cycles = outside_cycles(decision.report)
     s.cta_cycles = float(s.outside_cycles)
     s.unit_cycles = 0.0
     for run, n in zip(runs, iterations):
@@ -401,7 +380,7 @@ def loop_alone_cycles(iterations: int, ii: float, length: float) -> float:
 def phase_unit_cycles(run: Sequence[Loop]) -> float:
     """Cycles per iteration of a phase on the SM's busiest unit: the loops'
     raw per-unit cycles added up unit by unit (partitions share the units),
-    or, where a remark gives no per-unit cycles, the sum of the loops'
+    or, where a record gives no per-unit cycles, the sum of the loops'
     busiest-unit cycles (pessimistic across units)."""
     if all(lp.units for lp in run):
         total: Dict[str, int] = {}

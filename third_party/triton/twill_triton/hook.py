@@ -42,6 +42,9 @@ log = logging.getLogger("twill")
 
 SPLIT_FIRST = "passes.ttgpuir.add_assign_latencies"
 SPLIT_LAST = "passes.ttgpuir.add_schedule_loops"
+# The typed report twill-opt writes (`--twill-schedule=report=PATH`,
+# docs/report-schema.md); the hook and `configure` read its fields.
+REPORT_SCHEMA = "twill.schedule-report/1"
 
 
 class TwillError(RuntimeError):
@@ -54,11 +57,13 @@ class _Fallback(Exception):
 
 @dataclass
 class Decision:
-    """What twill did to one kernel: the pass remarks, and whether Triton
-    compiled twill's schedule (False: Triton's own schedule was used)."""
+    """What twill did to one kernel: the pass's report and remarks, and
+    whether Triton compiled twill's schedule (False: Triton's own schedule
+    was used)."""
     kernel: str
     capability: int
     scheduled: bool
+    # The pass remarks, as printed (for people; rendered from the report).
     remarks: List[str] = field(default_factory=list)
     reason: str = ""
     dump: Optional[str] = None
@@ -68,6 +73,14 @@ class Decision:
     # Triton's own where twill fell back.
     verification: List[dict] = field(default_factory=list)
     triton_verification: List[dict] = field(default_factory=list)
+    # The pass's typed report (schema twill.schedule-report/1,
+    # docs/report-schema.md): a record per loop and per kernel; None where
+    # twill-opt did not run to the end.
+    report: Optional[dict] = None
+
+    def loop_records(self) -> List[dict]:
+        """The report's loop records (none without a report)."""
+        return list((self.report or {}).get("loops") or [])
 
 
 _lock = threading.Lock()
@@ -296,11 +309,11 @@ class _IRProxy:
         return getattr(self._ir, name)
 
 
-def leaves_loops_to_triton(remarks) -> bool:
+def leaves_loops_to_triton(report) -> bool:
     """Whether twill scheduled some loop of a kernel and left another to
-    Triton's own schedule (a skip remark)."""
-    return (any("twill: scheduled" in r for r in remarks)
-            and any("twill: skipped loop:" in r and "Triton's own schedule applies" in r for r in remarks))
+    Triton's own schedule (by the report's decisions)."""
+    decisions = {r["decision"] for r in (report or {}).get("loops") or []}
+    return {"scheduled", "skipped"} <= decisions
 
 
 def _run(ir, mod, calls, tag):
@@ -329,7 +342,7 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
         rest = i  # where Triton's own pass list resumes on `mod`
         try:
             new, decision = _schedule(ir, mod, capability, options, cfg)
-            if leaves_loops_to_triton(decision.remarks):
+            if leaves_loops_to_triton(decision.report):
                 # Some loop keeps Triton's schedule: Triton schedules every
                 # loop first, and twill's schedule replaces Triton's on the
                 # loops twill schedules (a loop without a schedule would
@@ -572,16 +585,50 @@ def replay_key(exported, options=""):
 
 
 def _replayed(cfg, key):
-    """The scheduled module and remarks stored under TWILL_REPLAY_DIR for
-    `key` (a TWILL_DUMP_DIR of a machine that has twill-opt), if any."""
+    """The scheduled module, remarks and report (None where the entry has
+    no report.json) stored under TWILL_REPLAY_DIR for `key` (a
+    TWILL_DUMP_DIR of a machine that has twill-opt), if any."""
     root = os.environ.get("TWILL_REPLAY_DIR")
     if not root:
         return None
     for k in sorted(Path(root).rglob("key.txt")):
         if k.read_text().strip() == key and (k.parent / "scheduled.mlir").exists():
             remarks = k.parent / "remarks.txt"
-            return ((k.parent / "scheduled.mlir").read_text(), remarks.read_text() if remarks.exists() else "")
+            report = k.parent / "report.json"
+            return ((k.parent / "scheduled.mlir").read_text(), remarks.read_text() if remarks.exists() else "",
+                    json.loads(report.read_text()) if report.exists() else None)
     return None
+
+
+def _remark_lines(stderr):
+    """twill's diagnostics in twill-opt's stderr, as printed."""
+    return [ln for ln in stderr.splitlines() if "twill" in ln and ("remark:" in ln or "error:" in ln)]
+
+
+def _read_report(path, decision):
+    """The report twill-opt wrote to `path`; _Fallback where it is missing
+    or of another schema."""
+    try:
+        report = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as ex:
+        e = _Fallback(f"twill-opt wrote no readable report ({ex})")
+        e.decision = decision
+        raise e
+    return _checked_report(report, decision)
+
+
+def _checked_report(report, decision):
+    if not isinstance(report, dict) or report.get("schema") != REPORT_SCHEMA:
+        got = report.get("schema") if isinstance(report, dict) else type(report).__name__
+        e = _Fallback(f"twill-opt's report has schema {got!r}; this package reads {REPORT_SCHEMA}")
+        e.decision = decision
+        raise e
+    return report
+
+
+def _skip_reasons(report):
+    """Why no loop was scheduled: each loop's reason text (`text`)."""
+    return "; ".join(r.get("text") or r.get("reason") or "?" for r in report.get("loops") or [])
 
 
 def _arch(capability):
@@ -622,9 +669,16 @@ def _schedule(ir, mod, capability, options, cfg):
         (work / "key.txt").write_text(key + "\n")
         replay = _replayed(cfg, key)
         if replay is not None:
-            text, stderr = replay
-            decision.remarks = [ln for ln in stderr.splitlines()
-                                if "twill" in ln and ("remark:" in ln or "error:" in ln)]
+            text, stderr, report = replay
+            decision.remarks = _remark_lines(stderr)
+            if report is None:
+                e = _Fallback(f"the replay entry for key {key[:16]} has no report.json (recorded before the "
+                              f"typed report, {REPORT_SCHEMA}); record it again")
+                e.decision = decision
+                raise e
+            decision.report = _checked_report(report, decision)
+            if cfg.dump_dir:
+                (work / "report.json").write_text(json.dumps(report, indent=2) + "\n")
             return _parse_back(ir, mod, work, text, decision)
         if not cfg.twill_opt or not os.path.exists(cfg.twill_opt):
             e = _Fallback(f"no twill-opt and no replay entry for key {key[:16]}")
@@ -640,6 +694,9 @@ def _schedule(ir, mod, capability, options, cfg):
             pass_opts += " partitions=false"
         if cfg.extra:
             pass_opts += " " + cfg.extra
+        report_path = work / "report.json"
+        # Quoted: a dump directory's path may hold spaces.
+        pass_opts += f' report="{report_path}"'
         cmd = [
             cfg.twill_opt,
             str(inp),
@@ -658,23 +715,24 @@ def _schedule(ir, mod, capability, options, cfg):
             e = _Fallback(f"twill-opt did not finish within {4 * cfg.timeout + 60:g} s")
             e.decision = decision
             raise e
-        remarks = [ln for ln in r.stderr.splitlines() if "twill" in ln and ("remark:" in ln or "error:" in ln)]
-        decision.remarks = remarks
+        decision.remarks = _remark_lines(r.stderr)
         if cfg.dump_dir:
             (work / "remarks.txt").write_text(r.stderr)
         if r.returncode != 0:
             e = _Fallback(f"twill-opt failed (exit {r.returncode}): {r.stderr.strip()[-500:]}")
             e.decision = decision
             raise e
-        scheduled = [ln for ln in remarks if "twill: scheduled" in ln]
+        decision.report = _read_report(report_path, decision)
+        scheduled = [lp for lp in decision.loop_records() if lp["decision"] == "scheduled"]
         if not scheduled:
-            why = "; ".join(ln.split("remark: ", 1)[-1] for ln in remarks) or "no candidate loop"
-            e = _Fallback(why)
+            e = _Fallback(_skip_reasons(decision.report) or "no candidate loop")
             e.decision = decision
             raise e
         text = _restore_aliases(exported, out.read_text())
-        for ln in scheduled:
-            log.info("%s", ln.split("remark: ", 1)[-1])
+        for lp in scheduled:
+            s = lp["schedule"]
+            log.info("twill: scheduled %s: I=%d (~%d cycles) L=%d stages=%d, partitions: %s", lp["name"], s["ii"],
+                     s["ii_cycles"], s["length"], s["stages"], s["partitions"]["text"])
         return _parse_back(ir, mod, work, text, decision)
 
 

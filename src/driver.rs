@@ -1,0 +1,831 @@
+//! The driver: one loop from its extracted IR to written attributes, in
+//! named steps that each return a typed value or a typed [`Skip`]:
+//!
+//! * [`extract`]: the loop's dependence graph under the machine's op rules
+//!   (and one CTA's share of the SM when `ctas` CTAs share it);
+//! * [`price`]: the graph resolved on the machine, durations normalized;
+//! * [`solve`]: the joint search, under the target's colocation rules first
+//!   where partitions are written, without them otherwise;
+//! * [`check`]: the independent checker on exactly what is written;
+//! * [`decide`]: Triton's attributes (stages, clusters, partitions);
+//! * [`validate`]: the prefetch rings against shared memory and the
+//!   attributes against Triton's contract;
+//! * write: a callback of the host (the MLIR pass writes the attributes).
+//!
+//! A scheduled loop yields the facts of its [`ScheduledLoop`] record
+//! (crate::report::schedule). The driver knows nothing about MLIR: the pass
+//! (`crate::host`) extracts the loop and writes the attributes; `twill
+//! solve` goes through [`price`], [`solve`] and [`check`] on a graph file.
+
+use std::borrow::Cow;
+use std::time::Instant;
+
+use crate::backend::{self, Arch, LoopDecision, Placement as LoadSide, TritonTarget};
+use crate::checker::{self, WarpConfig};
+use crate::frontend::lower::{colocation, lower, Lowered};
+use crate::frontend::LoopIr;
+use crate::graph::{Graph, SameGroup};
+use crate::joint::{self, Encoding, JointOptions, JointResult};
+use crate::machine::Machine;
+use crate::modulo::mii;
+use crate::normalize::Normalization;
+use crate::problem::{BuildOptions, Problem};
+use crate::report::schedule::{
+    cycles, Bounds, Loads, Partitions, PartitionsCode, Placement, Prefetch, Proof, ScheduledLoop,
+    Sharing, SkipReason, SlackRecord, UnitCycles,
+};
+
+/// At most this many seconds go to the search under the target's
+/// colocation rules before the loop is solved without them (stages only).
+const COLOCATED_SECONDS: f64 = 10.0;
+
+/// The options of one loop's schedule (the pass's `ScheduleOptions` less
+/// what selects loops and names files).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopOptions {
+    pub target: TritonTarget,
+    pub timeout: f64,
+    pub u: u64,
+    pub encoding: Encoding,
+    pub groups: u32,
+    pub ws: bool,
+    pub partitions: bool,
+    pub order: backend::ClusterOrder,
+    pub loads: backend::LoadPlacement,
+    pub auto_loads: bool,
+    pub ctas: u32,
+    pub objective: joint::Objective,
+}
+
+/// A loop left to Triton: the reason code, its words, and (for a loop the
+/// solver found no schedule for) its bounds and per-unit cycles.
+#[derive(Debug)]
+pub struct Skip {
+    pub reason: SkipReason,
+    pub text: String,
+    pub bounds: Option<Bounds>,
+    pub units: Vec<UnitCycles>,
+}
+
+impl Skip {
+    pub fn new(reason: SkipReason, text: impl Into<String>) -> Skip {
+        Skip {
+            reason,
+            text: text.into(),
+            bounds: None,
+            units: Vec::new(),
+        }
+    }
+}
+
+/// A scheduled loop's facts.
+#[derive(Debug)]
+pub struct Scheduled {
+    pub schedule: ScheduledLoop,
+    pub bounds: Bounds,
+    pub units: Vec<UnitCycles>,
+}
+
+/// One loop to schedule, with what the module-level pass decided for it.
+pub struct LoopJob<'a> {
+    pub ir: &'a LoopIr,
+    pub machine: &'a Machine,
+    pub o: &'a LoopOptions,
+    /// Why every loop gets stages only (Triton partitions), if so.
+    pub stages_only: Option<&'a str>,
+    /// Under `loads=auto`: the mixed loop whose rotation applies here.
+    pub mixed: Option<&'a str>,
+}
+
+/// How the loop is solved: warp specialization and the graph as priced.
+struct Plan {
+    /// The loop is marked for warp specialization and `ws` is on.
+    ws_loop: bool,
+    /// Triton will warp-specialize it (sm90 also needs num_warps = 4).
+    ws: bool,
+    graph: Graph,
+    colocated: Vec<SameGroup>,
+    warps: WarpConfig,
+}
+
+impl Plan {
+    fn new(job: &LoopJob, machine: &Machine, lowered: &Lowered) -> Plan {
+        let (o, ir) = (job.o, job.ir);
+        // Triton warp-specializes only loops marked tt.warp_specialize (and,
+        // on sm90, only at num_warps = 4); other loops are software-pipelined
+        // by one instruction stream, whose barrier waits do not stop the
+        // asynchronous units (TMA, tensor cores) it feeds: no blocking rule.
+        let ws_loop = o.ws && ir.warp_specialize;
+        let ws = ws_loop && !(o.target.arch == Arch::Sm90 && ir.num_warps != 4);
+        let mut graph = lowered.graph.clone();
+        if !ws_loop {
+            for e in &mut graph.edges {
+                e.blocking = false;
+            }
+        }
+        // Partitions that are written must be ones the code generator can
+        // build: the target's colocation sets. When no schedule meets them
+        // (within a third of the budget, at most COLOCATED_SECONDS), the
+        // loop is solved without them and only its stages are written.
+        let colocated = if ws && o.partitions && job.stages_only.is_none() {
+            o.target
+                .partition_mma_ops()
+                .map(|mmas| colocation(ir, lowered, mmas))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let warps = WarpConfig {
+            groups: if ws_loop { o.groups } else { 1 },
+            reg_limit: machine.warps.max_regs_per_thread,
+            cross_warp: true,
+        };
+        Plan {
+            ws_loop,
+            ws,
+            graph,
+            colocated,
+            warps,
+        }
+    }
+
+    /// Whether twill's partitions are written, and why not when for a
+    /// reason other than the options.
+    fn partitioning(&self, job: &LoopJob, solved: &Solved) -> Partitioning {
+        let wanted = self.ws && job.o.partitions;
+        let note = match (job.stages_only, &solved.without_colocation) {
+            (Some(why), _) if wanted => {
+                Some((PartitionsCode::LeftToTritonSeveralLoops, why.to_string()))
+            }
+            (_, Some(why)) => Some((PartitionsCode::LeftToTritonRules, why.clone())),
+            _ => None,
+        };
+        Partitioning {
+            written: wanted && job.stages_only.is_none() && solved.without_colocation.is_none(),
+            note,
+        }
+    }
+}
+
+/// What the joint search is asked: shared by the pass and `twill solve`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SolveRequest {
+    pub encoding: Encoding,
+    pub warps: WarpConfig,
+    pub objective: joint::Objective,
+    pub seed: u32,
+    /// Threads searching initiation intervals at once (0: one per core).
+    pub threads: u32,
+    /// Seconds for the whole solve, both attempts.
+    pub timeout: f64,
+}
+
+/// The solver's answer.
+#[derive(Debug)]
+pub struct Solved {
+    pub result: JointResult,
+    /// The problem with the colocation sets, when the schedule meets them.
+    pub colocated_problem: Option<Problem>,
+    /// Why no schedule met the colocation sets, when some were asked for
+    /// and none did (the schedule is then of the problem without them).
+    pub without_colocation: Option<String>,
+}
+
+/// The partitions a scheduled loop gets.
+struct Partitioning {
+    /// twill's partitions are written.
+    written: bool,
+    /// Why partitions are left to Triton, when for a reason other than the
+    /// options.
+    note: Option<(PartitionsCode, String)>,
+}
+
+/// Schedules one extracted loop; `write` writes the attributes when every
+/// step holds.
+pub fn schedule_loop(
+    job: &LoopJob,
+    write: impl FnOnce(&LoopDecision) -> Result<(), String>,
+) -> Result<Scheduled, Skip> {
+    let started = Instant::now();
+    let o = job.o;
+    let (machine, lowered) = extract(job)?;
+    let machine = machine.as_ref();
+    let plan = Plan::new(job, machine, &lowered);
+    // Priced and normalized once; the colocated attempt only adds its sets.
+    let problem = price(&plan.graph, machine, o.u, o.timeout)?.0;
+    let request = SolveRequest {
+        encoding: o.encoding,
+        warps: plan.warps,
+        objective: o.objective,
+        seed: 0,
+        threads: 0,
+        timeout: o.timeout,
+    };
+    let mut solved = solve(&problem, &plan.colocated, &request, started)?;
+    let partitioning = plan.partitioning(job, &solved);
+    let iteration = redepth(&mut solved.result, o.ctas, problem.cycle_scale);
+    check(
+        solved.colocated_problem.as_ref().unwrap_or(&problem),
+        &solved.result,
+        &plan.warps,
+    )?;
+    let decided = decide(job, &lowered, &solved.result, partitioning.written);
+    validate(job, machine, &lowered, &decided)?;
+    write(&decided.decision).map_err(|e| {
+        Skip::new(
+            SkipReason::WriteFailed,
+            format!("cannot write attributes: {e}"),
+        )
+    })?;
+    for n in &lowered.notes {
+        tracing::debug!(target: "twill", "{n}");
+    }
+    let facts = Facts {
+        job,
+        machine,
+        lowered: &lowered,
+        problem: &problem,
+        plan: &plan,
+        solved: &solved,
+        partitioning: &partitioning,
+        decided: &decided,
+        iteration,
+    };
+    Ok(Scheduled {
+        schedule: facts.schedule(),
+        bounds: bounds(&problem, solved.result.res_mii),
+        units: units(&problem),
+    })
+}
+
+/// The loop's dependence graph under the machine's op rules, and the
+/// machine it is solved on: one CTA's share of the SM when `ctas` CTAs
+/// are to share it (the pass refuses warp-specialized loops there).
+pub fn extract<'a>(job: &LoopJob<'a>) -> Result<(Cow<'a, Machine>, Lowered), Skip> {
+    let o = job.o;
+    let machine = if o.ctas > 1 {
+        let shared = job
+            .machine
+            .sharing_sm(o.ctas, job.ir.num_warps)
+            .map_err(|e| Skip::new(SkipReason::CtasUnfit, format!("ctas={}: {e}", o.ctas)))?;
+        Cow::Owned(shared)
+    } else {
+        Cow::Borrowed(job.machine)
+    };
+    let lowered = lower(job.ir, &machine, o.target.last_stage_ops()).map_err(|e| {
+        Skip::new(
+            SkipReason::NotLowered,
+            format!("{} (at {})", e.reason, e.location),
+        )
+    })?;
+    if lowered.graph.ops.is_empty() {
+        return Err(Skip::new(
+            SkipReason::NothingToSchedule,
+            "no op of the body costs anything on this machine",
+        ));
+    }
+    Ok((machine, lowered))
+}
+
+/// The graph resolved on the machine, durations normalized within `u`.
+pub fn price(
+    graph: &Graph,
+    machine: &Machine,
+    u: u64,
+    timeout: f64,
+) -> Result<(Problem, Normalization), Skip> {
+    let build = BuildOptions {
+        u,
+        time_limit: timeout,
+    };
+    Problem::build(graph, machine, build).map_err(|e| {
+        Skip::new(
+            SkipReason::PricingFailed,
+            format!("cannot price the loop: {e}"),
+        )
+    })
+}
+
+/// The joint search, under the colocation sets first where some are given
+/// (within a third of the budget, at most COLOCATED_SECONDS), without them
+/// when none meets them; no schedule at all is a `no_schedule` skip with
+/// the problem's bounds.
+pub fn solve(
+    problem: &Problem,
+    colocated: &[SameGroup],
+    request: &SolveRequest,
+    started: Instant,
+) -> Result<Solved, Skip> {
+    let run = |p: &Problem, seconds: f64| {
+        joint::solve(
+            p,
+            JointOptions {
+                encoding: request.encoding,
+                warps: request.warps,
+                timeout: seconds.max(0.01),
+                seed: request.seed,
+                threads: request.threads,
+                objective: request.objective,
+            },
+        )
+        .map_err(|e| format!("no schedule: {e}"))
+    };
+    let left = || (request.timeout - started.elapsed().as_secs_f64()).max(0.01);
+    let mut colocated_problem = None;
+    let mut without_colocation = None;
+    let answer = if colocated.is_empty() {
+        run(problem, left())
+    } else {
+        let mut with = problem.clone();
+        with.same_group = colocated.iter().map(|set| set.ops.clone()).collect();
+        let budget = (left() / 3.0).min(COLOCATED_SECONDS);
+        match run(&with, budget) {
+            Ok(r) => {
+                colocated_problem = Some(with);
+                Ok(r)
+            }
+            Err(why) => {
+                tracing::debug!(target: "twill", "under the colocation rules: {why}");
+                // One line: remarks are read line by line.
+                let why = why.replace('\n', " ");
+                without_colocation = Some(if why.contains("timed out") {
+                    format!(
+                        "no schedule under Triton's partition rules within {budget:.0} s: {why}"
+                    )
+                } else {
+                    format!("none that Triton can build: {why}")
+                });
+                run(problem, left())
+            }
+        }
+    };
+    let result = answer.map_err(|why| Skip {
+        reason: SkipReason::NoSchedule,
+        text: why.replace('\n', " "),
+        bounds: Some(Bounds {
+            resource_cycles: cycles(f64::from(mii::res_mii(problem)) * problem.cycle_scale),
+            sequential_cycles: sequential_cycles(problem),
+        }),
+        units: units(problem),
+    })?;
+    Ok(Solved {
+        result,
+        colocated_problem,
+        without_colocation,
+    })
+}
+
+/// The ops back to back, raw cycles.
+fn sequential_cycles(problem: &Problem) -> i64 {
+    let sequential: u64 = problem.ops.iter().map(|op| u64::from(op.cycles)).sum();
+    cycles(sequential as f64 * problem.cycle_scale)
+}
+
+fn bounds(problem: &Problem, res_mii: u32) -> Bounds {
+    Bounds {
+        resource_cycles: cycles(f64::from(res_mii) * problem.cycle_scale),
+        sequential_cycles: sequential_cycles(problem),
+    }
+}
+
+/// The raw cycles one iteration keeps each unit busy (not rounded by
+/// normalization; units it does not use left out), so that a model of
+/// several CTAs or partitions sharing an SM can add them up per unit.
+fn units(problem: &Problem) -> Vec<UnitCycles> {
+    problem
+        .units
+        .iter()
+        .zip(&problem.unit_cycles)
+        .zip(&problem.capacity)
+        .filter(|((_, &c), _)| c > 0)
+        .map(|((u, &c), &cap)| UnitCycles {
+            unit: u.clone(),
+            cycles: c.div_ceil(u64::from(cap.max(1))),
+        })
+        .collect()
+}
+
+/// With `ctas` CTAs on the SM an iteration takes at least `ctas` times the
+/// busiest unit's cycles (the CTAs share the units): a load needs fewer
+/// iterations of lead to cover its time (and fewer buffers). Alone (I >=
+/// ResMII) this is I, and the depths stay the solver's. Returns the
+/// iteration's raw cycles.
+fn redepth(result: &mut JointResult, ctas: u32, scale: f64) -> f64 {
+    let iteration = f64::from(
+        result
+            .schedule
+            .schedule
+            .ii
+            .max(ctas.saturating_mul(result.res_mii)),
+    ) * scale;
+    for st in &mut result.streaming {
+        st.prefetch = joint::prefetch_depth(st.raw_cycles, iteration);
+    }
+    iteration
+}
+
+/// The independent checker, once more, on exactly what is written: the
+/// schedule of `problem` (with the colocation sets when they held).
+pub fn check(problem: &Problem, result: &JointResult, warps: &WarpConfig) -> Result<(), Skip> {
+    let (view, _) = joint::streaming_view(problem);
+    let violations = checker::check_joint(&view, &result.schedule, warps);
+    if violations.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = violations.iter().map(|v| v.to_string()).collect();
+    Err(Skip::new(
+        SkipReason::CheckerRejected,
+        format!("the checker rejected the schedule: {}", list.join("; ")),
+    ))
+}
+
+/// Triton's attributes for a schedule: the decision, the load placement it
+/// used and each streaming load's placement (in the order of the solver's
+/// streaming loads).
+pub struct Decided {
+    pub decision: LoopDecision,
+    pub loads: backend::LoadPlacement,
+    /// `loads=auto` rotated the loop.
+    pub rotated: bool,
+    pub streaming: Vec<LoadSide>,
+}
+
+/// Decides Triton's attributes: the options' cluster order where it meets
+/// Triton's order rule, the slot order otherwise.
+pub fn decide(job: &LoopJob, lowered: &Lowered, result: &JointResult, partitions: bool) -> Decided {
+    let (o, ir) = (job.o, job.ir);
+    // `loads=auto`: the loads of a loop that mixes descriptor and pointer
+    // loads, or (`rotate=kernel`) of any loop of its kernel, are rotated.
+    let rotated = o.auto_loads && job.mixed.is_some();
+    let loads = if rotated { o.loads.rotated() } else { o.loads };
+    let decide = |order| {
+        backend::decide(
+            ir,
+            lowered,
+            &result.schedule,
+            &result.streaming,
+            o.target.arch,
+            partitions,
+            order,
+            loads,
+        )
+    };
+    let mut decision = decide(o.order);
+    // The program order keeps the solver's stages; where it cannot meet
+    // Triton's order rule, the slot order (the schedule's issue times) is
+    // written instead.
+    if o.order == backend::ClusterOrder::Program
+        && !backend::validate(ir, &decision, &o.target).is_empty()
+    {
+        tracing::debug!("program order breaks Triton's order rule; writing the slot order");
+        decision = decide(backend::ClusterOrder::Slot);
+    }
+    let streaming: Vec<LoadSide> = result
+        .streaming
+        .iter()
+        .map(|st| {
+            let v = lowered.graph.ops.iter().position(|g| g.name == st.op);
+            let p = v.map_or(loads.descriptor, |v| loads.of_node(ir, lowered, v));
+            if v.is_some_and(|v| decision.moved_last.contains(&v)) {
+                LoadSide {
+                    last: true,
+                    extra: p.extra + 1,
+                }
+            } else {
+                p
+            }
+        })
+        .collect();
+    Decided {
+        decision,
+        loads,
+        rotated,
+        streaming,
+    }
+}
+
+/// Refuses rings beyond shared memory and attributes that break Triton's
+/// contract.
+pub fn validate(
+    job: &LoopJob,
+    machine: &Machine,
+    lowered: &Lowered,
+    decided: &Decided,
+) -> Result<(), Skip> {
+    check_rings(job, machine, lowered, decided)?;
+    let broken = backend::validate(job.ir, &decided.decision, &job.o.target);
+    if broken.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = broken.iter().map(|v| v.to_string()).collect();
+    Err(Skip::new(
+        SkipReason::ContractViolation,
+        format!("the decision breaks Triton's contract: {}", list.join("; ")),
+    ))
+}
+
+/// Triton allocates a ring per pipelined load (the back end's model of
+/// LowerLoops: the stage gap to its first use, one more when that use is in
+/// a later cluster, one more for an MMA operand). Refuses a pipeline whose
+/// rings cannot fit in shared memory (Triton would fail at launch).
+fn check_rings(
+    job: &LoopJob,
+    machine: &Machine,
+    lowered: &Lowered,
+    decided: &Decided,
+) -> Result<(), Skip> {
+    let Some(cap) = machine.memory("smem").map(|m| m.capacity) else {
+        return Ok(());
+    };
+    let need: u64 = backend::rings(job.ir, &decided.decision, job.o.target.arch)
+        .iter()
+        .filter_map(|r| {
+            let node = lowered.ops[r.load].node?;
+            let bytes = lowered.graph.ops[node].memory.get("smem").copied()?;
+            Some(u64::from(r.slots) * bytes)
+        })
+        .sum();
+    if need <= cap {
+        return Ok(());
+    }
+    let pointer = if decided.loads.is_uniform() {
+        String::new()
+    } else {
+        format!(", pointer-prefetch={}", decided.loads.pointer.extra)
+    };
+    let auto_note = if decided.rotated {
+        " (loads=auto: mixed descriptor and pointer loads, all last with one stage more)"
+    } else {
+        ""
+    };
+    // The options as given (`loads=auto` adds its stage on top).
+    Err(Skip::new(
+        SkipReason::SharedMemoryExceeded,
+        format!(
+            "the prefetch buffers need {need} bytes of shared memory, more than the {cap} of machine `{}` (prefetch={} extra stages{pointer}){auto_note}",
+            machine.name, job.o.loads.descriptor.extra
+        ),
+    ))
+}
+
+/// Everything a scheduled loop's record is made of.
+struct Facts<'a> {
+    job: &'a LoopJob<'a>,
+    machine: &'a Machine,
+    lowered: &'a Lowered,
+    problem: &'a Problem,
+    plan: &'a Plan,
+    solved: &'a Solved,
+    partitioning: &'a Partitioning,
+    decided: &'a Decided,
+    /// An iteration's raw cycles (with the SM shared by `ctas` CTAs).
+    iteration: f64,
+}
+
+impl Facts<'_> {
+    fn schedule(&self) -> ScheduledLoop {
+        let (o, result) = (self.job.o, &self.solved.result);
+        let s = &result.schedule.schedule;
+        let scale = self.problem.cycle_scale;
+        ScheduledLoop {
+            ii: s.ii,
+            ii_cycles: cycles(f64::from(s.ii) * scale),
+            length: s.length,
+            length_cycles: cycles(f64::from(s.length) * scale),
+            stages: self.decided.decision.max_stage + 1,
+            warp_groups: self.plan.warps.groups,
+            partitions: self.partitions(),
+            ops: self.lowered.graph.ops.len() as u32,
+            proof: Proof {
+                checker_accepted: true,
+                ii_proven: result.ii_proven,
+                length_proven: result.length_proven,
+                under_partition_rules: self.solved.colocated_problem.is_some(),
+            },
+            prefetch: result
+                .streaming
+                .iter()
+                .zip(&self.decided.streaming)
+                .map(|(x, p)| Prefetch {
+                    op: x.op.clone(),
+                    depth: x.prefetch,
+                    extra: p.extra,
+                    last: p.last,
+                })
+                .collect(),
+            loads: self.loads(),
+            objective: match o.objective {
+                joint::Objective::Length => "length",
+                joint::Objective::Slack => "slack",
+            }
+            .to_string(),
+            latency_slack: result.latency_slack.as_ref().map(|ls| SlackRecord {
+                cycles: cycles(ls.cycles as f64 * scale),
+                proven: ls.proven,
+                shortest_length: ls.shortest_length,
+                shortest_length_slack_cycles: cycles(
+                    ls.at_shortest_length.unwrap_or(ls.cycles) as f64 * scale,
+                ),
+            }),
+            ctas: o.ctas,
+            sharing: (o.ctas > 1).then(|| Sharing {
+                regs_per_thread: self.machine.warps.max_regs_per_thread,
+                smem_bytes: self.machine.memory("smem").map_or(0, |m| m.capacity),
+                iteration_cycles: cycles(self.iteration),
+            }),
+        }
+    }
+
+    fn partitions(&self) -> Partitions {
+        let (o, plan) = (self.job.o, self.plan);
+        let (code, text) = if self.partitioning.written {
+            let n = self.decided.decision.partitions();
+            return Partitions {
+                code: PartitionsCode::Written,
+                count: Some(n),
+                text: format!("partitions={n}"),
+            };
+        } else if let Some((code, why)) = &self.partitioning.note {
+            (*code, format!("partitions left to Triton ({why})"))
+        } else if plan.ws {
+            (
+                PartitionsCode::LeftToTritonOption,
+                "partitions left to Triton (partitions=false)".to_string(),
+            )
+        } else if plan.ws_loop {
+            (
+                PartitionsCode::NoneNumWarps,
+                "no partitions (Triton's Hopper warp specialization needs num_warps=4)".to_string(),
+            )
+        } else if o.ws {
+            (
+                PartitionsCode::NoneNotMarked,
+                "no partitions (the loop is not marked tt.warp_specialize)".to_string(),
+            )
+        } else {
+            (
+                PartitionsCode::NoneWsOff,
+                "no warp specialization (ws=false)".to_string(),
+            )
+        };
+        Partitions {
+            code,
+            count: None,
+            text,
+        }
+    }
+
+    /// How far ahead of its use each streaming load is issued, against its
+    /// modeled time (latency and transfer): iterations ahead times the
+    /// iteration, one less when the load comes last in the body (issued at
+    /// its end). The least over the loads; negative: exposed latency.
+    fn loads(&self) -> Option<Loads> {
+        let streaming = &self.solved.result.streaming;
+        let sides = &self.decided.streaming;
+        if streaming.is_empty() {
+            return None;
+        }
+        let lead = streaming
+            .iter()
+            .zip(sides)
+            .map(|(x, p)| {
+                let ahead = (x.prefetch + p.extra).saturating_sub(u32::from(p.last));
+                f64::from(ahead) * self.iteration - x.raw_cycles as f64
+            })
+            .fold(f64::INFINITY, f64::min);
+        let placement = if sides.iter().all(|p| p.last) {
+            Placement::Last
+        } else if sides.iter().any(|p| p.last) {
+            Placement::FirstAndLast
+        } else {
+            Placement::First
+        };
+        Some(Loads {
+            placement,
+            lead_cycles: cycles(lead),
+            rotated_by: self
+                .job
+                .mixed
+                .filter(|_| self.decided.rotated)
+                .map(str::to_string),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frontend::lower::tests::gemm;
+    use crate::graph::load;
+
+    /// The pass's options at their defaults on sm90 (Triton 3.6).
+    fn options() -> LoopOptions {
+        LoopOptions {
+            target: TritonTarget {
+                arch: Arch::Sm90,
+                version: (3, 6),
+            },
+            timeout: 30.0,
+            u: 30,
+            encoding: Encoding::Default,
+            groups: 2,
+            ws: true,
+            partitions: true,
+            order: backend::ClusterOrder::Program,
+            loads: backend::LoadPlacement::default(),
+            auto_loads: false,
+            ctas: 1,
+            objective: joint::Objective::Length,
+        }
+    }
+
+    #[test]
+    fn twill_solve_and_the_pass_give_the_same_schedule() {
+        let machine = Machine::select("h100").unwrap();
+        let ir = gemm();
+        let o = options();
+        let job = LoopJob {
+            ir: &ir,
+            machine: &machine,
+            o: &o,
+            stages_only: None,
+            mixed: None,
+        };
+        let mut written = None;
+        let pass = schedule_loop(&job, |d| {
+            written = Some(d.max_stage);
+            Ok(())
+        })
+        .unwrap();
+        let pass = pass.schedule;
+        assert_eq!(written, Some(pass.stages - 1));
+        // The graph as `--twill-export-graph` writes it (with the target's
+        // colocation sets on a warp-specialized loop) and `twill solve`
+        // reads it, solved through the steps `twill solve` takes.
+        let (_, lowered) = extract(&job).unwrap();
+        let mut graph = lowered.graph.clone();
+        if let Some(mmas) = o.target.partition_mma_ops() {
+            graph.same_group = colocation(&ir, &lowered, mmas);
+        }
+        let graph = load::parse("gemm.toml", &crate::graph::load::to_toml(&graph)).unwrap();
+        let (problem, _) = price(&graph, &machine, o.u, o.timeout).unwrap();
+        let request = SolveRequest {
+            encoding: o.encoding,
+            warps: WarpConfig {
+                groups: o.groups,
+                reg_limit: machine.warps.max_regs_per_thread,
+                cross_warp: true,
+            },
+            objective: o.objective,
+            seed: 0,
+            threads: 0,
+            timeout: o.timeout,
+        };
+        let solved = solve(&problem, &[], &request, Instant::now()).unwrap();
+        check(&problem, &solved.result, &request.warps).unwrap();
+        let s = &solved.result.schedule.schedule;
+        assert_eq!((s.ii, s.length), (pass.ii, pass.length));
+        assert_eq!(pass.warp_groups, request.warps.groups);
+        let depths: Vec<(String, u32)> = solved
+            .result
+            .streaming
+            .iter()
+            .map(|st| (st.op.clone(), st.prefetch))
+            .collect();
+        let pass_depths: Vec<(String, u32)> = pass
+            .prefetch
+            .iter()
+            .map(|p| (p.op.clone(), p.depth))
+            .collect();
+        assert_eq!(depths, pass_depths);
+        assert!(!depths.is_empty());
+        assert_eq!(
+            (solved.result.ii_proven, solved.result.length_proven),
+            (pass.proof.ii_proven, pass.proof.length_proven)
+        );
+    }
+
+    #[test]
+    fn a_step_that_fails_is_a_typed_skip() {
+        let machine = Machine::select("h100").unwrap();
+        let ir = gemm();
+        let o = LoopOptions {
+            ctas: 17,
+            ..options()
+        };
+        let job = LoopJob {
+            ir: &ir,
+            machine: &machine,
+            o: &o,
+            stages_only: None,
+            mixed: None,
+        };
+        let skip = schedule_loop(&job, |_| Ok(())).unwrap_err();
+        assert_eq!(skip.reason, SkipReason::CtasUnfit);
+        let o = options();
+        let job = LoopJob { o: &o, ..job };
+        let skip = schedule_loop(&job, |_| Err("read-only".into())).unwrap_err();
+        assert_eq!(skip.reason, SkipReason::WriteFailed);
+        assert!(skip.text.contains("read-only"), "{}", skip.text);
+    }
+}
