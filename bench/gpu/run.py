@@ -684,7 +684,7 @@ def record_gluon_plan(twill_opt, twill, out, cfg_name, changes):
         record["diagonal"] = diagonal
         record["commands"].append(f"twill solve graph_diagonal.toml --groups 2 --reg-limit {regs} --u 30 "
                                   f"--timeout 120 --objective {P.OBJECTIVE} --json")
-    record["occupancy"] = gluon_occupancy(twill, out, graph, sched, plan, d.remarks, regs)
+    record["occupancy"] = gluon_occupancy(twill, out, graph, sched, plan, d.report, regs)
     (out / "plan.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"gluon plan {plan}: I = {sched['ii']} (ResMII {sched['res_mii']}, proven {sched['proven']}), "
           f"under Triton 3.6's rule I = {pinned['ii']} (proven {pinned['proven']}); CTAs per SM by size "
@@ -713,7 +713,7 @@ def compiled_fit(compile, warps, occ):
 GLUON_CTAS = (1, 2)
 
 
-def gluon_occupancy(twill, out, graph, sched, plan, remarks, regs):
+def gluon_occupancy(twill, out, graph, sched, plan, report, regs):
     """The Gluon plan's CTAs per SM, chosen by twill's configuration model
     per bench size (fa_fwd_gluon_plan.occupancy_model). An occupancy is an
     option where the kernel, at that occupancy's register split
@@ -722,7 +722,7 @@ def gluon_occupancy(twill, out, graph, sched, plan, remarks, regs):
     table), and twill finds a schedule within its registers that the kernel
     lowers with the same flags (the plan's schedule at one CTA). The loop's
     raw cycles per unit and the CTA's code outside the loop come from the
-    pass's remarks on the Triton kernel the loop was read from. A causal
+    pass's report on the Triton kernel the loop was read from. A causal
     kernel's CTAs run from BLOCK_M / BLOCK_N to N_CTX / BLOCK_N iterations
     (two loops, the first's unit cycles taken for both); the model takes
     their mean."""
@@ -730,12 +730,12 @@ def gluon_occupancy(twill, out, graph, sched, plan, remarks, regs):
 
     P = fa_fwd_gluon_plan
     occ = C.machine_occupancy("h100")
-    loops = C.loops_of(remarks)
+    loops = C.loops_of(report)
     causal = bool(plan.get("CAUSAL"))
     if len(loops) != 1 + causal or not loops[0].units:
-        raise SystemExit(f"expected {1 + causal} scheduled loop(s) with unit cycles in the remarks, got "
+        raise SystemExit(f"expected {1 + causal} scheduled loop(s) with unit cycles in the report, got "
                          f"{len(loops)}")
-    unit_cycles, outside = max(loops[0].units.values()), C.outside_cycles(remarks)
+    unit_cycles, outside = max(loops[0].units.values()), C.outside_cycles(report)
     options, facts = {}, {}
     for c in GLUON_CTAS:
         changes, limit = fa_fwd_gluon.register_split(c)
@@ -838,7 +838,7 @@ def record_gluon_gemm_tile(twill_opt, twill, out, block_n, warps, occ):
     _, d = twill_compile("gemm", cx, opts, dump_dir=str(tmp / "dump"))
     ttgir = Path(d.dump) / "input.mlir"
     graphs = fa_fwd_gluon_plan.export_graphs(twill_opt, ttgir, tmp / "graphs", scope="all")
-    loops = C.loops_of(d.remarks)
+    loops = C.loops_of(d.report)
     if len(graphs) != 1 or len(loops) != 1 or not loops[0].units:
         raise SystemExit(f"expected one loop graph with unit cycles, got {len(graphs)} graphs, {len(loops)} loops")
     graph_warps = int(re.search(r'"ttg.num-warps" = (\d+)', ttgir.read_text()).group(1))
@@ -882,7 +882,7 @@ def record_gluon_gemm_tile(twill_opt, twill, out, block_n, warps, occ):
                 schedule={k: sched[k] for k in ("ii", "length", "stages", "proven", "ii_proven", "res_mii",
                                                 "seconds")},
                 units=loops[0].units, unit_cycles=max(loops[0].units.values()),
-                outside_cycles=C.outside_cycles(d.remarks), remarks=d.remarks, occupancy=options)
+                outside_cycles=C.outside_cycles(d.report), remarks=d.remarks, occupancy=options)
 
 
 def gluon_config(gluon, size):
