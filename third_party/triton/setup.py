@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
 BUNDLE = os.environ.get("TWILL_WHEEL_BIN")
@@ -55,17 +55,20 @@ if BUNDLE:
     except ImportError:  # setuptools < 70.1
         from wheel.bdist_wheel import bdist_wheel
 
+    class BinaryDistribution(Distribution):
+        """Platform-specific: the package goes to platlib, the wheel's root."""
+
+        def has_ext_modules(self):
+            return True
+
     class bdist_platform_wheel(bdist_wheel):
         """Tags the wheel py3-none-<platform>: any Python 3, no ABI (no
         extension module), this platform (the bundled binaries)."""
-
-        def finalize_options(self):
-            super().finalize_options()
-            self.root_is_pure = False
 
         def get_tag(self):
             return "py3", "none", super().get_tag()[2]
 
     cmdclass["bdist_wheel"] = bdist_platform_wheel
-
-setup(cmdclass=cmdclass)
+    setup(cmdclass=cmdclass, distclass=BinaryDistribution)
+else:
+    setup(cmdclass=cmdclass)
