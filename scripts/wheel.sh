@@ -13,9 +13,9 @@
 # Prints the wheel's path and size last. Needs what scripts/setup.sh installs
 # plus a Python 3 with pip (TWILL_WHEEL_PYTHON, default python3).
 set -euo pipefail
+out=$(realpath -m "${1:-$(dirname "$0")/../target/wheels}")
 cd "$(dirname "$0")/.."
 
-out=${1:-target/wheels}
 python=${TWILL_WHEEL_PYTHON:-python3}
 
 MLIR_SYS_LINK_SHARED=0 cargo build --profile wheel --locked --bin twill-opt

@@ -18,10 +18,9 @@
 #     fixture for cuda:90 with it (scripts/wheel_smoke.py).
 # Prints `wheel: N passed, N failed`; exits non-zero on a failure.
 set -uo pipefail
+wheel=$(realpath "${1:?usage: wheel_check.sh WHEEL}")
 cd "$(dirname "$0")/.."
 
-wheel=${1:?usage: wheel_check.sh WHEEL}
-wheel=$(realpath "$wheel")
 repo=$PWD
 kernel="$repo/third_party/triton/tests/kernels/pointer_matmul.py"
 venv="$repo/target/wheel-venv"
