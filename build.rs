@@ -73,10 +73,28 @@ fn build_mlir_support() {
             .warnings(true)
             .compile("twill_passes");
     }
-    // The shim calls into libMLIR.so; MLIR's libraries are not on the default
-    // loader path.
-    println!("cargo:rustc-link-lib=dylib=MLIR");
-    println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());
+    if link_shared() {
+        // The shim calls into libMLIR.so; MLIR's libraries are not on the
+        // default loader path.
+        println!("cargo:rustc-link-lib=dylib=MLIR");
+        println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());
+    } else {
+        // mlir-sys links the static MLIR and LLVM archives the shim needs.
+        // The shared libraries left (Z3 and the like) are vendored next to
+        // the binary; DT_RPATH rather than DT_RUNPATH, so that they also
+        // serve the vendored libraries' own dependencies and win over
+        // LD_LIBRARY_PATH.
+        println!("cargo:rustc-link-arg-bins=-Wl,-rpath,$ORIGIN");
+        println!("cargo:rustc-link-arg-bins=-Wl,--disable-new-dtags");
+    }
+}
+
+/// Whether MLIR is linked as shared libraries: mlir-sys's own switch,
+/// `MLIR_SYS_LINK_SHARED` (`1`: shared; anything else: static, where the
+/// static archives are installed).
+fn link_shared() -> bool {
+    println!("cargo:rerun-if-env-changed=MLIR_SYS_LINK_SHARED");
+    env::var("MLIR_SYS_LINK_SHARED").is_ok_and(|v| v == "1")
 }
 
 /// Merges every `libMLIRCAPI*.a` of `lib` into `out/libMLIR-C.a`.

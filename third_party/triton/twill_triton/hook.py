@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
+from ._binary import bundled_twill_opt
+
 log = logging.getLogger("twill")
 
 SPLIT_FIRST = "passes.ttgpuir.add_assign_latencies"
@@ -122,7 +124,7 @@ def checkouts():
 
 
 def _find_twill_opt(explicit=None):
-    cand = explicit or os.environ.get("TWILL_OPT") or shutil.which("twill-opt")
+    cand = explicit or os.environ.get("TWILL_OPT") or bundled_twill_opt() or shutil.which("twill-opt")
     if not cand:
         for repo in checkouts():
             guess = repo / "target" / "release" / "twill-opt"
