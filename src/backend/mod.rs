@@ -274,12 +274,12 @@ impl LoadPlacement {
     /// loop's streaming loads mix the two kinds ([`Self::mixes_kinds`]):
     /// every load last, one stage deeper than `self.descriptor` (Triton's
     /// own rotation: the same lead and buffers as loads first). Measured on
-    /// the H100 (BENCHMARKS.md, probes 7-10 of 2026-11-24): the two
+    /// the H100 (2026-11-24): the two
     /// placements compile to the same instructions per iteration, rotated;
     /// the rotation with the loads last ran 1.5-8% ahead on both loops that
     /// mix TMA and cp.async loads (the FA backward's dK/dV loop, a
     /// block-scaled GEMM), and the backward's other loop (TMA loads only)
-    /// gained up to 1% more when rotated with it (probe 9, Triton 3.9); kernels
+    /// gained up to 1% more when rotated with it (Triton 3.9); kernels
     /// whose loops all have TMA loads only ran 0-5% behind with it.
     pub fn rotated(self) -> LoadPlacement {
         LoadPlacement::uniform(true, self.descriptor.extra + 1)

@@ -62,7 +62,7 @@ pub struct ScheduleOptions {
     /// kernel with a mixed loop (`kernel`, the default: true), or only the
     /// mixed loops themselves (`loop`). The two compile to the same
     /// instructions in a different rotation; which runs faster is below
-    /// twill's model (BENCHMARKS.md, probe 9 and runs 26-29), so a
+    /// twill's model (measured on the H100, 2026-11-24), so a
     /// configuration search may offer both and compare what ptxas makes of
     /// them (registers, spills).
     pub rotate_kernel: bool,

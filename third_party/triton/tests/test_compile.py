@@ -367,7 +367,7 @@ def test_twill_off_compiles_and_differs(tmp_path, monkeypatch, kernel, cap):
 # sm90 at its num_stages 3. Both loops are proven optimal with the loads one
 # iteration ahead; `loads=auto` rotates the kernel (its dK/dV loop mixes
 # descriptor and pointer loads), so the loads go last, one stage deeper, as
-# Triton places them (BENCHMARKS.md, runs 28-29: the same instructions).
+# Triton places them (measured on the H100: the same instructions).
 SAME_AS_TRITON = {("fa_bwd_hd64", 90)}
 
 

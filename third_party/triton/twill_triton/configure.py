@@ -62,7 +62,7 @@ steps, 4 warps, 2 CTAs per SM in every placement). Among covered
 placements (loads first, with or without an extra stage; loads last with
 one) no order held across kernels: loads last with an extra stage led by
 1.5-2.5% on that backward and trailed by 4-5% on the 4k GEMM, and the
-loads-first rows of run 23 led it by 1-3% on the hd128 backward and the
+loads-first rows of an earlier run led it by 1-3% on the hd128 backward and the
 hd64 forward; so the candidates' order decides.
 Every number is returned, so a benchmark can show the model's ranking next
 to measured times.
@@ -95,7 +95,7 @@ SPILL_TOLERANCE = 48
 # CTAs per SM: stalls the model leaves out (pipeline fill and drain, barrier
 # waits, the CTA's launch and teardown) are exposed when a CTA has the SM to
 # itself and hidden behind another CTA's work otherwise. Measured on the H100
-# (BENCHMARKS.md, run 14): the FA forward at 1k, where Triton's Hopper warp
+# (2026-11-23): the FA forward at 1k, where Triton's Hopper warp
 # specialization (1 CTA/SM) models 0.4% ahead of BLOCK_N 64 with 2 CTAs/SM,
 # runs 4-5% behind it; at 4k (2.3% ahead in the model) and 16k (3.6%) the
 # two are even or warp specialization leads by 1%.
