@@ -39,6 +39,7 @@
 
 #[cfg(feature = "mlir")]
 pub mod mlir;
+pub mod ops;
 
 use std::collections::BTreeMap;
 
