@@ -348,7 +348,7 @@ pub(super) fn check_op_rule(m: &Machine, rule: &OpRule) -> Result<(), String> {
         }
     }
     if let Some(t) = &rule.traffic {
-        if !m.unit(&t.unit).is_some_and(|u| u.bytes_per_cycle.is_some()) {
+        if m.unit(&t.unit).is_none_or(|u| u.bytes_per_cycle.is_none()) {
             return Err(format!(
                 "`{op}` moves its tiles through `{}`, which is not a bandwidth unit of this machine",
                 t.unit
