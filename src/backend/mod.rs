@@ -37,6 +37,7 @@
 //! with: [`rings`]), independent of the solver and its checker.
 //! The MLIR writer is [`mlir`].
 
+pub mod gluon;
 #[cfg(feature = "mlir")]
 pub mod mlir;
 pub mod ops;
