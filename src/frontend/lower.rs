@@ -156,8 +156,8 @@ pub fn lower(
         return Err(Unsupported {
             location: ir.location.clone(),
             reason: format!(
-                "machine `{}` has no [[op]] rules, so MLIR ops cannot be priced",
-                machine.name
+                "machine `{}` has no TTGIR op rules for its arch `{}`, so MLIR ops cannot be priced",
+                machine.name, machine.arch
             ),
         });
     }
