@@ -216,6 +216,17 @@ struct TwillExportGraphPass
   Option<std::string> scope{*this, "scope",
                             llvm::cl::desc("ws or all (as twill-schedule)"),
                             llvm::cl::init("ws")};
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("Code generator the graphs describe: triton (the "
+                     "schedule pass's graph) or gluon-sm90 (a Gluon kernel: "
+                     "no last-stage pins, registers of one warp group)"),
+      llvm::cl::init("triton")};
+  Option<std::string> gluon{
+      *this, "gluon",
+      llvm::cl::desc("Changes of target=gluon-sm90, comma-separated: "
+                     "keep-pins, fp16-crossings, complete-accumulators"),
+      llvm::cl::init("")};
 
   void runOnOperation() override {
     std::string o;
@@ -223,6 +234,8 @@ struct TwillExportGraphPass
     render(o, "arch", arch);
     render(o, "machine", machine);
     render(o, "scope", scope);
+    render(o, "target", target);
+    render(o, "gluon", gluon);
     runBody(*this, gCallbacks ? gCallbacks->exportGraph : nullptr,
             getOperation(), o,
             [](Pass &p) { static_cast<TwillExportGraphPass &>(p).fail(); });

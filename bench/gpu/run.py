@@ -565,15 +565,13 @@ def solve_gluon_bwd(twill_opt, twill, out, cfg_name, changes, suffix):
     os.environ["TRITON_CACHE_DIR"] = str(tmp / "cache")
     _, d = twill_compile("bwd_" + cfg_name, cx, opts, dump_dir=str(tmp / "dump"))
     ttgir = Path(d.dump) / "input.mlir"
-    graphs = P.export_graphs(twill_opt, ttgir, tmp / "graphs", scope="all")
-    if len(graphs) != 2:
-        raise SystemExit(f"expected the backward's 2 loop graphs, got {len(graphs)}")
+    graphs = B.gluon_bwd_graphs(twill_opt, ttgir, tmp / "graphs")
     warps = int(re.search(r'"ttg.num-warps" = (\d+)', ttgir.read_text()).group(1))
     regs = fa_bwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"]
     scheds, loaded, brief = {}, {}, {}
-    for loop, path in zip(("dkdv", "dq"), graphs):
+    for loop in ("dkdv", "dq"):
         name = f"graph_{loop}{suffix}.toml"
-        (out / name).write_text(B.gluon_bwd_graph(path.read_text(), loop, warps))
+        (out / name).write_text(graphs[loop].read_text())
         scheds[loop] = P.solve(twill, out / name, regs)
         (out / f"schedule_{loop}{suffix}.json").write_text(json.dumps(scheds[loop], indent=1))
         loaded[loop] = P.load_graph(out / name)
@@ -614,15 +612,15 @@ def record_gluon_plan(twill_opt, twill, out, cfg_name, changes):
     os.environ["TRITON_CACHE_DIR"] = str(tmp / "cache")
     _, d = twill_compile("fa_subtile", cx, opts, dump_dir=str(tmp / "dump"))
     ttgir = Path(d.dump) / "input.mlir"
-    graphs = P.export_graphs(twill_opt, ttgir, tmp / "graphs")
+    graphs = P.gluon_graphs(twill_opt, ttgir, tmp / "graphs")
+    pinned_graphs = P.gluon_graphs(twill_opt, ttgir, tmp / "pinned", pinned=True)
     if len(graphs) != 1 + causal:
         raise SystemExit(f"expected {1 + causal} loop graph(s), got {len(graphs)}")
-    text = graphs[0].read_text()
     warps = int(re.search(r'"ttg.num-warps" = (\d+)', ttgir.read_text()).group(1))
     regs = fa_fwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"]
     out.mkdir(parents=True)
-    (out / "graph.toml").write_text(P.gluon_graph(text, warps))
-    (out / "graph_triton36_rule.toml").write_text(P.gluon_graph(text, warps, unpin=False))
+    (out / "graph.toml").write_text(graphs[0].read_text())
+    (out / "graph_triton36_rule.toml").write_text(pinned_graphs[0].read_text())
     sched = P.solve(twill, out / "graph.toml", regs)
     shortest = P.solve(twill, out / "graph.toml", regs, objective="length")
     pinned = P.solve(twill, out / "graph_triton36_rule.toml", regs)
@@ -648,7 +646,7 @@ def record_gluon_plan(twill_opt, twill, out, cfg_name, changes):
         # state for its modulo schedule to shape, so the kernel runs those
         # iterations with the first loop's flags (PlanError: the diagonal
         # schedule's own flags would not matter either way).
-        (out / "graph_diagonal.toml").write_text(P.gluon_graph(graphs[1].read_text(), warps))
+        (out / "graph_diagonal.toml").write_text(graphs[1].read_text())
         diag = P.solve(twill, out / "graph_diagonal.toml", regs)
         (out / "schedule_diagonal.json").write_text(json.dumps(diag, indent=1))
         diag_graph = P.load_graph(out / "graph_diagonal.toml")
@@ -837,14 +835,14 @@ def record_gluon_gemm_tile(twill_opt, twill, out, block_n, warps, occ):
     os.environ["TRITON_CACHE_DIR"] = str(tmp / "cache")
     _, d = twill_compile("gemm", cx, opts, dump_dir=str(tmp / "dump"))
     ttgir = Path(d.dump) / "input.mlir"
-    graphs = fa_fwd_gluon_plan.export_graphs(twill_opt, ttgir, tmp / "graphs", scope="all")
+    graphs = fa_fwd_gluon_plan.gluon_graphs(twill_opt, ttgir, tmp / "graphs", scope="all")
     loops = C.loops_of(d.report)
     if len(graphs) != 1 or len(loops) != 1 or not loops[0].units:
         raise SystemExit(f"expected one loop graph with unit cycles, got {len(graphs)} graphs, {len(loops)} loops")
     graph_warps = int(re.search(r'"ttg.num-warps" = (\d+)', ttgir.read_text()).group(1))
     _, regs = matmul_gluon.register_split(1, consumers=2)
     out.mkdir(parents=True)
-    (out / "graph.toml").write_text(P.gluon_graph(graphs[0].read_text(), graph_warps))
+    (out / "graph.toml").write_text(graphs[0].read_text())
     sched = P.solve(twill, out / "graph.toml", regs)
     (out / "schedule.json").write_text(json.dumps(sched, indent=1))
     graph = P.load_graph(out / "graph.toml")

@@ -2,8 +2,8 @@
 backward (bench/kernels/fa_bwd_gluon.py).
 
 The loops are `fa_bwd.attn_bwd_kernel`'s own (its TTGIR, exported by the
-pass), solved as the Gluon kernel runs them (`fa_fwd_gluon_plan.gluon_graph`:
-no last-stage pins, registers of a 4-warp group) with two compute groups.
+pass), solved as the Gluon kernel runs them (`gluon_bwd_graphs`: no
+last-stage pins, registers of a 4-warp group) with two compute groups.
 What the kernel's SPLIT = "function" lowers, and `describe` checks:
 
 * dK/dV loop, split by function (SPLIT1 = "function"): S^T and dV on one
@@ -23,7 +23,7 @@ What the kernel's SPLIT = "function" lowers, and `describe` checks:
   sub-tiled into two halves of 64 query rows (fa_bwd's DQ_SUBTILE), each
   half's S, dP and dQ (and everything between) on a group of its own, dQ of
   block j issued before S of block j + 1 (SPLIT2 = "rows"; the graph the
-  solver reads says so: `accumulators_complete`);
+  solver reads says so: `gluon_bwd_graphs`);
 * the loads on the producer (group 0).
 
 The wgmmas are found by their role, the name of the value they compute in
@@ -44,7 +44,6 @@ does not follow.
 """
 
 import math
-import re
 
 from bench.kernels.fa_fwd_gluon_plan import PlanError, _ancestors, same_iteration_edges
 
@@ -53,72 +52,6 @@ from bench.kernels.fa_fwd_gluon_plan import PlanError, _ancestors, same_iteratio
 ROLES = {"dkdv": {"qkT": "S", "dv": "dV", "dpT": "dP", "dk": "dK"},
          "dq": {"qk": "S", "dp": "dP", "dq": "dQ"},
          "dq_rows": {f"{v}_{h}": f"{r}{h}" for h in (0, 1) for v, r in (("qk", "S"), ("dp", "dP"), ("dq", "dQ"))}}
-
-
-def fp16_crossings(toml_text: str) -> str:
-    """The dK/dV loop's graph with the crossings the Gluon kernel makes in
-    fp16: an fp32 tile that is also truncated to fp16 for a wgmma's A
-    operand (P^T for dV, dS^T for dK) is handed to another group as that
-    fp16 tile, which the kernel stages in shared memory for the wgmma
-    anyway (P^T's crossing in the function split; probe 25: fp32 crossings
-    cost the cut 10 of its 14 ms). Its `cross_bytes` becomes the fp16
-    tile's."""
-    import tomllib
-
-    graph = tomllib.loads(toml_text)
-    ops = {o["name"]: o for o in graph["op"]}
-    succs = {}
-    for e in graph.get("edge", []):
-        if e.get("distance", 0) == 0 and not e.get("order"):
-            succs.setdefault(e["from"], []).append(e["to"])
-
-    def feeds_mma(name, depth=3):
-        return depth > 0 and any(ops[t].get("cost", {}).get("class") == "mma" or feeds_mma(t, depth - 1)
-                                 for t in succs.get(name, ()))
-
-    halve = {}
-    for name, o in ops.items():
-        for t in succs.get(name, ()):
-            if t.startswith("truncf") and ops[t].get("cost", {}).get("dtype") == "f16" and feeds_mma(t):
-                halve[name] = ops[t].get("cross_bytes", 0)
-    out, current = [], None
-    for line in toml_text.splitlines(keepends=True):
-        m = re.match(r'name = "(.*)"$', line.strip())
-        if line.startswith("[["):
-            current = None
-        elif m and current is None:
-            current = m.group(1)
-        if current in halve and line.startswith("cross_bytes = "):
-            line = f"cross_bytes = {halve[current]}\n"
-        out.append(line)
-    return "".join(out)
-
-
-def accumulators_complete(toml_text: str) -> str:
-    """The sub-tiled dQ loop's graph (`dq_loop_kind` "dq_rows") with the
-    constraint ptxas puts on the rows kernel (C7515): dQ, the wgmma that accumulates across iterations (an
-    mma with a loop-carried edge to itself), completes before its chain's
-    next iteration issues; kept in flight across the kernel's back edge,
-    ptxas serializes every wgmma of the kernel (DQ_INFLIGHT, probe 23).
-    Added as ordering edges, distance 1 and the mma's full cycles, from
-    the accumulating wgmma to each wgmma it depends on within an
-    iteration (S and dP of its half). Not for the dK/dV loop: its kernel
-    issues S^T (and dP^T) of j + 1 before dV (dK) of j, so there the
-    accumulators complete within the kernel's rotated iteration, and
-    `describe` checks that order."""
-    import tomllib
-
-    graph = tomllib.loads(toml_text)
-    mma = {o["name"] for o in graph["op"] if o.get("cost", {}).get("class") == "mma"}
-    preds, _ = same_iteration_edges(graph)
-    edges = []
-    for e in graph.get("edge", []):
-        acc = e["from"]
-        if acc == e["to"] and e.get("distance", 0) == 1 and acc in mma:
-            for head in sorted(_ancestors(acc, preds) & mma):
-                edges.append(f'\n[[edge]]\nfrom = "{acc}"\nto = "{head}"\ndistance = 1\norder = true\n'
-                             f"origin = 'accumulator completes within its iteration (ptxas C7515)'\n")
-    return toml_text + "".join(edges)
 
 
 def _origin_name(op):
@@ -293,22 +226,33 @@ def _feeds_tc(load, graph):
     return any(e["from"] == load and e["to"] in mma for e in graph.get("edge", []))
 
 
-def gluon_bwd_graph(toml_text: str, loop: str, graph_warps: int) -> str:
-    """An exported backward loop graph (`loop` "dkdv" or "dq") as the Gluon
-    kernel runs it: `fa_fwd_gluon_plan.gluon_graph` (no last-stage pins,
-    registers of a 4-warp group), then the dK/dV loop's fp16 crossings
-    (`fp16_crossings`), or the sub-tiled dQ loop's accumulators completed
-    within their iteration (`accumulators_complete`)."""
-    import tomllib
+def gluon_bwd_graphs(twill_opt: str, ttgir, out_dir) -> dict:
+    """The backward's two loop graphs ({"dkdv": path, "dq": path}) as the
+    Gluon kernel runs them, exported by the pass's Gluon route
+    (`fa_fwd_gluon_plan.gluon_graphs`: no last-stage pins, registers of a
+    4-warp group) with the changes the kernel's code makes
+    (src/backend/gluon.rs): the dK/dV loop's fp32 tiles truncated for a
+    wgmma cross the groups in fp16 (`gluon=fp16-crossings`: P^T's crossing
+    in the function split; in fp32 the crossings cost the elementwise cut
+    10 of its 14 ms); the sub-tiled dQ loop's accumulating wgmmas complete
+    within their iteration (`gluon=complete-accumulators`: kept in flight
+    across the rows kernel's back edge, ptxas serializes every wgmma,
+    C7515, DQ_INFLIGHT). Not for the dK/dV loop: its kernel issues S^T
+    (and dP^T) of j + 1 before dV (dK) of j, so there the accumulators
+    complete within the kernel's rotated iteration, and `describe` checks
+    that order."""
+    from bench.kernels.fa_fwd_gluon_plan import export_graphs, load_graph
 
-    from bench.kernels.fa_fwd_gluon_plan import gluon_graph
+    def loops(name, *changes):
+        graphs = export_graphs(twill_opt, ttgir, out_dir / name, scope="all", target="gluon-sm90", gluon=changes)
+        if len(graphs) != 2:
+            raise PlanError(f"expected the backward's 2 loop graphs, got {len(graphs)}")
+        return graphs
 
-    text = gluon_graph(toml_text, graph_warps)
-    if loop == "dkdv":
-        return fp16_crossings(text)
-    if dq_loop_kind(tomllib.loads(text)) == "dq_rows":
-        return accumulators_complete(text)
-    return text
+    out = {"dkdv": loops("dkdv", "fp16-crossings")[0], "dq": loops("dq")[1]}
+    if dq_loop_kind(load_graph(out["dq"])) == "dq_rows":
+        out["dq"] = loops("dq_rows", "complete-accumulators")[1]
+    return out
 
 
 def launch_plan(plan: dict, fits) -> dict:

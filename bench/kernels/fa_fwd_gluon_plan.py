@@ -29,10 +29,11 @@ schedule it does not follow.
 
 The graph is the loop's own, exported by the pass from the kernel's TTGIR
 (`twill-opt --twill-export-graph`), made to describe the Gluon kernel by
-`gluon_graph`: without the last-stage pins (a rule of Triton 3.6's
-pipeliner, which cannot predicate a wgmma: Gluon issues each wgmma where the
-schedule puts it) and with the per-thread registers of a compute group of
-one warpgroup (the TTGIR's are for all the CTA's warps).
+the pass's Gluon route (`gluon_graphs`): without the last-stage pins (a
+rule of Triton 3.6's pipeliner, which cannot predicate a wgmma: Gluon
+issues each wgmma where the schedule puts it) and with the per-thread
+registers of a compute group of one warpgroup (the TTGIR's are for all the
+CTA's warps).
 """
 
 import json
@@ -45,39 +46,43 @@ try:
 except ImportError:  # Python < 3.11
     tomllib = None
 
-# A compute group of the Gluon kernel is one warpgroup.
-GROUP_WARPS = 4
-
 
 class PlanError(ValueError):
     """The schedule is not one the Gluon kernel lowers."""
 
 
-def gluon_graph(toml_text: str, graph_warps: int, group_warps: int = GROUP_WARPS, unpin: bool = True) -> str:
-    """The exported loop graph as the Gluon kernel runs it (module doc):
-    no `last_stage` pins (unless `unpin` is False: the same problem under
-    Triton 3.6's rule, for comparison), `regs` scaled from `graph_warps`
-    warps to a group of `group_warps`."""
-    if graph_warps % group_warps:
-        raise PlanError(f"{graph_warps} warps do not split into groups of {group_warps}")
-    scale = graph_warps // group_warps
-    out = re.sub(r"^last_stage = true\n", "", toml_text, flags=re.M) if unpin else toml_text
-    return re.sub(r"^regs = (\d+)$", lambda m: f"regs = {int(m.group(1)) * scale}", out, flags=re.M)
-
-
-def export_graphs(twill_opt: str, ttgir: Path, out_dir: Path, arch: str = "sm90", scope: str = "ws") -> list:
+def export_graphs(twill_opt: str, ttgir: Path, out_dir: Path, arch: str = "sm90", scope: str = "ws",
+                  target: str = "triton", gluon: tuple = ()) -> list:
     """The loop graphs twill's pass exports from a TTGIR module (one TOML per
     candidate loop; `scope` as the pass's: "ws" the loops marked
-    tt.warp_specialize, "all" every loop)."""
+    tt.warp_specialize, "all" every loop). `target` "triton": the graphs the
+    schedule pass solves; "gluon-sm90": as a Gluon kernel runs them (the
+    pass's `target` option, src/backend/gluon.rs), with the optional changes
+    named in `gluon` (keep-pins, fp16-crossings, complete-accumulators)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    subprocess.run([twill_opt, str(ttgir), f"--twill-export-graph=dir={out_dir} arch={arch} scope={scope}", "-o",
-                    "/dev/null"],
-                   check=True, capture_output=True, text=True)
+    options = f"dir={out_dir} arch={arch} scope={scope} target={target}"
+    if gluon:
+        options += f" gluon={','.join(gluon)}"
+    r = subprocess.run([twill_opt, str(ttgir), f"--twill-export-graph={options}", "-o", "/dev/null"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise PlanError(f"twill-opt --twill-export-graph on {ttgir} failed (exit {r.returncode}): "
+                        f"{r.stderr.strip()[-300:]}")
     def loop_number(path):  # NAME_loopK.toml, in program order (loop10 after loop9)
         m = re.search(r"_loop(\d+)\.toml$", path.name)
         return (int(m.group(1)) if m else 0, path.name)
 
     return sorted(out_dir.glob("*.toml"), key=loop_number)
+
+
+def gluon_graphs(twill_opt: str, ttgir: Path, out_dir: Path, scope: str = "ws", pinned: bool = False) -> list:
+    """The exported loop graphs as the Gluon kernel runs them (module doc):
+    no `last_stage` pins (unless `pinned`: the same problem under Triton
+    3.6's rule, for comparison), `regs` of a compute group of one warpgroup
+    (the pass scales the CTA's per-thread registers by its warps over the
+    machine's warp-group size, and refuses a CTA that does not split)."""
+    return export_graphs(twill_opt, ttgir, out_dir, scope=scope, target="gluon-sm90",
+                         gluon=("keep-pins",) if pinned else ())
 
 
 # What twill optimizes after I for the Gluon kernel (`twill solve

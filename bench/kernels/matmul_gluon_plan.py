@@ -33,11 +33,11 @@ that issue the wgmmas. The Gluon kernel lowers the family of such schedules:
 load off the producer, a wgmma on it, other than two wgmmas).
 """
 
-from bench.kernels.fa_fwd_gluon_plan import PlanError, gluon_graph, load_graph, solve
+from bench.kernels.fa_fwd_gluon_plan import PlanError, gluon_graphs, load_graph, solve
 
 # The graph's preparation and the solve are the FA plan's (one warpgroup per
 # compute group, no last-stage pins).
-__all__ = ["PlanError", "gluon_graph", "load_graph", "solve", "describe", "plan_from_schedule", "deepest_ring"]
+__all__ = ["PlanError", "gluon_graphs", "load_graph", "solve", "describe", "plan_from_schedule", "deepest_ring"]
 
 
 def describe(schedule: dict, graph: dict) -> dict:

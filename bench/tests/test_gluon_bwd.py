@@ -205,14 +205,10 @@ def _twill_available():
 
 
 def _solve_loops(ttgir, d):
-    graphs = P.export_graphs(TWILL_OPT, ttgir, d / "graphs", scope="all")
-    assert len(graphs) == 2
-    out = {}
-    for loop, path in zip(("dkdv", "dq"), graphs):
-        g = d / f"{loop}.toml"
-        g.write_text(B.gluon_bwd_graph(path.read_text(), loop, graph_warps=8))
-        out[loop] = (P.solve(TWILL, g, fa_bwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"]), P.load_graph(g))
-    return out
+    graphs = B.gluon_bwd_graphs(TWILL_OPT, ttgir, d / "graphs")
+    assert list(graphs) == ["dkdv", "dq"]
+    regs = fa_bwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"]
+    return {loop: (P.solve(TWILL, g, regs), P.load_graph(g)) for loop, g in graphs.items()}
 
 
 @pytest.fixture(scope="module")

@@ -115,14 +115,10 @@ def exported(tmp_path_factory):
     if not _twill_available():
         pytest.skip("twill-opt / twill not built")
     d = tmp_path_factory.mktemp("graphs")
-    graphs = P.export_graphs(TWILL_OPT, SUBTILE_TTGIR, d)
-    assert len(graphs) == 1
-    warps = int(re.search(r'"ttg.num-warps" = (\d+)', SUBTILE_TTGIR.read_text()).group(1))
-    text = graphs[0].read_text()
-    free, pinned = d / "gluon.toml", d / "pinned.toml"
-    free.write_text(P.gluon_graph(text, warps))
-    pinned.write_text(P.gluon_graph(text, warps, unpin=False))
-    return free, pinned
+    free = P.gluon_graphs(TWILL_OPT, SUBTILE_TTGIR, d / "gluon")
+    pinned = P.gluon_graphs(TWILL_OPT, SUBTILE_TTGIR, d / "pinned", pinned=True)
+    assert len(free) == len(pinned) == 1
+    return free[0], pinned[0]
 
 
 @needs_twill
@@ -339,15 +335,9 @@ def test_causal_loops_give_the_plan(tmp_path):
     mask feed both sub-tiles' softmax without depending on either QK^T, so
     they are not part of a sub-tile's chain (the kernel computes them in
     each group), and `describe` does not count them."""
-    graphs = P.export_graphs(TWILL_OPT, CAUSAL_TTGIR, tmp_path / "graphs")
-    assert len(graphs) == 2
-    warps = int(re.search(r'"ttg.num-warps" = (\d+)', CAUSAL_TTGIR.read_text()).group(1))
+    paths = P.gluon_graphs(TWILL_OPT, CAUSAL_TTGIR, tmp_path / "graphs")
+    assert len(paths) == 2
     regs = fa_fwd_gluon.DEFAULT_CONFIG["CONSUMER_REGS"]
-    paths = []
-    for i, g in enumerate(graphs):
-        path = tmp_path / f"loop{i}.toml"
-        path.write_text(P.gluon_graph(g.read_text(), warps))
-        paths.append(path)
     first = P.solve(TWILL, paths[0], regs)
     assert first["proven"] and first["ii"] == first["res_mii"]
     assert P.plan_from_schedule(first, P.load_graph(paths[0])) == {k: fa_fwd_gluon.DEFAULT_CONFIG[k]

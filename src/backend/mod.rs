@@ -37,8 +37,10 @@
 //! with: [`rings`]), independent of the solver and its checker.
 //! The MLIR writer is [`mlir`].
 
+pub mod gluon;
 #[cfg(feature = "mlir")]
 pub mod mlir;
+pub mod ops;
 
 use std::collections::BTreeMap;
 
@@ -126,6 +128,33 @@ impl TritonTarget {
             &["ttng.warp_group_dot"]
         } else {
             &[]
+        }
+    }
+
+    /// Whether Triton warp-specializes a loop marked `tt.warp_specialize`
+    /// in a CTA of `num_warps` warps: on sm90 only at 4 warps (other loops
+    /// are software-pipelined only).
+    pub fn warp_specializes(&self, num_warps: u32) -> bool {
+        self.arch != Arch::Sm90 || num_warps == 4
+    }
+
+    /// Whether Triton lowers several warp-specialized loops of one kernel
+    /// only when it partitions them all itself, so that twill may write
+    /// stages but not partitions there: where twill writes partitions
+    /// ([`Self::partition_mma_ops`]) before Triton 3.7 ("'nvvm.setmaxregister'
+    /// op new register size must be in between 24 to 256" otherwise,
+    /// measured on the causal FA forward with 3.6).
+    pub fn partitions_every_ws_loop_itself(&self) -> bool {
+        self.partition_mma_ops().is_some() && self.version < (3, 7)
+    }
+
+    /// Warp groups of a warp-specialized schedule when the user names
+    /// none: one producer and two consumers on Hopper; loads, MMA issue,
+    /// two softmax groups and a correction group on Blackwell (FA4).
+    pub fn default_groups(&self) -> u32 {
+        match self.arch {
+            Arch::Sm90 => 2,
+            Arch::Sm100 => 4,
         }
     }
 }
@@ -1234,6 +1263,19 @@ mod tests {
         assert!(validate(&ir, &d, &sm100)
             .iter()
             .any(|x| matches!(x, ContractViolation::SlotOverwritten { load: 1, .. })));
+    }
+
+    #[test]
+    fn triton_version_rules_follow_arch_and_version() {
+        let target = |arch, version| TritonTarget { arch, version };
+        assert!(target(Arch::Sm90, (3, 9)).warp_specializes(4));
+        assert!(!target(Arch::Sm90, (3, 9)).warp_specializes(8));
+        assert!(target(Arch::Sm100, (3, 6)).warp_specializes(8));
+        assert!(target(Arch::Sm100, (3, 6)).partitions_every_ws_loop_itself());
+        assert!(!target(Arch::Sm100, (3, 9)).partitions_every_ws_loop_itself());
+        assert!(!target(Arch::Sm90, (3, 6)).partitions_every_ws_loop_itself());
+        assert_eq!(target(Arch::Sm90, (3, 6)).default_groups(), 2);
+        assert_eq!(target(Arch::Sm100, (3, 6)).default_groups(), 4);
     }
 
     #[test]

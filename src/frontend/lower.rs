@@ -193,8 +193,8 @@ fn check_lowerable(ir: &LoopIr, machine: &Machine) -> Result<(), Unsupported> {
         return Err(Unsupported {
             location: ir.location.clone(),
             reason: format!(
-                "machine `{}` has no [[op]] rules, so MLIR ops cannot be priced",
-                machine.name
+                "machine `{}` has no TTGIR op rules for its arch `{}`, so MLIR ops cannot be priced",
+                machine.name, machine.arch
             ),
         });
     }

@@ -16,6 +16,7 @@ use std::time::Instant;
 use mlir_sys::{mlirOperationGetLocation, MlirLocation, MlirOperation};
 
 use super::ffi::{self, TWILL_ERROR, TWILL_REMARK, TWILL_WARNING};
+use crate::backend::gluon::GraphTarget;
 use crate::backend::{self, Arch, TritonTarget};
 use crate::driver::{schedule_loop, LoopJob, LoopOptions, Scheduled, Skip};
 use crate::frontend::lower::{colocation, lower, straight_line_cycles};
@@ -87,6 +88,8 @@ pub struct ExportOptions {
     pub arch: Arch,
     pub machine: String,
     pub scope: Scope,
+    /// The code generator the graphs describe (`target=`, `gluon=`).
+    pub target: GraphTarget,
 }
 
 fn pairs(text: &str) -> Vec<(&str, &str)> {
@@ -284,15 +287,23 @@ impl ExportOptions {
             arch: Arch::Sm90,
             machine: String::new(),
             scope: Scope::WarpSpecialized,
+            target: GraphTarget::Triton,
         };
+        let (mut target, mut gluon) = ("", "");
         for (k, v) in pairs(text) {
             match k {
                 "dir" => o.dir = PathBuf::from(v),
                 "arch" => o.arch = parse_arch(v)?,
                 "machine" => o.machine = v.to_string(),
                 "scope" => o.scope = parse_scope(v)?,
+                "target" => target = v,
+                "gluon" => gluon = v,
                 other => return Err(format!("unknown option `{other}`")),
             }
+        }
+        o.target = GraphTarget::parse(target, gluon)?;
+        if matches!(o.target, GraphTarget::GluonSm90(_)) && o.arch != Arch::Sm90 {
+            return Err("target=gluon-sm90 needs arch=sm90".to_string());
         }
         if o.dir.as_os_str().is_empty() {
             return Err("dir: a directory to write the graphs into is required".to_string());
@@ -665,6 +676,11 @@ pub unsafe extern "C" fn export_graph_body(
                                 graph.same_group = colocation(ir, &l, mmas);
                             }
                         }
+                        let group = machine.warps.warp_group_size;
+                        if let Err(e) = o.target.apply(&mut graph, ir.num_warps, group) {
+                            ffi::emit(loc, TWILL_ERROR, &format!("{PASS}: {e}"));
+                            return 1;
+                        }
                         let path = o.dir.join(format!("{}.toml", ir.name));
                         if let Err(e) = std::fs::write(&path, to_toml(&graph)) {
                             ffi::emit(
@@ -889,5 +905,9 @@ mod tests {
             .unwrap_err()
             .contains("dir"));
         assert_eq!(ExportOptions::parse("dir=/tmp/x").unwrap().machine, "h100");
+        let gluon = ExportOptions::parse("dir=/tmp/x\ntarget=gluon-sm90\ngluon=keep-pins").unwrap();
+        assert!(matches!(gluon.target, GraphTarget::GluonSm90(c) if c.keep_pins));
+        let e = ExportOptions::parse("dir=/tmp/x\narch=sm100\ntarget=gluon-sm90").unwrap_err();
+        assert!(e.contains("arch=sm90"), "{e}");
     }
 }

@@ -2,17 +2,18 @@
 //!
 //! A machine is data, never code: a TOML file under `machines/` (bundled into
 //! the binary at build time, see `build.rs`) or any file given by path. The
-//! schema is documented in `machines/README.md`. The solver core only sees the
+//! schema is documented in `machines/README.md`. A file holds the numbers of
+//! one chip; the TTGIR op rules of its target family (`arch`) are attached
+//! when it is loaded ([`crate::backend::ops`]). The solver core only sees the
 //! resolved numbers; MLIR and Triton front ends use the cost rules to turn an
 //! op's tile shape and element type into cycles and a reservation table.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Deserialize;
-use toml::Spanned;
+use crate::error::LoadError;
 
-use crate::error::{LoadError, SourceMap};
+mod parse;
 
 include!(concat!(env!("OUT_DIR"), "/bundled_machines.rs"));
 
@@ -159,8 +160,8 @@ pub enum DtypeFrom {
 
 /// How an MLIR op of a loop body maps onto this machine: its cost class and
 /// its scheduling flags. Used by the MLIR front end only; the solver core
-/// never sees op names. Rules are tried in file order; the first whose
-/// pattern matches wins. A pattern is an op name (`ttng.warp_group_dot`), a
+/// never sees op names. A target family's rules ([`crate::backend::ops`])
+/// are tried in order; the first whose pattern matches wins. A pattern is an op name (`ttng.warp_group_dot`), a
 /// dialect wildcard (`arith.*`) or `*`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpRule {
@@ -227,138 +228,6 @@ pub struct Machine {
     pub occupancy: Option<Occupancy>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMachine {
-    name: Spanned<String>,
-    vendor: String,
-    arch: String,
-    description: String,
-    clock_mhz: Spanned<i64>,
-    sms: Spanned<i64>,
-    units: Spanned<BTreeMap<String, Spanned<RawUnit>>>,
-    #[serde(default)]
-    memory: BTreeMap<String, Spanned<RawMemory>>,
-    warps: Spanned<RawWarps>,
-    #[serde(default)]
-    cost: Vec<Spanned<RawCost>>,
-    #[serde(default)]
-    op: Vec<Spanned<RawOpRule>>,
-    #[serde(default)]
-    occupancy: Option<RawOccupancy>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawOccupancy {
-    smem_per_sm: Spanned<i64>,
-    smem_reserved_per_cta: Spanned<i64>,
-    reg_granularity: Spanned<i64>,
-    max_warps_per_sm: Spanned<i64>,
-    max_ctas_per_sm: Spanned<i64>,
-    #[serde(default)]
-    l2_bytes: Option<Spanned<i64>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawOpRule {
-    #[serde(rename = "match")]
-    patterns: Spanned<Vec<String>>,
-    class: Spanned<String>,
-    #[serde(default)]
-    shape: Option<Spanned<String>>,
-    #[serde(default)]
-    dtype: Option<Spanned<String>>,
-    #[serde(default)]
-    warp_group: bool,
-    #[serde(default)]
-    variable_latency: bool,
-    #[serde(default)]
-    blocking: bool,
-    #[serde(default)]
-    view: bool,
-    #[serde(default)]
-    writes: bool,
-    #[serde(default)]
-    ordered: bool,
-    #[serde(default)]
-    memory: Option<Spanned<String>>,
-    #[serde(default)]
-    absorbs_load: bool,
-    #[serde(default)]
-    traffic: Option<Spanned<String>>,
-    #[serde(default)]
-    traffic_unit: Option<Spanned<String>>,
-    #[serde(default)]
-    traffic_rows: Option<Spanned<i64>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawUnit {
-    capacity: Spanned<i64>,
-    #[serde(default)]
-    description: String,
-    #[serde(default)]
-    asynchronous: bool,
-    #[serde(default)]
-    bytes_per_cycle: Option<Spanned<i64>>,
-    #[serde(default)]
-    crossings: bool,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMemory {
-    capacity: Spanned<i64>,
-    unit: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawWarps {
-    threads_per_warp: Spanned<i64>,
-    warp_group_size: Spanned<i64>,
-    max_warps_per_cta: Spanned<i64>,
-    max_regs_per_thread: Spanned<i64>,
-    register_file: Spanned<i64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCost {
-    class: Spanned<String>,
-    unit: Spanned<String>,
-    work: Spanned<String>,
-    per_cycle: Spanned<BTreeMap<String, f64>>,
-    #[serde(default)]
-    latency: Option<Spanned<i64>>,
-}
-
-fn positive(
-    map: &SourceMap,
-    v: &Spanned<i64>,
-    field: impl Into<String>,
-    allow_zero: bool,
-) -> Result<u64, LoadError> {
-    let x = *v.get_ref();
-    if x < 0 || (!allow_zero && x == 0) {
-        let bound = if allow_zero { ">= 0" } else { ">= 1" };
-        return Err(map.error(Some(v.span()), field, format!("must be {bound}, got {x}")));
-    }
-    Ok(x as u64)
-}
-
-fn small(
-    map: &SourceMap,
-    v: &Spanned<i64>,
-    field: impl Into<String> + Clone,
-) -> Result<u32, LoadError> {
-    let x = positive(map, v, field.clone(), false)?;
-    u32::try_from(x).map_err(|_| map.error(Some(v.span()), field, format!("{x} is too large")))
-}
-
 impl Machine {
     /// Names of the machines bundled into this build.
     pub fn bundled_names() -> Vec<&'static str> {
@@ -399,308 +268,12 @@ impl Machine {
         Machine::parse(&file, &text)
     }
 
-    /// Parses a machine description; `file` names it in errors.
+    /// Parses a machine description; `file` names it in errors. The op
+    /// rules are those of its `arch`'s target family
+    /// ([`crate::backend::ops`]), checked against its cost classes, memories
+    /// and bandwidth units.
     pub fn parse(file: &str, text: &str) -> Result<Machine, LoadError> {
-        let map = SourceMap::new(file, text);
-        let raw: RawMachine = toml::from_str(text).map_err(|e| map.toml_error(&e))?;
-        let name = raw.name.get_ref().trim().to_string();
-        if name.is_empty() {
-            return Err(map.error(Some(raw.name.span()), "name", "must not be empty"));
-        }
-        let mut units = Vec::new();
-        for (uname, unit) in raw.units.get_ref() {
-            let u = unit.get_ref();
-            let bytes_per_cycle = match &u.bytes_per_cycle {
-                Some(b) => Some(positive(
-                    &map,
-                    b,
-                    format!("units.{uname}.bytes_per_cycle"),
-                    false,
-                )?),
-                None => None,
-            };
-            if u.crossings && bytes_per_cycle.is_none() {
-                return Err(map.error(
-                    Some(unit.span()),
-                    format!("units.{uname}.crossings"),
-                    "only a bandwidth unit (with bytes_per_cycle) carries crossings",
-                ));
-            }
-            units.push(Unit {
-                name: uname.clone(),
-                capacity: small(&map, &u.capacity, format!("units.{uname}.capacity"))?,
-                description: u.description.clone(),
-                asynchronous: u.asynchronous,
-                bytes_per_cycle,
-                crossings: u.crossings,
-            });
-        }
-        if units.iter().filter(|u| u.crossings).count() > 1 {
-            return Err(map.error(
-                Some(raw.units.span()),
-                "units",
-                "at most one unit carries crossings",
-            ));
-        }
-        if units.is_empty() {
-            return Err(map.error(
-                Some(raw.units.span()),
-                "units",
-                "at least one functional unit is required",
-            ));
-        }
-        let mut memories = Vec::new();
-        for (mname, mem) in &raw.memory {
-            let m = mem.get_ref();
-            memories.push(Memory {
-                name: mname.clone(),
-                capacity: positive(&map, &m.capacity, format!("memory.{mname}.capacity"), false)?,
-                unit: m.unit.clone(),
-            });
-        }
-        let w = raw.warps.get_ref();
-        let warps = Warps {
-            threads_per_warp: small(&map, &w.threads_per_warp, "warps.threads_per_warp")?,
-            warp_group_size: small(&map, &w.warp_group_size, "warps.warp_group_size")?,
-            max_warps_per_cta: small(&map, &w.max_warps_per_cta, "warps.max_warps_per_cta")?,
-            max_regs_per_thread: small(&map, &w.max_regs_per_thread, "warps.max_regs_per_thread")?,
-            register_file: small(&map, &w.register_file, "warps.register_file")?,
-        };
-        let mut costs: Vec<CostRule> = Vec::new();
-        for (i, c) in raw.cost.iter().enumerate() {
-            let c = c.get_ref();
-            let field = |f: &str| format!("cost[{i}].{f}");
-            let unit = c.unit.get_ref().clone();
-            match units.iter().find(|u| u.name == unit) {
-                None => {
-                    return Err(map.error(
-                        Some(c.unit.span()),
-                        field("unit"),
-                        format!("unknown unit `{unit}`"),
-                    ))
-                }
-                Some(u) if u.bytes_per_cycle.is_some() => {
-                    return Err(map.error(
-                        Some(c.unit.span()),
-                        field("unit"),
-                        format!("`{unit}` is a bandwidth unit: ops reach it through an op rule's `traffic`, not a cost rule"),
-                    ))
-                }
-                Some(_) => {}
-            }
-            let work = match c.work.get_ref().as_str() {
-                "2mnk" => Work::MatmulFlops,
-                "elements" => Work::Elements,
-                "bytes" => Work::Bytes,
-                other => {
-                    return Err(map.error(
-                        Some(c.work.span()),
-                        field("work"),
-                        format!(
-                            "unknown work measure `{other}` (expected 2mnk, elements or bytes)"
-                        ),
-                    ))
-                }
-            };
-            for (dtype, rate) in c.per_cycle.get_ref() {
-                if !(rate.is_finite() && *rate > 0.0) {
-                    return Err(map.error(
-                        Some(c.per_cycle.span()),
-                        field(&format!("per_cycle.{dtype}")),
-                        format!("must be a positive number, got {rate}"),
-                    ));
-                }
-                if work == Work::Bytes {
-                    dtype_bytes(dtype).ok_or_else(|| {
-                        map.error(
-                            Some(c.per_cycle.span()),
-                            field(&format!("per_cycle.{dtype}")),
-                            format!("unknown element type `{dtype}`"),
-                        )
-                    })?;
-                }
-            }
-            let class = c.class.get_ref().clone();
-            if costs.iter().any(|r| r.class == class) {
-                return Err(map.error(
-                    Some(c.class.span()),
-                    field("class"),
-                    format!("duplicate cost rule for class `{class}`"),
-                ));
-            }
-            let latency = match &c.latency {
-                Some(l) => positive(&map, l, field("latency"), true)?,
-                None => 0,
-            };
-            costs.push(CostRule {
-                class,
-                unit,
-                work,
-                per_cycle: c.per_cycle.get_ref().clone(),
-                latency,
-            });
-        }
-        let mut ops = Vec::new();
-        for (i, r) in raw.op.iter().enumerate() {
-            let r = r.get_ref();
-            let field = |f: &str| format!("op[{i}].{f}");
-            if r.patterns.get_ref().is_empty() {
-                return Err(map.error(
-                    Some(r.patterns.span()),
-                    field("match"),
-                    "needs at least one op name pattern",
-                ));
-            }
-            let class = match r.class.get_ref().as_str() {
-                "free" => None,
-                c if costs.iter().any(|k| k.class == c) => Some(c.to_string()),
-                c => {
-                    return Err(map.error(
-                        Some(r.class.span()),
-                        field("class"),
-                        format!(
-                            "unknown class `{c}` (a [[cost]] class of this machine, or `free`)"
-                        ),
-                    ))
-                }
-            };
-            let shape = match r.shape.as_ref().map(|s| s.get_ref().as_str()) {
-                None | Some("result") => ShapeFrom::Result,
-                Some("operand") => ShapeFrom::Operand,
-                Some("mnk") => ShapeFrom::Mnk,
-                Some("largest") => ShapeFrom::Largest,
-                Some(other) => {
-                    return Err(map.error(
-                        r.shape.as_ref().map(|s| s.span()),
-                        field("shape"),
-                        format!(
-                        "unknown shape source `{other}` (expected result, operand, mnk or largest)"
-                    ),
-                    ))
-                }
-            };
-            let dtype = match r.dtype.as_ref().map(|s| s.get_ref().as_str()) {
-                None | Some("result") => DtypeFrom::Result,
-                Some("operand") => DtypeFrom::Operand,
-                Some("largest") => DtypeFrom::Largest,
-                Some(other) => {
-                    return Err(map.error(
-                        r.dtype.as_ref().map(|s| s.span()),
-                        field("dtype"),
-                        format!(
-                            "unknown element-type source `{other}` (expected result, operand or largest)"
-                        ),
-                    ))
-                }
-            };
-            let memory = match &r.memory {
-                Some(m) if !memories.iter().any(|k| &k.name == m.get_ref()) => {
-                    return Err(map.error(
-                        Some(m.span()),
-                        field("memory"),
-                        format!("unknown memory `{}`", m.get_ref()),
-                    ))
-                }
-                m => m.as_ref().map(|m| m.get_ref().clone()),
-            };
-            let traffic = match (&r.traffic, &r.traffic_unit) {
-                (None, None) => None,
-                (Some(t), Some(u)) => {
-                    if !units
-                        .iter()
-                        .any(|k| &k.name == u.get_ref() && k.bytes_per_cycle.is_some())
-                    {
-                        return Err(map.error(
-                            Some(u.span()),
-                            field("traffic_unit"),
-                            format!("`{}` is not a bandwidth unit of this machine", u.get_ref()),
-                        ));
-                    }
-                    let from = match t.get_ref().as_str() {
-                        "tile" => TrafficFrom::Tile,
-                        "shared_operands" => TrafficFrom::SharedOperands {
-                            rows: match &r.traffic_rows {
-                                Some(n) => positive(&map, n, field("traffic_rows"), false)?,
-                                None => u64::MAX,
-                            },
-                        },
-                        other => {
-                            return Err(map.error(
-                                Some(t.span()),
-                                field("traffic"),
-                                format!("unknown traffic measure `{other}` (expected tile or shared_operands)"),
-                            ))
-                        }
-                    };
-                    Some(Traffic {
-                        unit: u.get_ref().clone(),
-                        from,
-                    })
-                }
-                (Some(t), None) => {
-                    return Err(map.error(
-                        Some(t.span()),
-                        field("traffic_unit"),
-                        "`traffic` needs `traffic_unit` (the bandwidth unit it loads)",
-                    ))
-                }
-                (None, Some(u)) => {
-                    return Err(map.error(
-                        Some(u.span()),
-                        field("traffic"),
-                        "`traffic_unit` needs `traffic` (tile or shared_operands)",
-                    ))
-                }
-            };
-            ops.push(OpRule {
-                traffic,
-                patterns: r.patterns.get_ref().clone(),
-                class,
-                shape,
-                dtype,
-                warp_group: r.warp_group,
-                variable_latency: r.variable_latency,
-                blocking: r.blocking,
-                view: r.view,
-                writes: r.writes,
-                ordered: r.ordered,
-                memory,
-                absorbs_load: r.absorbs_load,
-            });
-        }
-        let occupancy = match &raw.occupancy {
-            None => None,
-            Some(o) => Some(Occupancy {
-                smem_per_sm: positive(&map, &o.smem_per_sm, "occupancy.smem_per_sm", false)?,
-                smem_reserved_per_cta: positive(
-                    &map,
-                    &o.smem_reserved_per_cta,
-                    "occupancy.smem_reserved_per_cta",
-                    true,
-                )?,
-                reg_granularity: small(&map, &o.reg_granularity, "occupancy.reg_granularity")?,
-                max_warps_per_sm: small(&map, &o.max_warps_per_sm, "occupancy.max_warps_per_sm")?,
-                max_ctas_per_sm: small(&map, &o.max_ctas_per_sm, "occupancy.max_ctas_per_sm")?,
-                l2_bytes: match &o.l2_bytes {
-                    None => None,
-                    Some(v) => Some(positive(&map, v, "occupancy.l2_bytes", false)?),
-                },
-            }),
-        };
-        Ok(Machine {
-            name,
-            vendor: raw.vendor,
-            arch: raw.arch,
-            description: raw.description,
-            clock_mhz: small(&map, &raw.clock_mhz, "clock_mhz")?,
-            sms: small(&map, &raw.sms, "sms")?,
-            units,
-            memories,
-            warps,
-            costs,
-            ops,
-            occupancy,
-        })
+        parse::machine(file, text)
     }
 
     /// The unit of this name.
@@ -898,45 +471,45 @@ mod tests {
 
     #[test]
     fn bandwidth_units_are_reached_through_op_rules_only() {
-        let head = "name='x'\nvendor='v'\narch='a'\ndescription='d'\nclock_mhz=1\nsms=1\n\
-                    [warps]\nthreads_per_warp=32\nwarp_group_size=4\n\
-                    max_warps_per_cta=32\nmax_regs_per_thread=255\nregister_file=65536\n\
-                    [units.TC]\ncapacity = 1\n";
-        let bw = "[units.SMEM]\ncapacity = 1\nbytes_per_cycle = 128\ncrossings = true\n";
-        let cost =
-            "[[cost]]\nclass = 'mma'\nunit = 'TC'\nwork = '2mnk'\nper_cycle = { f16 = 4096 }\n";
-        let rule = "[[op]]\nmatch = ['tt.dot']\nclass = 'mma'\nshape = 'mnk'\n";
-        let m = Machine::parse(
-            "m.toml",
-            &format!("{head}{bw}{cost}{rule}traffic = 'shared_operands'\ntraffic_rows = 64\ntraffic_unit = 'SMEM'\n"),
-        )
-        .unwrap();
+        let h100 = BUNDLED_MACHINES
+            .iter()
+            .find(|(n, _)| *n == "h100")
+            .unwrap()
+            .1;
+        let m = Machine::parse("m.toml", h100).unwrap();
         let smem = m.unit("SMEM").unwrap();
         assert_eq!((smem.bytes_per_cycle, smem.crossings), (Some(128), true));
         assert_eq!(
-            m.ops[0].traffic,
+            m.op_rule("ttng.warp_group_dot").unwrap().traffic,
             Some(Traffic {
                 unit: "SMEM".into(),
                 from: TrafficFrom::SharedOperands { rows: 64 }
             })
         );
         let err = |text: String| Machine::parse("m.toml", &text).unwrap_err();
-        let e = err(format!("{head}{bw}{}", cost.replace("'TC'", "'SMEM'")));
-        assert!(e.message.contains("bandwidth unit"), "{e}");
-        let e = err(format!("{head}{bw}{cost}{rule}traffic = 'tile'\n"));
-        assert_eq!(e.field, "op[0].traffic_unit");
-        let e = err(format!(
-            "{head}{bw}{cost}{rule}traffic = 'tile'\ntraffic_unit = 'TC'\n"
-        ));
+        let e = err(h100.replace("unit = \"TC\"", "unit = \"SMEM\""));
+        assert!(e.message.contains("is a bandwidth unit"), "{e}");
+        // The family's op rules must find what they name on the machine.
+        let e = err(h100
+            .replace("bytes_per_cycle = 128", "")
+            .replace("crossings = true", ""));
+        assert_eq!(e.field, "arch");
         assert!(e.message.contains("not a bandwidth unit"), "{e}");
-        let e = err(format!(
-            "{head}{bw}{cost}{rule}traffic = 'bytes'\ntraffic_unit = 'SMEM'\n"
-        ));
-        assert!(e.message.contains("unknown traffic measure"), "{e}");
-        let e = err(format!(
-            "{head}[units.LSU]\ncapacity = 1\ncrossings = true\n"
+        let e = err(h100.replace("class = \"exp\"", "class = \"exp_x\""));
+        assert!(e.message.contains("class `exp`"), "{e}");
+        let e = err(h100.replace("[memory.smem]", "[memory.shared]"));
+        assert!(e.message.contains("memory `smem`"), "{e}");
+        let e = err(h100.replace(
+            "crossings = true",
+            "[units.X]\ncapacity = 1\ncrossings = true",
         ));
         assert!(e.message.contains("only a bandwidth unit"), "{e}");
+        // A machine file holds numbers only: op rules are the family's.
+        let e = err(format!("{h100}\n[[op]]\nmatch = ['*']\nclass = 'alu'\n"));
+        assert!(e.message.contains("unknown field `op`"), "{e}");
+        // A family without op rules loads, with none.
+        let m = Machine::parse("m.toml", &h100.replace("arch = \"sm90\"", "arch = \"x\"")).unwrap();
+        assert!(m.ops.is_empty());
     }
 
     #[test]
