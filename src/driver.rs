@@ -20,7 +20,7 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
-use crate::backend::{self, Arch, LoopDecision, Placement as LoadSide, TritonTarget};
+use crate::backend::{self, LoopDecision, Placement as LoadSide, TritonTarget};
 use crate::checker::{self, WarpConfig};
 use crate::frontend::lower::{colocation, lower, Lowered};
 use crate::frontend::LoopIr;
@@ -116,7 +116,7 @@ impl Plan {
         // by one instruction stream, whose barrier waits do not stop the
         // asynchronous units (TMA, tensor cores) it feeds: no blocking rule.
         let ws_loop = o.ws && ir.warp_specialize;
-        let ws = ws_loop && !(o.target.arch == Arch::Sm90 && ir.num_warps != 4);
+        let ws = ws_loop && o.target.warp_specializes(ir.num_warps);
         let mut graph = lowered.graph.clone();
         if !ws_loop {
             for e in &mut graph.edges {
@@ -715,6 +715,7 @@ impl Facts<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::Arch;
     use crate::frontend::lower::tests::gemm;
     use crate::graph::load;
 

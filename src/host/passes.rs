@@ -246,12 +246,7 @@ impl ScheduleOptions {
             o.machine = arch.default_machine().to_string();
         }
         if o.groups == 0 {
-            // One producer + two consumers on Hopper; loads, MMA issue, two
-            // softmax groups and a correction group on Blackwell (FA4).
-            o.groups = match arch {
-                Arch::Sm90 => 2,
-                Arch::Sm100 => 4,
-            };
+            o.groups = o.target.default_groups();
         }
         if !o.ws {
             o.groups = 1;
@@ -426,8 +421,7 @@ fn stages_only(loops: &[FoundLoop], o: &ScheduleOptions) -> Option<&'static str>
         .count();
     (o.partitions
         && o.ws
-        && o.target.partition_mma_ops().is_some()
-        && o.target.version < (3, 7)
+        && o.target.partitions_every_ws_loop_itself()
         && ws_loops > 1)
         .then_some(
             "Triton before 3.7 lowers several warp-specialized loops of one kernel only when Triton partitions them all",

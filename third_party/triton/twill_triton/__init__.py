@@ -15,7 +15,7 @@ one warning on the `twill` logger (`TWILL_STRICT=1` raises instead).
 
 Environment:
     TRITON_TWILL=1      enable at startup (needs `pip install ./third_party/triton`)
-    TWILL_OPT=PATH      the twill-opt binary (default: on PATH, or the repo's target/release)
+    TWILL_OPT=PATH      the twill-opt binary (default: the wheel's bundled one, on PATH, or the repo's target/release)
     TWILL_TIMEOUT=SECS  solver time per loop (default 30)
     TWILL_SCOPE=ws|all  which loops (default ws: those marked warp_specialize)
     TWILL_DUMP_DIR=DIR  write every exported loop, the pass output and the decisions
