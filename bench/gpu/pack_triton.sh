@@ -10,9 +10,10 @@
 #
 #   bash bench/gpu/pack_triton.sh [VERSION]   # default 3.9.0
 #
-# writes target/carry/triton-VERSION.tar.xz (39 MB for 3.9.0; the tracked
-# tree and the recorded schedules add about 20 MB to what travels). On the
-# H100 machine (carry target/carry):
+# writes target/carry/triton-VERSION.tar.xz (39 MB for 3.9.0; the twill_triton
+# wheel, 19 MB, and the tracked tree travel with it). On the GPU machine
+# (carry target/carry, target/wheels and bench/gpu/plans; bench/gpu/h100.sh
+# does this):
 #
 #   mkdir -p /tmp/t && tar -xJf target/carry/triton-VERSION.tar.xz -C /tmp/t
 #   export TRITON_PTXAS_PATH=$(python3 -c 'import triton, os; print(os.path.dirname(triton.__file__))')/backends/nvidia/bin/ptxas

@@ -2,23 +2,22 @@
 """One GPU benchmark run: correctness and TFLOPS of twill-scheduled Triton
 kernels against stock Triton (a config grid) and cuDNN / cuBLAS via torch.
 
-    python -m bench.gpu.run --record          # on a machine with twill-opt (no GPU needed)
-    python -m bench.gpu.run --out DIR         # on the GPU machine (no twill-opt needed)
+    python -m bench.gpu.run --plans           # on a machine with twill and twill-opt (no GPU needed)
+    python -m bench.gpu.run --out DIR         # on the GPU machine, with the twill_triton wheel installed
 
---record compiles the twill variants for cuda:90 with twill (TWILL_DUMP_DIR =
-bench/gpu/replay): the schedules are computed here. It also compiles every
-candidate configuration of each kernel with twill and lets twill's model
-(twill_triton.configure: twill's I, L and resource bound per loop, CTAs per
-SM from the compiled kernel) choose one per kernel and size
-(bench/gpu/replay/choice/choice.json): the "twill choice" rows, twill's
-single configuration, with no autotuning on the GPU. On the GPU machine, which
-has Triton but no MLIR, the same kernels are compiled with TWILL_REPLAY_DIR
-= bench/gpu/replay: the hook matches each exported module by its replay key
-(the module text without locations and SSA names) and uses the recorded
-schedule; a kernel whose key is not found is reported as "twill not applied".
-A Triton other than the H100's own 3.6 can be carried there
-(bench/gpu/pack_triton.sh); its schedules are recorded under
-bench/gpu/replay-<version> by running --record with that Triton.
+The GPU run schedules live: every twill variant is compiled there with the
+hook of the installed wheel and its bundled twill-opt, and each compile's
+loop summaries are compared with the bench's expected schedules
+(bench/gpu/expected.py; a difference is printed and kept in results.json).
+
+--plans builds what the GPU machine cannot, into a cache that is not
+committed (bench/gpu/plans/<triton version>, carried to the GPU machine):
+the Gluon plans (twill's joint schedules of the Gluon kernels' loops, which
+need the `twill` solver) and the model's choice of configuration
+(twill_triton.configure ranks every candidate configuration, compiled with
+twill, per problem size: the "twill choice" rows, one configuration with
+no autotuning on the GPU). It compares both, and every candidate's
+schedules, with the expected file (--bless accepts a difference).
 
 Every variant's output is poisoned (NaN) before it runs and checked against
 a float32 reference; NaN never passes. Times are medians of
@@ -43,18 +42,15 @@ from triton.backends.compiler import GPUTarget
 from triton.runtime.errors import PTXASError
 
 import twill_triton
+from bench.gpu import expected
 from bench.kernels import fa_fwd_gluon, fa_fwd_gluon_plan, matmul_gluon, matmul_gluon_plan
 from third_party.triton.tests.kernels import fa_bwd, fa_fwd, matmul
 
 REPO = Path(__file__).resolve().parents[2]
-REPLAY = REPO / "bench" / "gpu" / "replay"
 TARGET = GPUTarget("cuda", 90, 32)
-# Schedules recorded with Triton 3.6 (the H100 machine's own) live in
-# bench/gpu/replay, those for any other Triton (carried to the H100 by
-# bench/gpu/pack_triton.sh) in bench/gpu/replay-<version>: the exported
-# modules, hence the replay keys, differ between versions.
-if not triton.__version__.startswith("3.6."):
-    REPLAY = REPO / "bench" / "gpu" / f"replay-{triton.__version__}"
+# The cache of --plans for this Triton (the exported modules, hence the
+# plans, differ between versions); TWILL_BENCH_PLANS names another root.
+PLANS = Path(os.environ.get("TWILL_BENCH_PLANS") or REPO / "bench" / "gpu" / "plans") / triton.__version__
 FA_SIZES = [1024, 4096, 16384]
 FA_SHAPE = dict(Z=4, H=32, D=128)
 GEMM_SIZES = [4096, 8192]
@@ -192,27 +188,11 @@ def twill_compile(kind, cx, opts, extra="", compile=None, **enable):
     return k, d
 
 
-# Triton's Hopper warp specialization (4 warps, warp_specialize, device-side
-# descriptors) numbers the loop-carried buffer indices of its partition loops
-# in an order that changes from one compilation to the next: the same module
-# in two variants, about half the time each (Triton 3.6.0 and 3.9.0,
-# 2026-11-23). A replay key is exact, so such kernels are recorded until
-# both variants are seen (at most RECORD_TRIES compilations).
-RECORD_TRIES = 8
-
-
-def twill_record(kind, cx, opts, extra, dump_dir, compile=None):
-    """`twill_compile` that records the schedules for replay in `dump_dir`,
-    every variant of a Hopper warp-specialized kernel (see RECORD_TRIES)."""
-    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-record-cache-")
-    k, d = twill_compile(kind, cx, opts, extra, compile, dump_dir=dump_dir)
-    if hopper_ws(cx, opts):
-        for _ in range(RECORD_TRIES - 1):
-            if len(set(p.read_text() for p in Path(dump_dir).rglob("key.txt"))) >= 2:
-                break
-            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-record-cache-")
-            twill_compile(kind, cx, opts, extra, compile, dump_dir=dump_dir)
-    return k, d
+def twill_fresh(kind, cx, opts, extra="", compile=None):
+    """`twill_compile` in a Triton cache of its own, so that the hook runs
+    (and twill schedules) instead of Triton loading an earlier compile."""
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-bench-cache-")
+    return twill_compile(kind, cx, opts, extra, compile)
 
 
 def _warm(job):
@@ -368,20 +348,28 @@ def kinds():
 
 
 ALL_VARIANTS = False
-CHOICE = REPLAY / "choice"
+CHOICE = PLANS / "choice.json"
 
 
-def record_choice():
-    """Compiles every candidate configuration with twill (recorded for
-    replay under CHOICE/<kind>/<label>), ranks them with twill's model per
-    problem size and writes the choice and the ranking to CHOICE/choice.json."""
+def record_choice(expect):
+    """Compiles every candidate configuration with twill, compares each
+    one's schedules with `expect` (bench/gpu/expected.py), ranks them with
+    twill's model per problem size and writes the choice and the ranking
+    to CHOICE. Returns (the choice, per candidate key its loop summaries,
+    the differences)."""
     from twill_triton import configure
 
-    choice = {}
+    choice, schedules, diffs = {}, {}, []
     for kind, _ in kinds():
         def compile_with_twill(cand, kind=kind):
-            dump = CHOICE / kind / slug(cand["label"])
-            return twill_record(kind, cand["cx"], cand["opts"], cand["extra"], str(dump))
+            k, d = twill_fresh(kind, cand["cx"], cand["opts"], cand["extra"])
+            key = f"choice/{kind}/{slug(cand['label'])}"
+            schedules[key] = expected.summaries(d)
+            diff = expected.compare(expect, key, schedules[key])
+            if diff:
+                diffs.append(diff)
+                print("DIFFERENT:", diff, flush=True)
+            return k, d
 
         compiled = configure.compile_candidates(choice_candidates(kind), compile_with_twill)
         for size in kind_sizes(kind):
@@ -400,34 +388,17 @@ def record_choice():
             print(f"{kind} {size}: twill's choice {best.candidate['label']}: {best.summary()}")
             for r in ranking[1:4]:
                 print(f"    then {r.candidate['label']}: {r.summary()}")
-    (CHOICE / "choice.json").write_text(json.dumps(choice, indent=1, default=str))
-    prune_unchosen(CHOICE, choice)
-
-
-def prune_unchosen(root, choice):
-    """Drops the modules (input.mlir, scheduled.mlir) of the candidates the
-    model chose at no size: the GPU run replays only the chosen ones, and
-    the working tree travels to the GPU machine with a carried Triton under
-    64 MiB. Their key.txt, remarks.txt (the model's input) and command.txt
-    stay."""
-    keep = {(kind, slug(ch["label"])) for kind, by_size in choice.items() for ch in by_size.values()}
-    for d in Path(root).iterdir():
-        if not d.is_dir():
-            continue
-        for cand in d.iterdir():
-            if (d.name, cand.name) in keep:
-                continue
-            for name in ("input.mlir", "scheduled.mlir"):
-                for f in cand.rglob(name):
-                    f.unlink()
+    CHOICE.parent.mkdir(parents=True, exist_ok=True)
+    CHOICE.write_text(json.dumps(choice, indent=1, default=str))
+    return choice, schedules, diffs
 
 
 # twill's Hopper FA forward schedule lowered to Gluon (fa_fwd_gluon): the
 # graph of the sub-tiled loop as the Gluon kernel runs it, twill's joint
 # schedule of it, the same problem under Triton 3.6's last-stage rule, and
-# the plan the kernel is compiled with (plan.json). Recorded here (the GPU
-# machine has no twill), per Triton version like the other schedules.
-GLUON = REPLAY / "gluon"
+# the plan the kernel is compiled with (plan.json). Made by --plans (the
+# `twill` solver is not in the wheel), per Triton version.
+GLUON = PLANS / "gluon"
 GLUON_ROW = "twill gluon (joint schedule)"
 
 
@@ -900,36 +871,51 @@ def load_gluon_plan(sub=""):
 
 
 def load_choice():
-    path = CHOICE / "choice.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    return json.loads(CHOICE.read_text()) if CHOICE.exists() else {}
 
 
-# What a recorded dump keeps: the replay needs key.txt, scheduled.mlir and
-# remarks.txt; input.mlir and command.txt reproduce the schedule with
-# twill-opt. The hook's other files (output.mlir, twill-opt's raw output, and
-# export.pretty.mlir) are dropped so that the recorded schedules and a
-# carried Triton fit the GPU machine's 64 MiB together.
-RECORD_DROP = ("output.mlir", "export.pretty.mlir", "pipelined.mlir")
+def gluon_plans():
+    """Every Gluon plan of GLUON (directory under it -> plan.json)."""
+    return {("" if p.parent == GLUON else p.parent.relative_to(GLUON).as_posix()): json.loads(p.read_text())
+            for p in sorted(GLUON.rglob("plan.json"))}
 
 
-def prune_recorded(root):
-    for name in RECORD_DROP:
-        for p in Path(root).rglob(name):
-            p.unlink()
-
-
-def record():
+def plans(bless=False):
+    """--plans: the Gluon plans and the model's choice into PLANS, every
+    twill compile of the bench compared with the expected file; with
+    `bless`, the expected file is rewritten instead. Exits 1 on a
+    difference."""
+    expect = expected.load() or {}
     record_gluon()
-    record_choice()
+    choice, schedules, diffs = record_choice(expect)
     for kind, _ in kinds():
         for label, extra, cx, opts in twill_variants(kind):
-            # A fresh cache (twill_record), so that the hook runs and records its decision.
-            _, d = twill_record(kind, cx, opts, extra, str(REPLAY / slug(label) / kind))
+            _, d = twill_fresh(kind, cx, opts, extra)
+            key = f"{slug(label)}/{kind}"
+            schedules[key] = expected.summaries(d)
             print(label, kind, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
             for r in d.remarks:
                 print("  ", r.split("remark: ", 1)[-1])
-    prune_recorded(REPLAY)
-    print("recorded under", REPLAY)
+            diffs.append(expected.compare(expect, key, schedules[key]))
+    chosen = {k: {s: v["label"] for s, v in by.items()} for k, by in choice.items()}
+    gluon = {sub: expected.strip_plan(p) for sub, p in gluon_plans().items()}
+    diffs.append(None if chosen == expect.get("choice") else f"choice: expected {expect.get('choice')}, got {chosen}")
+    for sub in sorted(set(gluon) | set(expect.get("gluon") or {})):
+        if gluon.get(sub) != (expect.get("gluon") or {}).get(sub):
+            diffs.append(f"gluon plan {sub or '(fa)'}: differs from the expected one")
+    diffs = [d for d in diffs if d]
+    print("plans written under", PLANS)
+    if bless:
+        old = expect.get("schedules") or {}
+        # A compile that is one of its known alternatives keeps them all.
+        merged = {k: old[k] if v in old.get(k, []) else [v] for k, v in schedules.items()}
+        expected.save(dict(schedules=merged, choice=chosen, gluon=gluon))
+        print("expected schedules written:", expected.path())
+    elif diffs:
+        print(f"{len(diffs)} difference(s) from {expected.path()}:", *diffs, sep="\n  ")
+        raise SystemExit(1)
+    else:
+        print(f"every schedule, the choice and the Gluon plans are those of {expected.path()}")
 
 
 # --------------------------------------------------------------------------
@@ -1191,7 +1177,7 @@ def bench_all(out):
               f"{('%.1f' % tf) if tf else '-':>7} TFLOPS  correct={ok} err={err if err is None else '%.2e' % err} "
               f"{note}", flush=True)
 
-    # Compile everything first (stock grid, then twill by replay); a process
+    # Compile everything first (stock grid, then twill, scheduled live); a process
     # pool fills Triton's cache in parallel, then this process loads from it.
     # The twill variants are compiled in this process only, each label with
     # a cache of its own, so that the hook runs and reports its decision.
@@ -1205,12 +1191,15 @@ def bench_all(out):
     print(f"compiled {len(jobs)} kernels in {time.time() - t0:.0f} s (parallel cache fill)", flush=True)
     compiled = {}
 
-    def replay_compile(kind, label, variant, cx, opts, extra, replay_dir, cache_name):
-        """Compiles a twill variant from the schedules recorded in
-        `replay_dir`, with a cache of its own so that the hook runs and
-        reports its decision; adds it to `compiled` as `variant` and returns
-        the decision (None when it does not compile)."""
-        os.environ["TWILL_REPLAY_DIR"] = str(replay_dir)
+    expect = expected.load()
+    results["schedules"] = {}
+
+    def live_compile(kind, label, variant, cx, opts, extra, key, cache_name):
+        """Compiles a twill variant, scheduled here by the installed hook,
+        with a cache of its own so that the hook runs and reports its
+        decision; compares its schedules with the expected ones (`key`);
+        adds it to `compiled` as `variant` and returns the decision (None
+        when it does not compile)."""
         os.environ["TRITON_CACHE_DIR"] = str(cache / cache_name)
         try:
             k, d = twill_compile(kind, cx, opts, extra)
@@ -1219,7 +1208,9 @@ def bench_all(out):
             return None
         note = "twill applied" if d.scheduled else f"twill NOT applied: {d.reason[:150]}"
         compiled[(kind, variant)] = (k, cx, note)
-        print(kind, label, note, *d.remarks, sep="\n  ", flush=True)
+        diff = expected.compare(expect, key, expected.summaries(d))
+        results["schedules"][key] = diff or "as expected"
+        print(kind, label, note, *d.remarks, f"schedules: {diff or 'as expected'}", sep="\n  ", flush=True)
         return d
 
     for kind, (tw, grid) in kinds():
@@ -1231,14 +1222,14 @@ def bench_all(out):
             except Exception as e:
                 print(f"compile failed: {kind} {n}: {str(e).splitlines()[-1][:200]}", flush=True)
         for label, extra, cx, opts in twill_variants(kind):
-            d = replay_compile(kind, label, f"{label} " + name_of(kind, cx, opts), cx, opts, extra,
-                               REPLAY / slug(label), slug(label))
+            d = live_compile(kind, label, f"{label} " + name_of(kind, cx, opts), cx, opts, extra,
+                             f"{slug(label)}/{kind}", slug(label))
             if d is not None:
                 results.setdefault("twill", {})[f"{kind} {label}"] = dict(scheduled=d.scheduled, reason=d.reason,
                                                                           remarks=d.remarks)
 
-    # twill's model's choice of configuration, per kind and size (recorded
-    # by --record): one compiled kernel per chosen candidate, run only at
+    # twill's model's choice of configuration, per kind and size (made by
+    # --plans): one compiled kernel per chosen candidate, run only at
     # the sizes it was chosen for.
     only_sizes = {}
     choice = load_choice()
@@ -1248,8 +1239,8 @@ def bench_all(out):
             variant = f"twill choice {ch['label']}"
             only_sizes.setdefault((kind, variant), set()).add(int(size))
             if (kind, variant) not in compiled:
-                replay_compile(kind, variant, variant, ch["cx"], ch["opts"], ch["extra"],
-                               CHOICE / kind / slug(ch["label"]), "choice_" + slug(ch["label"]))
+                live_compile(kind, variant, variant, ch["cx"], ch["opts"], ch["extra"],
+                             f"choice/{kind}/{slug(ch['label'])}", "choice_" + slug(ch["label"]))
 
     def skip(kind, variant, size):
         return (kind, variant) in only_sizes and size not in only_sizes[(kind, variant)]
@@ -1273,7 +1264,7 @@ def bench_all(out):
                               gluon_plans["fa"]["objective_length"]["plan"]))
     for kind, g in gluon_plans.items():
         if not g:
-            print(f"no recorded Gluon plan for {kind} (run.py --record-gluon)", flush=True)
+            print(f"no recorded Gluon plan for {kind} (run.py --plans)", flush=True)
     gluon_compiled = {}
 
     def gluon_kernel(cfg, module=fa_fwd_gluon):
@@ -1411,7 +1402,7 @@ def bench_all(out):
         D = fa_bwd.CONFIGS[cfg_name][90]["HEAD_DIM"]
         bwd_plan = (gluon_bwd.get(bwd_kind) or {}).get("plan")
         if bwd_kind in GLUON_BWD_KINDS and not bwd_plan:
-            print(f"no recorded Gluon plan for {bwd_kind} (run.py --record-gluon)", flush=True)
+            print(f"no recorded Gluon plan for {bwd_kind} (run.py --plans)", flush=True)
         for N in FA_SIZES:
             q, k, v, do, o, lse, delta, sm_scale = bwd_inputs(cfg_name, Z, H, N)
             flops = 2.5 * 4.0 * Z * H * N * N * D
@@ -1509,7 +1500,7 @@ def bench_all(out):
     results["gluon_plan_gemm"] = gemm_gluon
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if not gemm_gluon:
-        print("no recorded Gluon plan for the GEMM (run.py --record-gluon)", flush=True)
+        print("no recorded Gluon plan for the GEMM (run.py --plans)", flush=True)
 
     def gemm_gluon_variants(size):
         """twill's plan at `size` and its ablations: the other tile's plan,
@@ -1643,12 +1634,15 @@ def bench_all(out):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--record", action="store_true", help="record twill's schedules (machine with twill-opt)")
+    ap.add_argument("--plans", action="store_true",
+                    help="make the Gluon plans and the model's choice under bench/gpu/plans/<triton> and compare "
+                         "every schedule with bench/gpu/expected (machine with twill and twill-opt)")
+    ap.add_argument("--bless", action="store_true", help="with --plans: rewrite the expected file instead")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/gpu/out"))
     ap.add_argument("--record-gluon", action="store_true",
-                    help="record only the Gluon plans (FA forward, GEMM; machine with twill)")
+                    help="make only the Gluon plans (FA forward, GEMM; machine with twill)")
     ap.add_argument("--record-gluon-only", metavar="PLAN",
-                    help="record one Gluon plan alone: hd64, causal or gemm (machine with twill)")
+                    help="make one Gluon plan alone: hd64, causal or gemm (machine with twill)")
     ap.add_argument("--summarize", metavar="RESULTS",
                     help="print the summaries of a recorded run's results.json (or .json.gz) again")
     ap.add_argument("--all-variants", action="store_true",
@@ -1665,7 +1659,7 @@ if __name__ == "__main__":
         record_gluon()
     elif args.record_gluon_only is not None:
         record_gluon_only(args.record_gluon_only)
-    elif args.record:
-        record()
+    elif args.plans:
+        plans(bless=args.bless)
     else:
         bench_all(args.out)

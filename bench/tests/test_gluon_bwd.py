@@ -348,17 +348,18 @@ def test_ring_slots_span_the_buffer_lifetime():
 
 
 def test_recorded_plans():
-    """The plans run.py recorded for each Triton (`--record-gluon-only
-    bwd_hd128 / bwd_hd64`): both head dims split the dK/dV loop by
+    """The plans run.py --plans makes for each Triton (bench/gpu/expected): both head dims split the dK/dV loop by
     function and the sub-tiled dQ loop by rows. Head dim 128 is the
     kernel's default schedule with the dQ kernel on a concurrent stream;
     head dim 64 reads Q and dO through 3-slot rings in the dQ loop too, and
     both its kernels fit two buffers of their tile's operands, so both run
     on persistent grids (`launch_plan`)."""
     launch = ("PERSIST1", "PERSIST2", "CONCURRENT")
-    for replay in ("replay", "replay-3.9.0"):
-        root = REPO / "bench" / "gpu" / replay / "gluon"
-        rec = json.loads((root / "bwd_hd128" / "plan.json").read_text())
+    versions = sorted((REPO / "bench" / "gpu" / "expected").glob("*.json"))
+    assert versions
+    for path in versions:
+        plans = json.loads(path.read_text())["gluon"]
+        rec = plans["bwd_hd128"]
         assert rec["plan"] == dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=128, SPLIT1="function", SPLIT2="rows",
                                    STAGES1=3, STAGES2=2, CONCURRENT=True)
         schedule = {k: v for k, v in rec["plan"].items() if k not in launch}
@@ -366,7 +367,7 @@ def test_recorded_plans():
         assert rec["kernel_config"]["DQ_SUBTILE"] is True
         assert rec["as_written"]["plan"] == dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=64, SPLIT1="function",
                                                  SPLIT2="function", STAGES1=3, STAGES2=3)
-        rec64 = json.loads((root / "bwd_hd64" / "plan.json").read_text())
+        rec64 = plans["bwd_hd64"]
         assert rec64["plan"] == dict(HEAD_DIM=64, BLOCK_M1=64, BLOCK_N2=128, SPLIT1="function", SPLIT2="rows",
                                      STAGES1=3, STAGES2=3, CONCURRENT=True, PERSIST1=2, PERSIST2=2)
         assert rec64["schedule"]["dkdv"]["ii"] == 14 and rec64["schedule"]["dq"]["ii"] == 25
@@ -381,7 +382,7 @@ def test_hd64_model_prefers_the_function_split():
     fp32, dS^T: 128 KB) do not."""
     import tomllib
 
-    root = REPO / "bench" / "gpu" / "replay" / "gluon" / "bwd_hd64"
+    root = Path(__file__).resolve().parent / "data" / "bwd_hd64_plan"
     graph = tomllib.loads((root / "graph_dkdv.toml").read_text())
     ops = {o["name"]: o for o in graph["op"]}
     fixed = sum(o.get("traffic", {}).get("SMEM", 0) for o in graph["op"])

@@ -34,6 +34,19 @@ from bench.kernels import fa_fwd_gluon  # noqa: E402
 from bench.kernels import fa_fwd_gluon_plan as P  # noqa: E402
 from twill_triton import configure  # noqa: E402
 
+
+
+def expected_plans(sub):
+    """(Triton version, plan) of the Gluon plan `sub` (bench/gpu/run.py
+    --plans) that bench/gpu/expected holds for each Triton version."""
+    out = []
+    for path in sorted((REPO / "bench" / "gpu" / "expected").glob("*.json")):
+        plans = json.loads(path.read_text()).get("gluon") or {}
+        if sub in plans:
+            out.append((path.stem, plans[sub]))
+    return out
+
+
 TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")
 TWILL = str(Path(TWILL_OPT).with_name("twill"))
 SUBTILE_TTGIR = REPO / "test" / "Inputs" / "triton36" / "fa_fwd_subtile_sm90.before.mlir"
@@ -183,10 +196,9 @@ def test_recorded_plans_are_the_kernel_default():
     """The plans bench/gpu/run.py --record-gluon recorded for the GPU run
     (one per Triton version) are the kernel's default configuration, and
     their ablation is the paper's objective's plan."""
-    recorded = sorted(REPO.glob("bench/gpu/replay*/gluon/plan.json"))
+    recorded = expected_plans("")
     assert recorded
-    for path in recorded:
-        plan = json.loads(path.read_text())
+    for path, plan in recorded:
         assert plan["plan"] == {k: fa_fwd_gluon.DEFAULT_CONFIG[k] for k in PLAN_KEYS + ("HEAD_DIM", "BLOCK_N")}, path
         assert plan["schedule"]["ii"] < plan["triton36_rule"]["ii"], path
         assert plan["schedule"]["latency_slack"]["proven"], path
@@ -200,10 +212,9 @@ def test_recorded_head_dim_64_plans():
     64): the loop's own shape, below Triton 3.6's rule in I, PV before QK^T
     with the softmax apart from its PV under both Tritons; the shortest-L
     schedule is either lowered the same way or refused with the reason."""
-    recorded = sorted(REPO.glob("bench/gpu/replay*/gluon/hd64/plan.json"))
-    assert recorded and len(recorded) == len(list(REPO.glob("bench/gpu/replay*/gluon/plan.json")))
-    for path in recorded:
-        plan = json.loads(path.read_text())
+    recorded = expected_plans("hd64")
+    assert recorded and len(recorded) == len(expected_plans(""))
+    for path, plan in recorded:
         assert plan["plan"] == dict(HEAD_DIM=64, BLOCK_N=64, PINGPONG=False, QK_FIRST=False, INTRA=False,
                                     STAGES=2), path
         assert plan["kernel_config"]["HEAD_DIM"] == 64 and plan["kernel_config"]["BLOCK_N"] == 64, path
@@ -224,10 +235,10 @@ def test_recorded_head_dim_128_plans_run_one_cta_per_sm():
     """The head-dim-128 plan does not fit twice on an SM (the kernel does
     not compile in the two-CTA register split): one CTA per SM at every
     size."""
-    recorded = sorted(REPO.glob("bench/gpu/replay*/gluon/plan.json"))
+    recorded = expected_plans("")
     assert recorded
-    for path in recorded:
-        occ = json.loads(path.read_text())["occupancy"]
+    for path, plan in recorded:
+        occ = plan["occupancy"]
         assert "refused" not in occ["options"]["1"], path
         assert "Insufficient registers" in occ["options"]["2"]["refused"], path
         assert {m["ctas"] for m in occ["model"].values()} == {1}, path
@@ -369,11 +380,10 @@ def test_recorded_causal_plans():
     version): the kernel's default flags with CAUSAL, at the non-causal
     plan's I, below Triton 3.6's rule; the diagonal loop's schedule is
     recorded next to it with its one iteration per CTA; one CTA per SM."""
-    recorded = sorted(REPO.glob("bench/gpu/replay*/gluon/causal/plan.json"))
-    assert recorded and len(recorded) == len(list(REPO.glob("bench/gpu/replay*/gluon/plan.json")))
-    for path in recorded:
-        plan = json.loads(path.read_text())
-        default = json.loads((path.parent.parent / "plan.json").read_text())
+    recorded = expected_plans("causal")
+    assert recorded and len(recorded) == len(expected_plans(""))
+    for path, plan in recorded:
+        default = dict(expected_plans(""))[path]
         assert plan["plan"] == dict(default["plan"], CAUSAL=True), path
         assert plan["kernel_config"]["CAUSAL"] and plan["kernel_config"]["SUBTILE"], path
         assert plan["schedule"]["ii"] == default["schedule"]["ii"] < plan["triton36_rule"]["ii"], path

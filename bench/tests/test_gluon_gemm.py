@@ -39,18 +39,20 @@ TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "tw
 TWILL = str(Path(TWILL_OPT).with_name("twill"))
 SM90 = GPUTarget("cuda", 90, 32)
 BASE = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8)
-RECORDED = sorted(REPO.glob("bench/gpu/replay*/gluon/gemm/plan.json"))
+# The GEMM plan of each Triton version (bench/gpu/expected, made by
+# bench/gpu/run.py --plans) and the graphs it was solved from (data/gemm_plan).
+EXPECTED = REPO / "bench" / "gpu" / "expected"
+GRAPHS = Path(__file__).resolve().parent / "data" / "gemm_plan"
 needs_twill = pytest.mark.skipif(not (os.path.exists(TWILL_OPT) and os.path.exists(TWILL)),
                                  reason="twill-opt / twill not built")
 
 
 def _recorded_here():
-    """The recording of this Triton version."""
-    for path in RECORDED:
-        plan = json.loads(path.read_text())
-        if plan["triton"] == triton.__version__:
-            return path, plan
-    pytest.skip(f"no recorded GEMM plan for Triton {triton.__version__}")
+    """(the directory of this Triton version's GEMM graphs, its GEMM plan)."""
+    path = EXPECTED / f"{triton.__version__}.json"
+    if not path.exists():
+        pytest.skip(f"no expected GEMM plan for Triton {triton.__version__}")
+    return GRAPHS / triton.__version__, json.loads(path.read_text())["gluon"]["gemm"]
 
 
 # Per tile width: the Triton path's warps, and what twill's schedule fixes
@@ -109,7 +111,7 @@ def test_exported_loop_is_the_recorded_graph(block_n, tmp_path, monkeypatch):
     # Registers per thread of a 4-warp group: the 64 x block_n accumulator.
     assert re.findall(r"^regs = (\d+)$", text, flags=re.M) == [str(block_n // 2)] * 2
     path, _ = _recorded_here()
-    assert _shape(text) == _shape((path.parent / f"bn{block_n}" / "graph.toml").read_text())
+    assert _shape(text) == _shape((path / f"bn{block_n}" / "graph.toml").read_text())
 
 
 @needs_twill
@@ -117,7 +119,7 @@ def test_exported_loop_is_the_recorded_graph(block_n, tmp_path, monkeypatch):
 def test_twill_schedule_gives_the_recorded_plan(block_n):
     path, rec = _recorded_here()
     cand, want = rec["candidates"][str(block_n)], TILES[block_n]
-    graph_path = path.parent / f"bn{block_n}" / "graph.toml"
+    graph_path = path / f"bn{block_n}" / "graph.toml"
     sched = P.solve(TWILL, graph_path, cand["consumer_regs"])
     assert sched["proven"] and sched["ii"] == sched["res_mii"]
     graph = P.load_graph(graph_path)
@@ -233,7 +235,7 @@ def test_tile_model():
         n = int(size)
         cycles, rooms = {}, {}
         for t, c in rec["candidates"].items():
-            sched = json.loads((path.parent / f"bn{t}" / "schedule.json").read_text())
+            sched = json.loads((path / f"bn{t}" / "schedule.json").read_text())
             cycles[int(t)] = P.persistent_cycles(sched, c["unit_cycles"], c["outside_cycles"],
                                                  (n // 128) * (n // int(t)), n // 64, sms, c["plan"]["CTAS"])
             rooms[int(t)] = P.headroom(c["units"])

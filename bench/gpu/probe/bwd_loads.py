@@ -12,8 +12,8 @@ the four placements twill can emit (loads first / last, prefetch 0 / +1)
 beside Triton's s2 and s3 in interleaved rounds, so that the difference is
 measured, not inferred.
 
-    python -m bench.gpu.probe.bwd_loads --record   # here (twill-opt): schedules into REPLAY
-    python3 -m bench.gpu.probe.bwd_loads [--out DIR]  # on the GPU machine: replay and time
+    python -m bench.gpu.probe.bwd_loads --record   # here (twill-opt): schedules into the cache (probe/replay.py)
+    python3 -m bench.gpu.probe.bwd_loads [--out DIR]  # on the GPU machine (carry bench/gpu/plans): replay and time
 
 `--kind gemm` does the same for the 128x128x64 TMA GEMM
 (third_party/triton/tests/kernels/matmul.py, 4 warps) against Triton's s2-s5 at 4k and 8k: the rule taken
@@ -41,9 +41,10 @@ REPO = Path(__file__).resolve().parents[3]
 import triton  # noqa: E402
 
 from bench.gpu import run  # noqa: E402
+from bench.gpu.probe import replay  # noqa: E402
 
-REPLAY = REPO / "bench" / "gpu" / "probe" / "replay-bwd-loads" / triton.__version__
-GEMM_REPLAY = REPO / "bench" / "gpu" / "probe" / "replay-gemm-loads" / triton.__version__
+REPLAY = replay.root("bwd-loads")
+GEMM_REPLAY = replay.root("gemm-loads")
 # The FA forward at BLOCK_N 64, 4 warps, no warp specialization (twill's and
 # the stock grid's configuration at 1k): kind -> head dim.
 FWD = {"fa_hd64": 64, "fa": 128}
@@ -127,7 +128,7 @@ def fwd_cx(kind):
 
 
 def fwd_replay(kind):
-    return REPO / "bench" / "gpu" / "probe" / f"replay-{kind}-loads" / triton.__version__
+    return replay.root(f"{kind}-loads")
 
 
 def record_variants(kind, root, cx, twill, compile=None):
@@ -135,11 +136,11 @@ def record_variants(kind, root, cx, twill, compile=None):
     options) of `kind` at `cx` under `root`, one directory per label."""
     for label, extra in twill.items():
         dump = root / run.slug(label)
-        _, d = run.twill_record(kind, cx, OPTS, extra, str(dump), compile)
+        _, d = replay.twill_record(kind, cx, OPTS, extra, str(dump), compile)
         print(label, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
         for r in d.remarks:
             print("  ", r.split("remark: ", 1)[-1][:400])
-    run.prune_recorded(root)
+    replay.prune_recorded(root)
 
 
 def record(kind):

@@ -12,9 +12,9 @@ cuDNN, at N = 1k, 4k, 16k (Z=4, H=32, head dim 128, fp16, non-causal); with
 next to Triton's best head-dim-64 configurations and twill's Triton-path
 choice; the plan at one CTA per SM (Triton's own register split) and at two
 (fa_fwd_gluon.register_split(2): 80 registers per thread at launch), the
-occupancy twill's model records for it (run.py --record-gluon, probe 16);
+occupancy twill's model records for it (run.py --plans, probe 16);
 with `--causal`, twill's plan of the causal sub-tiled kernel's loops
-(bench/gpu/replay*/gluon/causal/plan.json) next to stock Triton's best
+(bench/gpu/plans/<triton>/gluon/causal/plan.json) next to stock Triton's best
 causal configuration and cuDNN (causal FLOPs: half of the non-causal).
 
     python3 -m bench.gpu.probe.fa_gluon_probe [--sizes 1024,16384]
@@ -48,40 +48,21 @@ ap.add_argument("--head-dim", type=int, default=128, choices=(64, 128),
                      "head-dim-64 configurations and twill's Triton-path choice")
 ap.add_argument("--candidates", default="",
                 help="with --head-dim 64: also these candidates of twill's configuration choice (labels of "
-                     "run.choice_candidates, comma-separated), from their recorded schedules")
+                     "run.choice_candidates, comma-separated), scheduled live")
 ap.add_argument("--no-gluon", action="store_true", help="leave out the Gluon variants")
 ap.add_argument("--causal", action="store_true",
                 help="causal attention: twill's recorded causal plan against Triton's causal configurations")
-ap.add_argument("--record", action="store_true",
-                help="(on a machine with twill-opt, no GPU needed) record the schedules of --candidates into "
-                     "CANDIDATES_REPLAY for this Triton, then exit")
 args = ap.parse_args()
-if args.candidates and args.head_dim != 64 and not args.record:
+if args.candidates and args.head_dim != 64:
     ap.error("--candidates needs --head-dim 64 (they are the hd64 forward's)")
-if args.record and not args.candidates:
-    ap.error("--record needs --candidates")
 from bench.gpu import run as bench_run  # noqa: E402
 
-# The candidates (--candidates), and their schedules per Triton version: the
-# bench's recorded choice keeps only the chosen candidates' modules
-# (run.prune_unchosen).
+# The candidates (--candidates), scheduled live like the bench's choice.
 _known = {c["label"]: c for c in bench_run.choice_candidates("fa_hd64")}
 _unknown = [x for x in filter(None, args.candidates.split(",")) if x not in _known]
 if _unknown:
     ap.error(f"--candidates: not candidates of fa_hd64: {_unknown} (known: {sorted(_known)})")
 CANDIDATES = [_known[x] for x in filter(None, args.candidates.split(","))]
-CANDIDATES_REPLAY = Path(__file__).resolve().parent / "replay-hd64-candidates" / triton.__version__
-if args.record:
-    import shutil
-
-    for c in CANDIDATES:
-        label = c["label"]
-        out = CANDIDATES_REPLAY / bench_run.slug(label)
-        shutil.rmtree(out, ignore_errors=True)
-        _, d_ = bench_run.twill_record("fa_hd64", c["cx"], c["opts"], c["extra"], str(out))
-        print(label, "recorded" if d_.scheduled else f"NOT scheduled: {d_.reason}", flush=True)
-    bench_run.prune_recorded(CANDIDATES_REPLAY)
-    sys.exit(0)
 
 import torch  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
@@ -105,7 +86,7 @@ GLUON = {
     "gluon objective length, 3 stages": dict(LENGTH, STAGES=3),
 }
 # Head dim 64 (--head-dim 64): twill's plan of the sub-tiled loop at
-# BLOCK_N 64 (bench/gpu/replay*/gluon/hd64/plan.json, both Tritons: PV
+# BLOCK_N 64 (bench/gpu/plans/<triton>/gluon/hd64/plan.json, both Tritons: PV
 # before QK^T in a group's turn, the softmax not under its own PV, one
 # iteration of prefetch; LENGTH's flags), next to the other orders and
 # BLOCK_N 128 (the Gluon kernel allows BLOCK_N > HEAD_DIM; the Triton kernel
@@ -114,7 +95,7 @@ HD64 = dict(HEAD_DIM=64, BLOCK_N=64)
 if D == 64:
     import json
 
-    # The recorded plan (run.py --record-gluon, this Triton's replay tree).
+    # The recorded plan (run.py --plans, this Triton's plans cache).
     PLAN64 = json.loads((bench_run.GLUON / "hd64" / "plan.json").read_text())["plan"]
     ORDER64 = ("intra-warpgroup order" if PLAN64["INTRA"] else "QK^T first" if PLAN64["QK_FIRST"]
                else "turn order") + (f", {PLAN64['STAGES']} stages" if PLAN64["STAGES"] != 2 else "")
@@ -213,15 +194,10 @@ for name, (cx, nw, ns) in STOCK.items():
     except Exception as e:
         print(f"compile failed: {name}: {str(e)[-300:]}", flush=True)
 if D == 64:
-    import os
-    import tempfile
-
-    def replayed(name, c, replay_dir):
-        """Candidate `c` of the hd64 forward compiled with the schedule
-        recorded in `replay_dir` (bench/gpu/run.py's replay), as `name`."""
-        os.environ["TWILL_REPLAY_DIR"] = str(replay_dir)
-        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="probe-hd64-")
-        k_, d_ = bench_run.twill_compile("fa_hd64", c["cx"], c["opts"], c["extra"])
+    def scheduled(name, c):
+        """Candidate `c` of the hd64 forward compiled with twill (scheduled
+        live, as bench/gpu/run.py does), as `name`."""
+        k_, d_ = bench_run.twill_fresh("fa_hd64", c["cx"], c["opts"], c["extra"])
         print(name, "applied" if d_.scheduled else f"NOT applied: {d_.reason[:200]}", flush=True)
         if d_.scheduled:
             kernels[name] = ("triton", c["cx"], k_)
@@ -230,9 +206,9 @@ if D == 64:
     # size), then the candidates the model ties with it (--candidates).
     ch = bench_run.load_choice().get("fa_hd64", {}).get("1024")
     if ch:
-        replayed(f"twill choice {ch['label']}", ch, bench_run.CHOICE / "fa_hd64" / bench_run.slug(ch["label"]))
+        scheduled(f"twill choice {ch['label']}", ch)
     for c in CANDIDATES:
-        replayed(f"twill candidate {c['label']}", c, CANDIDATES_REPLAY / bench_run.slug(c["label"]))
+        scheduled(f"twill candidate {c['label']}", c)
 
 table = {}
 rounds = {}  # (name, N) -> TFLOPS per round

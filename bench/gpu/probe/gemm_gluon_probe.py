@@ -31,7 +31,7 @@ ap.add_argument("--rounds", type=int, default=5)
 ap.add_argument("--rep", type=int, default=300)
 ap.add_argument("--quick", action="store_true", help="the 128 x 128 stock grid's w4 rows only")
 ap.add_argument("--plan", action="store_true",
-                help="twill's recorded plan at each size (bench/gpu/replay*/gluon/gemm/plan.json, this Triton's) "
+                help="twill's recorded plan at each size (bench/gpu/plans/<triton>/gluon/gemm/plan.json, this Triton's) "
                      "against the stock rows that were best in runs 33-36 (probe 19)")
 args = ap.parse_args()
 
@@ -67,8 +67,9 @@ PLAN = None
 if args.plan:
     import json
 
-    replay = "replay" if triton.__version__ == "3.6.0" else f"replay-{triton.__version__}"
-    PLAN = json.loads((Path(__file__).resolve().parents[1] / replay / "gluon" / "gemm" / "plan.json").read_text())
+    from bench.gpu import run as bench_run
+
+    PLAN = json.loads((bench_run.GLUON / "gemm" / "plan.json").read_text())
     STOCK = [(cx, o) for cx, o in STOCK if (cx["BLOCK_N"], o["num_warps"]) in ((256, 8), (128, 4))
              and (cx["BLOCK_N"] == 256 or o["num_stages"] in (2, 3))]
     GLUON = []

@@ -42,7 +42,7 @@ args = ap.parse_args()
 
 def recorded(d):
     """run.py's record of twill's backward plans at head dim `d`
-    (--record-gluon-only bwd_hd128 / bwd_hd64, this Triton's replay tree):
+    (run.py --record-gluon-only bwd_hd128 / bwd_hd64, this Triton's plans cache):
     the plan (the dQ loop read sub-tiled) and "as_written" (the loops as
     fa_bwd's configuration writes them), each a plan or a refusal."""
     import json

@@ -1,14 +1,14 @@
 """Which paired rows of a GPU run compare a kernel with itself (CPU only).
 
 For every paired row of a run's results.json, compiles twill's choice from
-the recorded schedules (bench/gpu/replay*/choice) and the stock
+the model's choice (bench/gpu/plans/<triton>/choice.json), scheduled live, and the stock
 configuration it was paired with, and compares them with `run.same_code`
 (the same instructions and launch). Run 28 on Triton 3.6 recorded the
 comparison of cubin bytes, which differ in the line tables' source path
 even for the same code; this recomputes it. Valid only while the recorded
 choices are the ones the run used: a row whose twill label differs from
 the recorded choice is refused. Needs the Triton version (and, for 3.9,
-the ptxas) of the run: see bench/gpu/record.sh.
+the ptxas) of the run: see bench/gpu/plans.sh.
 
     python -m bench.gpu.probe.same_code RESULTS_JSON [--out FILE]
 """
@@ -51,10 +51,8 @@ def main():
         if p["twill"] != f"twill choice {ch['label']}":
             sys.exit(f"{p['kernel']} {size}: the run's twill row is {p['twill']!r}, the recorded choice "
                      f"{ch['label']!r}: the recording changed since the run")
-        os.environ["TWILL_REPLAY_DIR"] = str(run.CHOICE / kind / run.slug(ch["label"]))
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="same-code-")
         ours, _ = run.twill_compile(kind, ch["cx"], ch["opts"], ch["extra"])
-        os.environ.pop("TWILL_REPLAY_DIR")
         stock = p["stock"][len("triton "):]
         cx, opts = next((cx, o) for cx, o in grids[kind] if run.name_of(kind, cx, o) == stock)
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="same-code-")

@@ -12,8 +12,8 @@ blockwise-quantized FP8 GEMMs, here in fp16), C = sum over K blocks k of
 descriptors and the per-row scales sa_k (BLOCK_M floats) and per-column
 scales sb_k (BLOCK_N floats) through plain `tl.load`s.
 
-    python -m bench.gpu.probe.scaled_gemm --record       # here (twill-opt): schedules into REPLAY
-    python3 -m bench.gpu.probe.scaled_gemm [--out DIR]   # on the GPU machine: replay, check, time
+    python -m bench.gpu.probe.scaled_gemm --record       # here (twill-opt): schedules into the cache (probe/replay.py)
+    python3 -m bench.gpu.probe.scaled_gemm [--out DIR]   # on the GPU machine (carry bench/gpu/plans): replay, check, time
 """
 import argparse
 import os
@@ -26,8 +26,9 @@ REPO = Path(__file__).resolve().parents[3]
 
 from bench.gpu.probe import bwd_loads  # noqa: E402
 from bench.gpu import run  # noqa: E402
+from bench.gpu.probe import replay  # noqa: E402
 
-REPLAY = REPO / "bench" / "gpu" / "probe" / "replay-scaled-gemm-loads" / triton.__version__
+REPLAY = replay.root("scaled-gemm-loads")
 CX = dict(BLOCK_M=128, BLOCK_N=64, BLOCK_K=64, GROUP_M=8)
 OPTS = dict(num_warps=4, num_stages=2)
 # Besides the two rotations: the loop solved for two CTAs per SM (`ctas=2`:

@@ -7,9 +7,9 @@ against the same kernel without it, at N = 1k, 4k, 16k (Z=4, H=32, head dim
     PYTHONPATH=/tmp/t39 python3 -m bench.gpu.probe.ws_probe   # a carried one (pack_triton.sh)
 
 Every output is poisoned with NaN before the run and checked against float32
-on two heads; times are do_bench medians. Results of 2026-11-23 in
-bench/gpu/results/2026-11-23-h100-probe-hopper-ws/ (BENCHMARKS.md; that run
-used a copy of the kernel, bench/gpu/probe/fa_dev.py, since replaced by
+on two heads; times are do_bench medians. The log of 2026-11-23 is in git
+history (bench/gpu/results/2026-11-23-h100-probe-hopper-ws/ at commit
+e6df4c6; BENCHMARKS.md has its numbers; that run used a copy of the kernel, bench/gpu/probe/fa_dev.py, since replaced by
 fa_fwd.attn_fwd_device_desc_kernel, the same loop).
 """
 import math
