@@ -2,8 +2,8 @@
 kernel is the Gluon plan where twill has one (the FA forward kinds, the
 head-dim-128 backward and the GEMM) and the Triton-path choice elsewhere, fixed per kernel; the faster
 of twill's two rows is never picked; a run is summarized with the routes
-it was measured under. Checked on synthetic runs and on recorded H100 runs
-(38, 40, 41)."""
+it was measured under. Checked on synthetic runs and on the H100 runs
+recorded in bench/gpu/results (2026-11-25 and 2026-11-26)."""
 
 import gzip
 import json
@@ -30,9 +30,10 @@ def _summarized(name):
 
 
 def test_routes_are_fixed_per_kernel():
-    """Every kernel's twill configuration goes through Gluon since session
-    19 (the head-dim-64 backward's plan is no longer refused); runs 40-41
-    recorded theirs with that backward on the Triton path."""
+    """Every kernel's twill configuration goes through Gluon since
+    shared-memory bandwidth entered the model (2026-11-26: the head-dim-64
+    backward's plan is no longer refused); the runs of that morning recorded
+    theirs with that backward on the Triton path."""
     for kernel in ("fa_fwd", "fa_fwd_causal", "fa_fwd_subtile", "fa_fwd_hd64", "matmul", "fa_bwd_hd128",
                    "fa_bwd_hd64"):
         assert run.CONFIG_ROUTE[kernel] == "gluon", kernel
@@ -42,8 +43,8 @@ def test_routes_are_fixed_per_kernel():
 
 
 def test_a_run_is_summarized_with_the_routes_it_recorded():
-    """A run records its routes; one recorded before that (runs up to 39)
-    had the backward on the Triton path and is summarized so."""
+    """A run records its routes; one recorded before that (the H100 runs up to
+    2026-11-25) had the backward on the Triton path and is summarized so."""
     rows = [_row("fa_bwd_hd128", 1024, "triton w8 s3", 400.0),
             _row("fa_bwd_hd128", 1024, "twill choice w8 s2", 398.0),
             _row("fa_bwd_hd128", 1024, run.GLUON_ROW, 430.0)]
@@ -85,11 +86,11 @@ def test_configuration_summary_takes_the_route_not_the_faster_row(capsys):
     assert "twill's configuration of each kernel" in capsys.readouterr().out
 
 
-def test_recorded_run_38():
-    """Run 38 (Triton 3.6.0 on the H100): every kernel at every size has
-    twill's configuration, correct; each Gluon plan's paired ratio is above
-    1.01; the rows whose paired ratio is below 1 are the backward's, on the
-    Triton path, within 1.5% of 1."""
+def test_recorded_run_without_routes():
+    """The H100 run of 2026-11-25 on Triton 3.6.0, before runs recorded their
+    routes: every kernel at every size has twill's configuration, correct; each
+    Gluon plan's paired ratio is above 1.01; the rows whose paired ratio is
+    below 1 are the backward's, on the Triton path, within 1.5% of 1."""
     config = _summarized("2026-11-25-h100-run38-triton36")["summary_config"]
     assert len(config) == 20 and all(c["correct"] for c in config)
     for c in config:
@@ -102,12 +103,13 @@ def test_recorded_run_38():
 
 
 @pytest.mark.parametrize("name", ["2026-11-26-h100-run40-triton36", "2026-11-26-h100-run41-triton39"])
-def test_recorded_runs_40_41(name):
-    """Runs 40 (Triton 3.6.0) and 41 (3.9.0) on the H100, which recorded
-    their routes: the backward at head dim 128 through Gluon, every kernel
-    at every size correct in twill's configuration, every Gluon plan's
-    paired ratio above 1.01; the only rows below 1 are the head-dim-64
-    backward's, on the Triton path, within 1% of 1."""
+def test_recorded_runs_with_the_hd128_backward_through_gluon(name):
+    """The H100 runs of 2026-11-26 before shared-memory bandwidth entered the
+    model (Triton 3.6.0 and 3.9.0), which recorded their routes: the backward
+    at head dim 128 through Gluon, every kernel at every size correct in
+    twill's configuration, every Gluon plan's paired ratio above 1.01; the only
+    rows below 1 are the head-dim-64 backward's, on the Triton path, within 1%
+    of 1."""
     results = _summarized(name)
     assert results["config_route"]["fa_bwd_hd128"] == "gluon"
     config = results["summary_config"]
@@ -123,16 +125,17 @@ def test_recorded_runs_40_41(name):
 
 @pytest.mark.parametrize("name", ["2026-11-26-h100-run42-triton36", "2026-11-26-h100-run43-triton39",
                                   "2026-11-26-h100-run44-triton36", "2026-11-26-h100-run45-triton36"])
-def test_recorded_runs_42_45(name):
-    """Runs 42, 44 and 45 (Triton 3.6.0, the H100's own) and 43 (3.9.0,
-    carried) after shared-memory bandwidth entered the model: every
-    kernel's twill configuration is a Gluon plan and correct at every size.
-    On 3.6 every one reaches the best stock configuration paired, and the FA
-    forward runs above 600 TFLOPS at 16k; by the first pass's ratio too,
-    except in run 45 the head-dim-64 backward at 4k (0.977 against b32 w4
-    s5, the fastest of the grid in that pass; paired 1.038). On 3.9 the rows
-    below 1 are the head-dim-64 backward's at 1k and 4k (paired 0.972 and
-    0.983) and the head-dim-128 backward's ratio at 4k (paired 1.083)."""
+def test_recorded_runs_every_kernel_through_gluon(name):
+    """The H100 runs of 2026-11-26 after shared-memory bandwidth entered the
+    model (three on Triton 3.6.0, the H100's own; one on 3.9.0, carried): every
+    kernel's twill configuration is a Gluon plan and correct at every size. On
+    3.6 every one reaches the best stock configuration paired, and the FA
+    forward runs above 600 TFLOPS at 16k; by the first pass's ratio too, except
+    in the last of them (at commit 5e8f617) the head-dim-64 backward at 4k
+    (0.977 against b32 w4 s5, the fastest of the grid in that pass; paired
+    1.038). On 3.9 the rows below 1 are the head-dim-64 backward's at 1k and 4k
+    (paired 0.972 and 0.983) and the head-dim-128 backward's ratio at 4k
+    (paired 1.083)."""
     results = _summarized(name)
     config = results["summary_config"]
     assert len(config) == 20 and all(c["correct"] and c["route"] == "gluon" for c in config)
