@@ -50,12 +50,16 @@ launch and wrong in 1 of 3 launches of the next).
 Per row: kernel, config, size, variant, verdict (correct / WRONG /
 compile-fallback: twill's schedule was not applied and Triton's ran, correct
 / error: no result), max relative error, and what twill decided (from
-twill_triton.hook.decisions(), with the recorded decision next to it).
+twill_triton.decisions(), with the recorded decision next to it): the
+stages of each scheduled loop, read from the decision's typed report
+(`Decision.report`, schema twill.schedule-report/1, docs/report-schema.md),
+never from the remarks' prose.
 --record writes, per distinct specialization, DIR/<kernel>-<config>-<first
 size>/ as the hook leaves it with TWILL_DUMP_DIR (whatever files it writes:
-key.txt, scheduled.mlir, remarks.txt, ...), and DIR/manifest.json (each
-entry's specialization, sizes, twill's decision and replay keys); the GPU
-run replays the whole directory.
+key.txt, scheduled.mlir, report.json, remarks.txt, ...; the replay needs
+scheduled.mlir and report.json), and DIR/manifest.json (each entry's
+specialization, sizes, twill's decision with its report, and replay keys);
+the GPU run replays the whole directory.
 
 Writes OUT/results.json and OUT/table.md. Exit status: 1 if a row is WRONG
 or an error, else 3 if a twill row fell back where the record had scheduled
@@ -69,7 +73,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -294,14 +297,30 @@ def cp_async_count(kernel):
         return None
 
 
+def scheduled_loops(dec):
+    """The loop records (schema twill.schedule-report/1,
+    docs/report-schema.md) of the loops twill scheduled, in module order,
+    from a decision dict's `report` (the hook's Decision.report); ValueError
+    where the decision has no report or one of another schema."""
+    report = dec.get("report")
+    if not isinstance(report, dict):
+        raise ValueError("no schedule report")
+    if report.get("schema") != twill_triton.hook.REPORT_SCHEMA:
+        raise ValueError(f"report schema {report.get('schema')!r}, this reads {twill_triton.hook.REPORT_SCHEMA}")
+    return [lp for lp in report.get("loops") or [] if lp.get("decision") == "scheduled"]
+
+
 def twill_summary(dec):
     if dec is None:
         return "-"
     if dec.get("scheduled"):
-        stages = [m.group(1) for r in dec.get("remarks", []) if "twill: scheduled" in r
-                  for m in [re.search(r"stages=(\d+)", r)] if m]
-        n = len(stages)
-        return f"scheduled ({n} loop{'s' if n != 1 else ''}, stages {'/'.join(stages)})"
+        try:
+            loops = scheduled_loops(dec)
+        except ValueError as e:
+            return f"scheduled ({e})"
+        n = len(loops)
+        stages = "/".join(str(lp["schedule"]["stages"]) for lp in loops)
+        return f"scheduled ({n} loop{'s' if n != 1 else ''}, stages {stages})"
     return "fell back: " + (dec.get("reason") or "?")[:200]
 
 

@@ -55,33 +55,34 @@ whole loop body on its rows, dS feeds its dQ from registers, no operand
 crosses), which is the plan (DEFAULT_CONFIG). SPLIT = "rows" gives the
 dK/dV loop the same split (an ablation: twill does not read that loop
 sub-tiled), EARLY_S issues the function split's S one block ahead; both
-are measured by bench/gpu/probe/gluon_bwd_probe.py (probe 23).
+are measured by bench/gpu/probe/gluon_bwd_probe.py (H100, 2026-11-25).
 
-Up to session 18 twill split the head-dim-64 dK/dV loop otherwise (I = 14):
-S^T and every elementwise op (P^T, dS^T) on one group, dV, dP^T and dK on
-the other, with P^T, dP^T - Delta and dS^T crossing. SPLIT1 =
-"elementwise" lowers that cut (`attn_bwd_dkdv_ew_kernel`); measured (probe
-25) it runs the dK/dV kernel 1.35x slower than the function split, 1.10x
-with the fp32 crossing sent in fp16 (DPD_F16): the model priced a
-crossing as latency, not as the shared-memory traffic it is. Since session
-19 the model charges that traffic, and twill's head-dim-64 plan is the
-function split; `fa_bwd_gluon_plan` still accepts the cut. REG_A (function split: K,
-P^T and dS^T as register A operands) and K_REGS are ablations of the same
-probe. SPLIT1 = "single" (probe 26) runs the dK/dV loop on one compute
+Until its model had a shared-memory bandwidth unit (2026-11-26), twill
+split the head-dim-64 dK/dV loop otherwise (I = 14): S^T and every
+elementwise op (P^T, dS^T) on one group, dV, dP^T and dK on the other,
+with P^T, dP^T - Delta and dS^T crossing. SPLIT1 = "elementwise" lowers
+that cut (`attn_bwd_dkdv_ew_kernel`); measured on the H100 (2026-11-26) it
+runs the dK/dV kernel 1.35x slower than the function split, 1.10x with the
+fp32 crossing sent in fp16 (DPD_F16): the model priced a crossing as
+latency, not as the shared-memory traffic it is. The model now charges
+that traffic, and twill's head-dim-64 plan is the function split;
+`fa_bwd_gluon_plan` still accepts the cut. REG_A (function split: K, P^T
+and dS^T as register A operands) and K_REGS are ablations measured
+beside it. SPLIT1 = "single" runs the dK/dV loop on one compute
 group beside the producer, small enough at head dim 64 with 32-row steps
 (BLOCK_M1 = 32, MAXNREG1 = 128) for two CTAs per SM, stock Triton's
 occupancy there; PIPE issues S^T and dP^T of block j + 1 before dV and dK
 of block j. It is not a twill plan either (twill has not been asked for
 one-group schedules of this kernel).
 
-PERSIST1 / PERSIST2 (probe 27) run the function-split dK/dV kernel and the
+PERSIST1 / PERSIST2 run the function-split dK/dV kernel and the
 rows-split dQ kernel on a persistent grid, one program per SM walking the
 tiles in the grid's order with 1 or 2 buffers for the tile's own operands
 (K and V, or Q and dO), so that the next tile's load and its first ring
 slots overlap this tile's last iterations. A launch choice, not a schedule
-one; the plan's launch since session 19 where two buffers fit
-(`fa_bwd_gluon_plan.launch_plan`: head dim 64). CONCURRENT launches the dQ kernel on a
-second stream beside the dK/dV kernel (the loops share no result), so
+one; the plan's launch since 2026-11-26 where two buffers fit
+(`fa_bwd_gluon_plan.launch_plan`: head dim 64). CONCURRENT launches the dQ
+kernel on a second stream beside the dK/dV kernel (the loops share no result), so
 that dQ programs fill the SMs the dK/dV kernel's last wave leaves idle.
 """
 
@@ -1491,7 +1492,7 @@ def attn_bwd_dq_rows_persistent_kernel(sm_scale, M, Delta, desc_q, desc_do, desc
 # at 24, one CTA per SM (224 and 192 KB of shared memory). SPLIT (both
 # loops), EARLY_S, DQ_INFLIGHT, K_REGS, DPD_F16, REG_A, PIPE, MAXNREG1,
 # PERSIST1 and PERSIST2 serve other splits and ablations
-# (bench/gpu/probe/gluon_bwd_probe.py, probes 23-27).
+# (bench/gpu/probe/gluon_bwd_probe.py).
 DEFAULT_CONFIG = dict(HEAD_DIM=128, BLOCK_M1=64, BLOCK_N2=128, STAGES1=3, STAGES2=2, EARLY_S=False,
                       DQ_INFLIGHT=False, K_REGS=False, DPD_F16=False, REG_A=False,
                       PIPE=True, MAXNREG1=None, PERSIST1=False, PERSIST2=False, CONCURRENT=False,
@@ -1628,7 +1629,7 @@ def launcher(kernels, q, k, v, do, lse, delta, dq, dk, dv, sm_scale, **config):
         # The two loops share no result: the dQ kernel runs on a second
         # stream, forked after the caller's stream and joined into it, so
         # that its programs take the SMs that the dK/dV kernel's last
-        # wave leaves idle (the kernel boundary of probe 27).
+        # wave leaves idle.
         import torch
 
         side = torch.cuda.Stream(device=q.device)

@@ -12,11 +12,12 @@ What the kernel's SPLIT = "function" lowers, and `describe` checks:
   between dP^T and dK that does not feed dV (the dS^T arithmetic) on
   group dS; each group issues its first wgmma of iteration j + 1 before
   its second of iteration j (the kernel's order);
-* or the cut twill made at head dim 64 up to session 18 (SPLIT1 =
-  "elementwise"): S^T and everything from it to P^T and to dS^T on group
-  E, dP^T, dV and dK (and dP^T - Delta) on group W, in the kernel's order
+* or the cut twill made at head dim 64 before its model had a
+  shared-memory bandwidth unit (2026-11-26; SPLIT1 = "elementwise"): S^T
+  and everything from it to P^T and to dS^T on group E, dP^T, dV and dK
+  (and dP^T - Delta) on group W, in the kernel's order
   (`_describe_elementwise`). The kernel lowers it; it runs at 0.73-0.82 of
-  stock Triton (probe 25). Since the model charges shared-memory
+  stock Triton (H100, 2026-11-26). Since the model charges shared-memory
   bandwidth (machines/h100.toml SMEM) its three crossings do not fit
   I = 14 and twill's head-dim-64 plan is the function split;
 * dQ loop: S and dP on group P, dQ on the other group; or, for the loop
@@ -35,7 +36,7 @@ the load (its `prefetch` iterations ahead of the load's cycle) and freed
 when the load's last reader of that iteration completes; the slots a ring
 needs are the intervals that span covers (`ring_slots`). In the dK/dV loop
 Q is read by S^T in stage 0 and again by dK in stage 1, so one iteration of
-prefetch needs 3 slots, not 2; measured on the H100 (probe 23), 2-slot
+prefetch needs 3 slots, not 2; measured on the H100 (2026-11-25), 2-slot
 rings run the kernel at 0.82-0.91 of its 3-slot speed (head dim 128).
 
 A schedule outside this family (e.g. both wgmmas of a chain on one group)
@@ -262,7 +263,7 @@ def launch_plan(plan: dict, fits) -> dict:
     and dO) where the kernel still fits the SM's shared memory (`fits`, a
     test of a configuration), and the dQ kernel on a second stream beside
     the dK/dV kernel (CONCURRENT): the loops share no result. Measured at
-    head dim 64 (probe 28): the per-tile grids run 0.90 / 1.00 / 1.01 of
+    head dim 64 (H100, 2026-11-26): the per-tile grids run 0.90 / 1.00 / 1.01 of
     stock Triton at 1k / 4k / 16k, this launch 1.01 / 1.06 / 1.04."""
     out = dict(plan, CONCURRENT=True)
     for key in ("PERSIST1", "PERSIST2"):

@@ -137,8 +137,8 @@ def choose_tile(modeled: dict, headrooms: dict, tolerance: float) -> int:
     units have the most headroom: the model's rates leave the loads'
     variable latency out, and a plan that loads two units to the bound has
     no slack for it (the TMA rate of the machine model is an uncalibrated
-    estimate; machines/h100.toml). Written after probe 17 had measured the
-    128 x 256 plan faster: the model alone ties the two tiles, and this rule
+    estimate; machines/h100.toml). Written after the H100 had run the
+    128 x 256 plan faster (2026-11-25): the model alone ties the two tiles, and this rule
     (like the raw unit bound in `iteration_cycles`) is what picks one."""
     best = min(modeled.values())
     tied = [t for t, c in modeled.items() if c <= best * (1 + tolerance)]

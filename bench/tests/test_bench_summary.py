@@ -27,8 +27,8 @@ def test_routes_are_fixed_per_kernel():
 
 
 def test_a_run_is_summarized_with_the_routes_it_recorded():
-    """A run records its routes; one recorded before that (runs up to 39)
-    had the backward on the Triton path and is summarized so."""
+    """A run records its routes; one recorded before that (the H100 runs up to
+    2026-11-25) had the backward on the Triton path and is summarized so."""
     rows = [_row("fa_bwd_hd128", 1024, "triton w8 s3", 400.0),
             _row("fa_bwd_hd128", 1024, "twill choice w8 s2", 398.0),
             _row("fa_bwd_hd128", 1024, run.GLUON_ROW, 430.0)]

@@ -118,11 +118,11 @@ def test_split_by_rows_compiles(head_dim, tmp_path, monkeypatch):
                                                     dict(K_REGS=True, DPD_F16=True))])
 def test_twill_hd64_cut_compiles(name, cfg, tmp_path, monkeypatch):
     """twill's own dK/dV cut at head dim 64 (SPLIT1 = "elementwise": S^T and
-    the elementwise ops on group E, dV, dP^T and dK on group W; probe 25):
-    the kernel compiles within the shared memory with the partitions'
-    register split, its wgmmas asynchronous, no spills on Triton 3.6, a
-    register A operand only where K_REGS puts K there; dP^T - Delta crosses
-    in fp32 (a 32 KB ring slot) unless DPD_F16."""
+    the elementwise ops on group E, dV, dP^T and dK on group W): the kernel
+    compiles within the shared memory with the partitions' register split, its
+    wgmmas asynchronous, no spills on Triton 3.6, a register A operand only
+    where K_REGS puts K there; dP^T - Delta crosses in fp32 (a 32 KB ring slot)
+    unless DPD_F16."""
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     dkdv, _ = fa_bwd_gluon.compile_for(GPUTarget("cuda", 90, 32), HEAD_DIM=64, SPLIT1="elementwise", **cfg)
     assert dkdv.name == "attn_bwd_dkdv_ew_kernel"
@@ -143,10 +143,10 @@ def test_twill_hd64_cut_compiles(name, cfg, tmp_path, monkeypatch):
 
 def test_single_group_fits_two_ctas_per_sm(tmp_path, monkeypatch):
     """The one-group dK/dV kernel at head dim 64 with 32-row steps (SPLIT1 =
-    "single", probe 26): within half the SM's shared memory and, at
-    MAXNREG1 = 128 with its 8 warps, half the register file; the compute
-    group raised to 232 registers, the producer lowered to 24; wgmmas
-    asynchronous, no spills on Triton 3.6 (96 bytes on 3.9)."""
+    "single"): within half the SM's shared memory and, at MAXNREG1 = 128 with
+    its 8 warps, half the register file; the compute group raised to 232
+    registers, the producer lowered to 24; wgmmas asynchronous, no spills on
+    Triton 3.6 (96 bytes on 3.9)."""
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     dkdv, _ = fa_bwd_gluon.compile_for(GPUTarget("cuda", 90, 32), HEAD_DIM=64, SPLIT1="single", BLOCK_M1=32,
                                        MAXNREG1=128)
@@ -161,17 +161,18 @@ def test_single_group_fits_two_ctas_per_sm(tmp_path, monkeypatch):
     sass = _sass(dkdv.asm["cubin"], tmp_path)
     hgmma, depbar = _wgmma_counts(sass)
     assert hgmma >= 16 and depbar <= 12, f"{depbar} WARPGROUP.DEPBAR for {hgmma} HGMMA: serialized"
-    # Triton 3.9's code spills 96 bytes here (probe 26 ran on 3.6 only).
+    # Triton 3.9's code spills 96 bytes here (the kernel was measured on the
+    # H100 with 3.6 only).
     assert frame <= (0 if triton.__version__.startswith("3.6") else 128), f"{frame} bytes of stack"
 
 
 @pytest.mark.parametrize("head_dim, persist1, persist2", [(64, 2, 2), (128, 1, 1)])
 def test_persistent_kernels_compile(head_dim, persist1, persist2, tmp_path, monkeypatch):
     """The kernels on a persistent grid (PERSIST1 / PERSIST2 K/V or Q/dO
-    buffers; probe 27): both compile within the shared memory (two buffers
-    fit at head dim 64 only), asynchronous, no spills on Triton 3.6 beyond
-    the hd128 dK/dV kernel's 8 bytes; they take the (z, h) count as an
-    argument, which the other kernels do not."""
+    buffers): both compile within the shared memory (two buffers fit at head
+    dim 64 only), asynchronous, no spills on Triton 3.6 beyond the hd128 dK/dV
+    kernel's 8 bytes; they take the (z, h) count as an argument, which the
+    other kernels do not."""
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     cfg = dict(HEAD_DIM=head_dim, PERSIST1=persist1, PERSIST2=persist2)
     kernels = fa_bwd_gluon.compile_for(GPUTarget("cuda", 90, 32), **cfg)
@@ -394,7 +395,8 @@ def test_hd64_model_prefers_the_function_split():
 
 
 def _recorded_hd64_dkdv(suffix=""):
-    """twill's hd64 dK/dV cut as recorded up to session 18 (data/hd64_cut)."""
+    """twill's hd64 dK/dV cut as recorded before shared-memory bandwidth
+    entered the model, 2026-11-26 (data/hd64_cut)."""
     import tomllib
 
     root = Path(__file__).resolve().parent / "data" / "hd64_cut"
@@ -405,7 +407,7 @@ def _recorded_hd64_dkdv(suffix=""):
 
 @pytest.mark.parametrize("suffix", ["", "_as_written"])
 def test_hd64_dkdv_cut_is_the_elementwise_split(suffix):
-    """twill's hd64 dK/dV schedule recorded before session 19 (I = 14,
+    """twill's hd64 dK/dV schedule recorded before 2026-11-26 (I = 14,
     the model without shared-memory bandwidth) is what SPLIT1 =
     "elementwise" lowers: S^T alone among the wgmmas on its group, with the
     exponentials and dS^T; P^T, dP^T - Delta and dS^T crossing; Q read in

@@ -212,12 +212,12 @@ def test_recorded_plan_compiles_once_per_sm_without_spills(block_n, tmp_path, mo
 
 def test_tile_model():
     """matmul_gluon_plan's persistent model, worked by hand, and the recorded
-    choice recomputed from the recorded candidates and schedules: the
-    128 x 128 plan is bound by shared-memory bandwidth (per iteration its
-    wgmmas read B once per 64 rows and its TMA writes both tiles: 20% more
-    than the tensor core's time), the 128 x 256 plan is not, so the model
-    ranks it first by cycles (before session 19 the two tied and the
-    TMA's headroom chose)."""
+    choice recomputed from the recorded candidates and schedules: the 128 x 128
+    plan is bound by shared-memory bandwidth (per iteration its wgmmas read B
+    once per 64 rows and its TMA writes both tiles: 20% more than the tensor
+    core's time), the 128 x 256 plan is not, so the model ranks it first by
+    cycles (before shared-memory bandwidth entered the model, 2026-11-26, the
+    two tied and the TMA's headroom chose)."""
     sched = dict(ii=16, res_mii=16, length=20, normalization=dict(costs=[dict(original=512, normalized=8)]))
     # 1024 tiles on 132 SMs: 8 rounds of 64 iterations at 512 cycles and 500
     # cycles outside the loop per tile; the fill (L - I = 4 units of 64

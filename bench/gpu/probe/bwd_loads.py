@@ -1,11 +1,12 @@
 """Probe on the H100: where twill puts the streaming loads of the hd64
-FlashAttention backward at 32-row steps and 4 warps (third_party/triton/tests/kernels/fa_bwd.py,
-the configuration twill's model chooses since run 21), against Triton's own
-schedule at 2 and 3 stages.
+FlashAttention backward at 32-row steps and 4 warps
+(third_party/triton/tests/kernels/fa_bwd.py, the configuration twill's
+model has chosen since 2026-11-24), against Triton's own schedule at 2 and
+3 stages.
 
-Runs 21 and 22 (2026-11-24) measured twill's choice (loads first in the body,
-one iteration ahead, with and without one extra stage) at 0.965-0.990 of
-Triton's 3-stage schedule, whose loop bodies differ from twill's only in
+Bench runs on the H100 (2026-11-24) measured twill's choice (loads first
+in the body, one iteration ahead, with and without one extra stage) at
+0.965-0.990 of Triton's 3-stage schedule, whose loop bodies differ from twill's only in
 where the loads are issued: Triton issues them at the end of the body, two
 iterations ahead; twill at the start, one (or two) ahead. This probe times
 the four placements twill can emit (loads first / last, prefetch 0 / +1)
@@ -18,12 +19,13 @@ measured, not inferred.
 `--kind gemm` does the same for the 128x128x64 TMA GEMM
 (third_party/triton/tests/kernels/matmul.py, 4 warps) against Triton's s2-s5 at 4k and 8k: the rule taken
 from the backward (covered loads, then loads last) moved the 8k GEMM from
-loads first with an extra stage (run 22: paired 0.996 / 1.001) to loads
-last with one (run 23: 0.975 / 0.988).
+loads first with an extra stage (paired 0.996 / 1.001 on Triton 3.6 /
+3.9, H100, 2026-11-24) to loads last with one (0.975 / 0.988, the same
+day).
 
-Probe 7 (2026-11-24) replaced the backward's four placements with
-TWILL_BWD (pointer loads placed apart from descriptor loads); probe 5's
-set is TWILL (at commit ff8001e for the backward).
+Since 2026-11-24 11:26 UTC the backward's variants are TWILL_BWD (pointer
+loads placed apart from descriptor loads); before, they were the four
+placements of TWILL (at commit ff8001e for the backward).
 
 Prints per size the median over rounds of each variant's median time and its
 ratio to Triton's s3, and writes the numbers as JSON with --out.
@@ -56,7 +58,7 @@ TWILL = {"twill loads first": "", "twill loads first prefetch+1": "prefetch=1",
          "twill loads last": "loads=last", "twill loads last prefetch+1": "loads=last prefetch=1"}
 # The backward's dK/dV loop streams Q and dO through descriptors (TMA) and
 # M and Delta through pointer loads (tt.load: cp.async, every thread issues);
-# the GEMM and the forward stream through descriptors only. Probe 7 places
+# the GEMM and the forward stream through descriptors only. TWILL_BWD places
 # the two kinds apart (each "last" with one more stage, so that its lead
 # stays the modeled one) to tell which kind's placement makes the backward's
 # 1.5-2.5% between loads first and loads last + 1 stage.
@@ -67,13 +69,13 @@ STOCK = {"triton s2": 2, "triton s3": 3}
 
 
 # Loads first at depth p and loads last at depth p + 1 are one schedule whose
-# loop is rotated (loop_sass.py): probe 8 times the rotation on the forward.
-# (`loads=first` explicitly: the default, `loads=auto`, rotates the loops
-# that mix descriptor and pointer loads, since session 9.)
+# loop is rotated (loop_sass.py): `--kind fa_hd64|fa` times the rotation on
+# the forward. (`loads=first` explicitly: the default, `loads=auto`, rotates
+# the loops that mix descriptor and pointer loads, since 2026-11-24.)
 TWILL_ROTATION = {"twill loads first": "loads=first", "twill loads last prefetch+1": "loads=last prefetch=1"}
 
 
-# Probe 9: the backward's two loops in different rotations. The pass places
+# The backward's two loops in different rotations. The pass places
 # the loads of every loop alike, so these schedules are merged from two
 # recorded ones (the same module; only the loops' attributes differ): the
 # dK/dV loop (the first) from one, the dQ loop from the other. They compile

@@ -1,18 +1,17 @@
 """Probe on the H100: twill's Hopper FA forward schedule lowered to Gluon
 (bench/kernels/fa_fwd_gluon.py), each choice of the plan on and off: the
 plans of twill's two objectives (`twill solve --objective slack|length`)
-and each with the turns enforced or 3 stages (the names of runs before
-session 11 were "twill plan" for today's objective length, and "FA3
-intra-warpgroup order" for today's objective slack; the first run,
+and each with the turns enforced or 3 stages (runs before commit ef4faf9,
+2026-11-24 18:50 UTC, named "twill plan" what is now objective length, and
+"FA3 intra-warpgroup order" what is now objective slack; the first run,
 2026-11-24 04:41 UTC, named the plan with the turns enforced "twill plan
-(pingpong ...)"), next to
-stock Triton's two best FA forward configurations of the bench grid and
-cuDNN, at N = 1k, 4k, 16k (Z=4, H=32, head dim 128, fp16, non-causal); with
+(pingpong ...)"), next to stock Triton's two best FA forward
+configurations of the bench grid and cuDNN, at N = 1k, 4k, 16k (Z=4, H=32, head dim 128, fp16, non-causal); with
 `--head-dim 64`, twill's plan of the head-dim-64 loop and its variants (HD64)
 next to Triton's best head-dim-64 configurations and twill's Triton-path
 choice; the plan at one CTA per SM (Triton's own register split) and at two
 (fa_fwd_gluon.register_split(2): 80 registers per thread at launch), the
-occupancy twill's model records for it (run.py --plans, probe 16);
+occupancy twill's model records for it (run.py --plans);
 with `--causal`, twill's plan of the causal sub-tiled kernel's loops
 (bench/gpu/plans/<triton>/gluon/causal/plan.json) next to stock Triton's best
 causal configuration and cuDNN (causal FLOPs: half of the non-causal).
@@ -74,7 +73,8 @@ print("triton", triton.__version__, "torch", torch.__version__, torch.cuda.get_d
       time.strftime("%Y-%m-%d %H:%M:%S %Z"), flush=True)
 
 # Every flag explicit (the kernel's DEFAULT_CONFIG changed with the plan:
-# session 11 made twill's plan the schedule of largest latency slack).
+# since ef4faf9, 2026-11-24, twill's plan is the schedule of largest latency
+# slack).
 SLACK = dict(PINGPONG=False, QK_FIRST=True, INTRA=True)  # twill --objective slack: FA3's intra-warpgroup order
 LENGTH = dict(PINGPONG=False, QK_FIRST=False, INTRA=False)  # twill --objective length: turns of PV, then QK^T
 GLUON = {
@@ -99,7 +99,7 @@ if D == 64:
     PLAN64 = json.loads((bench_run.GLUON / "hd64" / "plan.json").read_text())["plan"]
     ORDER64 = ("intra-warpgroup order" if PLAN64["INTRA"] else "QK^T first" if PLAN64["QK_FIRST"]
                else "turn order") + (f", {PLAN64['STAGES']} stages" if PLAN64["STAGES"] != 2 else "")
-    # Two CTAs per SM (probe 16): registers capped at launch so that two
+    # Two CTAs per SM (measured on the H100, 2026-11-24): registers capped at launch so that two
     # 12-warp CTAs fit (fa_fwd_gluon.register_split: 80 per thread at
     # launch, 104 / 112 for the consumer groups); BN64's buffers (48 KB)
     # fit twice. BN128 does not: its scores alone take 64 registers.
@@ -173,8 +173,8 @@ STOCK = {"triton BN64 w4 s2": (dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, WARP_SP
          "triton BN128 w4 s2 ws devdesc (Hopper WS)": (dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=128,
                                                             WARP_SPECIALIZE=True, DEVICE_DESC=True), 4, 2)}
 if D == 64:
-    # The hd64 grid's best (runs 26-30: BN64 w8 s3 with or without
-    # warp_specialize, w4 s3) and w4 s2, the configuration twill chooses.
+    # The hd64 grid's best (H100 bench runs of 2026-11-24: BN64 w8 s3 with
+    # or without warp_specialize, w4 s3) and w4 s2, the configuration twill chooses.
     STOCK = {f"triton BN64 w{nw} s{ns}{' ws' if ws else ''}":
              (dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, WARP_SPECIALIZE=ws), nw, ns)
              for nw, ns, ws in ((4, 2, False), (4, 3, False), (8, 3, False), (8, 3, True))}

@@ -31,8 +31,8 @@ ap.add_argument("--rounds", type=int, default=5)
 ap.add_argument("--rep", type=int, default=300)
 ap.add_argument("--quick", action="store_true", help="the 128 x 128 stock grid's w4 rows only")
 ap.add_argument("--plan", action="store_true",
-                help="twill's recorded plan at each size (bench/gpu/plans/<triton>/gluon/gemm/plan.json, this Triton's) "
-                     "against the stock rows that were best in runs 33-36 (probe 19)")
+                help="twill's plan at each size (bench/gpu/plans/<triton>/gluon/gemm/plan.json, this Triton's) "
+                     "against the stock rows that were best in the H100 bench runs of 2026-11-25")
 args = ap.parse_args()
 
 SMS = torch.cuda.get_device_properties(0).multi_processor_count

@@ -1,7 +1,7 @@
 """Probe on the H100: why the 128x128x64 TMA GEMM (third_party/triton/tests/kernels/matmul.py)
 runs about 10% slower with 2 CTAs per SM than with 1 or 3 at M = N = K = 8k,
-while 2 CTAs per SM is the fastest at 4k (runs 10-16, stock and twill alike;
-NOTES.md, "GEMM at 8k").
+while 2 CTAs per SM is the fastest at 4k (H100 bench runs of 2026-11-23,
+stock and twill alike; NOTES.md, "Configuration by the model", L2).
 
 The occupancy is set through the stage count (shared memory per CTA: s2
 64 KB -> 3 CTAs/SM, s3 96 KB -> 2, s4 128 KB -> 1), the L2 footprint of

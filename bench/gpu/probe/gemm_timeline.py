@@ -1,7 +1,7 @@
 """Probe on the H100: a per-CTA timeline of the 128x128x64 TMA GEMM
 (third_party/triton/tests/kernels/matmul.py) at 1, 2 and 3 CTAs per SM, to find out why 2 CTAs
 per SM run 5-30% slower than 1 or 3 from 6k up while they are the fastest at
-4k (gemm_occupancy.py; NOTES.md, "GEMM at 8k").
+4k (gemm_occupancy.py; NOTES.md, "Configuration by the model", L2).
 
 The kernel below is matmul_tma_kernel with five numbers written per program:
 the SM it ran on (%smid), %globaltimer (ns) and %clock64 (SM cycles) at its

@@ -58,12 +58,12 @@ def gluon_variants(d):
     read sub-tiled; "as_written": fa_bwd's loops as written), and
     ablations: the forward's ring rule (prefetch + 1 slots), the split by
     rows of both loops, 64-key steps in the plan's dQ loop, S issued one
-    block ahead in the function split's dQ loop; and at head dim 64 (probe
-    25): the plan's splits ("fr"), twill's own dK/dV cut lowered by
+    block ahead in the function split's dQ loop; and at head dim 64: the
+    plan's splits ("fr"), twill's own dK/dV cut lowered by
     SPLIT1 = "elementwise" ("ew"; "ewk": K in registers; "ew16": dP^T -
     Delta crossing in fp16), the function split with its A operands from
-    registers ("frr"); probe 26: the dK/dV loop on one compute group at two
-    CTAs per SM ("single", "single_s4": 4-slot rings, "single_np": not
+    registers ("frr"), the dK/dV loop on one compute group at two CTAs per
+    SM ("single", "single_s4": 4-slot rings, "single_np": not
     pipelined)."""
     rec = recorded(d)
     base = dict(fa_bwd_gluon.DEFAULT_CONFIG, HEAD_DIM=d)
@@ -76,7 +76,7 @@ def gluon_variants(d):
             out[key] = (label, dict(base, **r["plan"]))
             if key == "plan":
                 # The plan's schedule with other launches (the recorded plan
-                # carries its own since session 19: launch_plan).
+                # carries its own since 2026-11-26: launch_plan).
                 sched = {k: v for k, v in r["plan"].items() if k not in ("PERSIST1", "PERSIST2", "CONCURRENT")}
                 out["planp"] = (label + ", dK/dV on a persistent grid", dict(base, **dict(sched, PERSIST1=True)))
                 out["planq"] = (label + ", dQ on a persistent grid", dict(base, **dict(sched, PERSIST2=1)))
@@ -87,7 +87,7 @@ def gluon_variants(d):
                                  dict(base, **dict(sched, PERSIST1=2, CONCURRENT=True)))
                 out["planppc"] = (label + ", both persistent (2 buffers), dQ on a concurrent stream",
                                   dict(base, **dict(sched, PERSIST1=2, PERSIST2=2, CONCURRENT=True)))
-                # Ablations of the plan's launch (probe 28).
+                # Ablations of the plan's launch.
                 out["plan_seq"] = (label + ", the two kernels one after the other",
                                    dict(base, **dict(r["plan"], CONCURRENT=False)))
                 out["plan_dqgrid"] = (label + ", dQ on its per-tile grid",
@@ -196,10 +196,11 @@ from bench.kernels import check as kcheck  # noqa: E402
 print("triton", triton.__version__, "torch", torch.__version__, torch.cuda.get_device_name(),
       time.strftime("%Y-%m-%d %H:%M:%S %Z"), flush=True)
 
-# Stock Triton: the best configurations of the bench grid (runs 38 / 39:
-# hd128 w8 s3 and w8 s3 ws; hd64 b32 w4 s3, s4, s5) and twill's Triton-path
-# choice (fa_bwd's CONFIGS: hd128 w8 s2 ws, hd64 w8 s3 ws; the bench's
-# "twill" rows add the pass, whose schedule there is Triton's own).
+# Stock Triton: the best configurations of the bench grid (H100, Triton 3.6
+# and 3.9, 2026-11-25: hd128 w8 s3 and w8 s3 ws; hd64 b32 w4 s3, s4, s5)
+# and twill's Triton-path choice (fa_bwd's CONFIGS: hd128 w8 s2 ws, hd64 w8
+# s3 ws; the bench's "twill" rows add the pass, whose schedule there is
+# Triton's own).
 STOCK = {
     128: {"triton w8 s3": (dict(BLOCK_M1=64, BLOCK_N2=64, WARP_SPECIALIZE=False), 8, 3),
           "triton w8 s3 ws": (dict(BLOCK_M1=64, BLOCK_N2=64, WARP_SPECIALIZE=True), 8, 3),

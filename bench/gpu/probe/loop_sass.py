@@ -2,10 +2,10 @@
 cubins come from `triton.compile` with an explicit target, the SASS from the
 wheel's nvdisasm).
 
-Probes 5 and 7 (BENCHMARKS.md) found the hd64 backward (b32 w4) 1.5-2.5%
-faster with every load last in the body and one stage deeper (Triton's own
-structure) than with twill's loads first at the modeled depth, while the 4k
-GEMM ran 4-5% faster the other way. Both placements issue the loads of
+Measured on the H100 (bwd_loads.py, 2026-11-24): the hd64 backward (b32
+w4) ran 1.5-2.5% faster with every load last in the body and one stage
+deeper (Triton's own structure) than with twill's loads first at the
+modeled depth, while the 4k GEMM ran 4-5% faster the other way. Both placements issue the loads of
 iteration i + p + 1 between the compute of iteration i and the wait of
 iteration i + 1, so their steady-state instruction streams should be the
 same, rotated: the loop's back edge cuts the stream before the loads (loads

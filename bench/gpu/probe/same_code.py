@@ -3,8 +3,8 @@
 For every paired row of a run's results.json, compiles twill's choice from
 the model's choice (bench/gpu/plans/<triton>/choice.json), scheduled live, and the stock
 configuration it was paired with, and compares them with `run.same_code`
-(the same instructions and launch). Run 28 on Triton 3.6 recorded the
-comparison of cubin bytes, which differ in the line tables' source path
+(the same instructions and launch). The H100 bench run on Triton 3.6 of
+2026-11-24 16:16 UTC recorded the comparison of cubin bytes, which differ in the line tables' source path
 even for the same code; this recomputes it. Valid only while the recorded
 choices are the ones the run used: a row whose twill label differs from
 the recorded choice is refused. Needs the Triton version (and, for 3.9,

@@ -1,9 +1,10 @@
 """Probe on the H100: a second loop that mixes descriptor (TMA) and pointer
-(cp.async) loads, to test the rotation rule that probe 9 suggests.
+(cp.async) loads, to test the rotation rule that bwd_loads.py's hybrids
+suggest.
 
-Probe 9 (BENCHMARKS.md) found that only the hd64 backward's dK/dV loop runs
-faster with every load last in the body and one stage deeper (Triton's
-rotation) than with twill's loads first; it is the only loop of the
+bwd_loads.py found (H100, 2026-11-24) that only the hd64 backward's dK/dV
+loop runs faster with every load last in the body and one stage deeper
+(Triton's rotation) than with twill's loads first; it is the only loop of the
 benchmark that streams tiles by TMA and vectors by cp.async. Candidate rule:
 a loop that mixes the two kinds wants every load last. This probe times
 both rotations on another such loop: a block-scaled GEMM (the pattern of
@@ -35,7 +36,9 @@ OPTS = dict(num_warps=4, num_stages=2)
 # within half the SM's shared memory, loads as deep as an iteration takes
 # with the SM shared; the default load placement, here every load last one
 # stage deeper). At `ctas=3` the register model finds no schedule within
-# 168 registers (session 9; BENCHMARKS.md).
+# 168 registers (2026-11-24: the register model keeps the wgmma result, the
+# scale product and the accumulator live at once, 192; ptxas fuses the
+# multiply and fits Triton's s3 in 168).
 TWILL = dict(bwd_loads.TWILL_ROTATION, **{"twill ctas 2": "ctas=2"})
 STOCK = {"triton s2": 2, "triton s3": 3, "triton s4": 4}
 

@@ -83,9 +83,9 @@ except ImportError:  # Python < 3.11
     tomllib = None
 
 # Stack-frame bytes per thread up to which a kernel still counts as keeping
-# its values in registers. Measured on the H100 (BENCHMARKS.md, runs 4-5 and
-# 14 of 2026-11-23): FA hd128 at BLOCK_N 64 / 4 warps with the loads last
-# spills 16 bytes and matches the best stock configuration; the causal
+# its values in registers. Measured on the H100 (2026-11-23): FA hd128 at
+# BLOCK_N 64 / 4 warps with the loads last spills 16 bytes and matches the
+# best stock configuration; the causal
 # forward at that configuration (Triton 3.6.0's own kernel) spills 40 bytes
 # and is the best stock configuration at every size; the sub-tiled forward
 # at BLOCK_N 128 / 8 warps spills 72 bytes and runs at 0.58 of it.
