@@ -5,16 +5,17 @@ pipelines twill's stages and clusters made Triton build (a cp.async into a
 ring slot an in-flight async wgmma still read). The bench's own kernels use
 TMA and never saw it.
 
-    # on a machine with twill-opt (no GPU, no torch): compile every twill
-    # variant for cuda:90 and record the schedules (TWILL_DUMP_DIR)
-    target/venv-triton-3.6.0/bin/python -m bench.gpu.pointer_check --record bench/gpu/pointer-replay
-
-    # on the GPU machine (no twill-opt): replay them (TWILL_REPLAY_DIR) and check
-    python3 -m bench.gpu.pointer_check --replay bench/gpu/pointer-replay --out OUT
+    # on the GPU machine, with the twill_triton wheel installed
+    # (bash bench/gpu/pointer_check.sh does both steps): twill schedules
+    # every twill variant for cuda:90 with the wheel's twill-opt and records
+    # the schedules (TWILL_DUMP_DIR) into a scratch directory, then every
+    # kernel is compiled from them (TWILL_REPLAY_DIR), launched and checked
+    python3 -m bench.gpu.pointer_check --record DIR
+    python3 -m bench.gpu.pointer_check --replay DIR --out OUT
 
     # no GPU: the GPU mode's argument lists and specializations, every kernel
     # compiled for cuda:90 stock and from the replay (twill-opt hidden), no launch
-    python -m bench.gpu.pointer_check --replay bench/gpu/pointer-replay --dry-run
+    python -m bench.gpu.pointer_check --replay DIR --dry-run
 
 Kernels (third_party/triton/tests/kernels): the tutorial-03-style matmul at
 every configuration of pointer_matmul.CONFIGS and its bias + ReLU variant

@@ -243,7 +243,7 @@ def choice_candidates(kind):
     per SM (`ctas`: within half the SM's shared memory, loads as deep as an
     iteration takes with the SM shared). num_stages is left at 2: twill decides the stages
     of the loops it schedules. (An extra stage of prefetch was a candidate
-    in runs 22-23: never ahead in the model, and no better on the GPU; see
+    on 2026-11-24: never ahead in the model, and no better on the GPU; see
     NOTES.md.)"""
     (cx, opts), _ = dict(kinds_configs())[kind]
     out = []
@@ -472,15 +472,15 @@ def record_gluon_only(sub):
 
 # The FA backward's Gluon plans (fa_bwd_gluon_plan): directory under GLUON ->
 # fa_bwd.CONFIGS entry whose two loops twill reads. bench_all measures the
-# recorded plan (GLUON_BWD_KINDS: both head dims, since session 19's model
-# charges shared-memory bandwidth and completes the rows kernel's dQ within
-# its iteration; the plan carries its launch, fa_bwd_gluon_plan.launch_plan),
-# and bench/gpu/probe/gluon_bwd_probe.py sets it next to its ablations
-# (probes 23-28).
+# plan (GLUON_BWD_KINDS: both head dims, since the model charges
+# shared-memory bandwidth and completes the rows kernel's dQ within its
+# iteration, 2026-11-26; the plan carries its launch,
+# fa_bwd_gluon_plan.launch_plan), and bench/gpu/probe/gluon_bwd_probe.py
+# sets it next to its ablations.
 # The dQ loop is read sub-tiled (DQ_SUBTILE: two halves of 64 query rows,
-# which twill gives a group each) at 128-key steps, the tile probe 23
-# measured fastest for the Gluon kernel (64-key steps: 0.93-0.95 of it, on
-# 3.6); the loops as fa_bwd's configuration writes them are solved and
+# which twill gives a group each) at 128-key steps, the tile measured
+# fastest for the Gluon kernel (64-key steps: 0.93-0.95 of it, on 3.6,
+# H100, 2026-11-26); the loops as fa_bwd's configuration writes them are solved and
 # recorded next to the plan ("as_written").
 GLUON_BWD_PLANS = {"bwd_hd128": ("hd128", dict(DQ_SUBTILE=True, BLOCK_N2=128)),
                    "bwd_hd64": ("hd64", dict(DQ_SUBTILE=True, BLOCK_N2=128))}
@@ -924,7 +924,7 @@ def plans(bless=False):
 # Paired timing: rounds of alternating medians, each median over at least
 # PAIRED_CALLS calls. With do_bench's 100 ms a 16k attention call (20-35
 # ms) gave a median of 3-5 samples, and the SM clock dips now and then:
-# run 19 measured one kernel at 21.2-22.6 ms within one paired row
+# one H100 run measured one kernel at 21.2-22.6 ms within one paired row
 # (fa_fwd_hd64 16k, a 0.959 "ratio" between configurations the first pass
 # had within 0.5%).
 PAIRED_ROUNDS, PAIRED_CALLS = 5, 20
@@ -1012,17 +1012,17 @@ def bwd_inputs(cfg_name, Z, H, N):
 # the GEMM), else the configuration its model chooses on the Triton path.
 # The rule is per kernel, not per size, and fixed before the measurement:
 # the better of twill's two rows is never picked.
-# The backward has a Gluon plan at both head dims (GLUON_BWD_PLANS). Up to
-# session 18 the head-dim-64 plan was refused (twill's dK/dV cut with three
-# crossings, 0.73-0.82 of stock in probe 25, and a dQ schedule that kept dQ
-# in flight, ptxas C7515) and that kernel ran on the Triton path (runs up
-# to 41, whose recorded routes say so).
+# The backward has a Gluon plan at both head dims (GLUON_BWD_PLANS). Before
+# 2026-11-26 the head-dim-64 plan was refused (twill's dK/dV cut with three
+# crossings, 0.73-0.82 of stock, and a dQ schedule that kept dQ in flight,
+# ptxas C7515) and that kernel ran on the Triton path (the runs of that
+# time recorded their routes so).
 GLUON_BWD_KINDS = {"bwd_hd128": "bwd_hd128", "bwd_hd64": "bwd_hd64"}
 CONFIG_ROUTE = dict({FA_ROWS[k]: "gluon" for k in GLUON_KINDS}, matmul="gluon",
                     **{"fa_" + k: "gluon" for k in GLUON_BWD_KINDS})
 # A run records the routes it was measured under (results["config_route"]);
-# runs recorded before that (up to run 39) had the backward on the Triton
-# path, and are summarized with those routes.
+# runs recorded before that (before 2026-11-26) had the backward on the
+# Triton path, and are summarized with those routes.
 ROUTE_BEFORE_RECORDED = {k: v for k, v in CONFIG_ROUTE.items() if not k.startswith("fa_bwd")}
 
 
