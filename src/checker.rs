@@ -89,7 +89,9 @@ use crate::problem::{Problem, Schedule};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct WarpConfig {
     /// Number of compute warp groups (group 0 is reserved for
-    /// variable-latency ops and comes on top).
+    /// variable-latency ops and comes on top). Serialized as
+    /// `compute_groups`: a report's `groups` lists the ops per group.
+    #[serde(rename = "compute_groups")]
     pub groups: u32,
     /// Registers per thread available to each group.
     pub reg_limit: u32,

@@ -15,7 +15,8 @@
 //! A scheduled loop yields the facts of its [`ScheduledLoop`] record
 //! (crate::report::schedule). The driver knows nothing about MLIR: the pass
 //! (`crate::host`) extracts the loop and writes the attributes; `twill
-//! solve` goes through [`price`], [`solve`] and [`check`] on a graph file.
+//! solve` goes through [`price`], [`solve`] and [`check`] on a graph file,
+//! the one [`planned_graph`] gives `--twill-export-graph` to write.
 
 use std::borrow::Cow;
 use std::time::Instant;
@@ -108,41 +109,58 @@ struct Plan {
     warps: WarpConfig,
 }
 
+impl LoopJob<'_> {
+    /// The loop is marked for warp specialization and `ws` is on.
+    fn ws_loop(&self) -> bool {
+        self.o.ws && self.ir.warp_specialize
+    }
+
+    /// Triton will warp-specialize it (sm90 also needs num_warps = 4).
+    fn warp_specialized(&self) -> bool {
+        self.ws_loop() && self.o.target.warp_specializes(self.ir.num_warps)
+    }
+}
+
+/// The graph the pass solves for the loop, with the target's colocation
+/// sets it tries first as its `same_group` sets: what
+/// `--twill-export-graph` writes, and what `twill solve --same-group-first`
+/// solves as the pass does.
+pub fn planned_graph(job: &LoopJob, lowered: &Lowered) -> Graph {
+    let mut graph = lowered.graph.clone();
+    // Triton warp-specializes only loops marked tt.warp_specialize (and, on
+    // sm90, only at num_warps = 4); other loops are software-pipelined by
+    // one instruction stream, whose barrier waits do not stop the
+    // asynchronous units (TMA, tensor cores) it feeds: no blocking rule.
+    if !job.ws_loop() {
+        for e in &mut graph.edges {
+            e.blocking = false;
+        }
+    }
+    // Partitions that are written must be ones the code generator can
+    // build: the target's colocation sets. When no schedule meets them
+    // (within a third of the budget, at most COLOCATED_SECONDS), the loop
+    // is solved without them and only its stages are written.
+    if job.warp_specialized() && job.o.partitions && job.stages_only.is_none() {
+        if let Some(mmas) = job.o.target.partition_mma_ops() {
+            graph.same_group = colocation(job.ir, lowered, mmas);
+        }
+    }
+    graph
+}
+
 impl Plan {
     fn new(job: &LoopJob, machine: &Machine, lowered: &Lowered) -> Plan {
-        let (o, ir) = (job.o, job.ir);
-        // Triton warp-specializes only loops marked tt.warp_specialize (and,
-        // on sm90, only at num_warps = 4); other loops are software-pipelined
-        // by one instruction stream, whose barrier waits do not stop the
-        // asynchronous units (TMA, tensor cores) it feeds: no blocking rule.
-        let ws_loop = o.ws && ir.warp_specialize;
-        let ws = ws_loop && o.target.warp_specializes(ir.num_warps);
-        let mut graph = lowered.graph.clone();
-        if !ws_loop {
-            for e in &mut graph.edges {
-                e.blocking = false;
-            }
-        }
-        // Partitions that are written must be ones the code generator can
-        // build: the target's colocation sets. When no schedule meets them
-        // (within a third of the budget, at most COLOCATED_SECONDS), the
-        // loop is solved without them and only its stages are written.
-        let colocated = if ws && o.partitions && job.stages_only.is_none() {
-            o.target
-                .partition_mma_ops()
-                .map(|mmas| colocation(ir, lowered, mmas))
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
+        let ws_loop = job.ws_loop();
+        let mut graph = planned_graph(job, lowered);
+        let colocated = std::mem::take(&mut graph.same_group);
         let warps = WarpConfig {
-            groups: if ws_loop { o.groups } else { 1 },
+            groups: if ws_loop { job.o.groups } else { 1 },
             reg_limit: machine.warps.max_regs_per_thread,
             cross_warp: true,
         };
         Plan {
             ws_loop,
-            ws,
+            ws: job.warp_specialized(),
             graph,
             colocated,
             warps,
@@ -760,14 +778,10 @@ mod tests {
         .unwrap();
         let pass = pass.schedule;
         assert_eq!(written, Some(pass.stages - 1));
-        // The graph as `--twill-export-graph` writes it (with the target's
-        // colocation sets on a warp-specialized loop) and `twill solve`
+        // The graph as `--twill-export-graph` writes it and `twill solve`
         // reads it, solved through the steps `twill solve` takes.
         let (_, lowered) = extract(&job).unwrap();
-        let mut graph = lowered.graph.clone();
-        if let Some(mmas) = o.target.partition_mma_ops() {
-            graph.same_group = colocation(&ir, &lowered, mmas);
-        }
+        let graph = planned_graph(&job, &lowered);
         let graph = load::parse("gemm.toml", &crate::graph::load::to_toml(&graph)).unwrap();
         let (problem, _) = price(&graph, &machine, o.u, o.timeout).unwrap();
         let request = SolveRequest {

@@ -60,6 +60,10 @@ pub struct WarpReport {
     /// they delay one another (`joint::slack`); absent without such ops.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_slack: Option<LatencySlack>,
+    /// Why the graph's same_group sets were dropped (`twill solve
+    /// --same-group-first` when no schedule met them); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub same_group_dropped: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -220,6 +224,7 @@ impl Report {
             streaming: result.streaming.clone(),
             queries: result.queries,
             latency_slack: result.latency_slack,
+            same_group_dropped: None,
         });
         r
     }
@@ -484,6 +489,9 @@ impl Report {
                     "  latency slack: asynchronous ops may complete {} cycle(s) late before they delay one another ({how})",
                     ls.cycles
                 );
+            }
+            if let Some(why) = &wr.same_group_dropped {
+                let _ = writeln!(o, "  same_group sets dropped: {why}");
             }
         }
         let units: Vec<&String> = {

@@ -280,3 +280,33 @@ fn slack_objective_reports_its_latency_slack() {
         "{out}"
     );
 }
+
+#[test]
+fn same_group_sets_tried_first_are_dropped_when_none_meets_them() {
+    // Two accumulators of 200 registers each fit only in groups of their own.
+    let p = write(
+        "same_group.toml",
+        "[[op]]\nname = \"a\"\ncycles = 3\nuses = { TC = 1 }\nregs = 200\n\
+         [[op]]\nname = \"b\"\ncycles = 3\nuses = { TC = 1 }\nregs = 200\n\
+         [[edge]]\nfrom = \"a\"\nto = \"a\"\ndistance = 1\n\
+         [[edge]]\nfrom = \"b\"\nto = \"b\"\ndistance = 1\n\
+         [[same_group]]\nops = [\"a\", \"b\"]\n",
+    );
+    let graph = p.to_str().unwrap();
+    let (code, _, err) = twill(&["solve", graph, "--timeout", "20"]);
+    assert_eq!(code, 1, "{err}");
+    let args = ["solve", graph, "--timeout", "20", "--same-group-first"];
+    let (code, out, err) = twill(&[&args[..], &["--json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ws = &v["warp_specialization"];
+    assert_eq!(ws["compute_groups"], 2);
+    assert!(ws["same_group_dropped"].is_string(), "{ws}");
+    let (code, out, _) = twill(&args);
+    assert_eq!(code, 0);
+    assert!(out.contains("same_group sets dropped: "), "{out}");
+    let (code, out, _) = twill(&["solve", "examples/graphs/fa_simplified.toml", "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["warp_specialization"].get("same_group_dropped").is_none());
+}

@@ -12,9 +12,11 @@ use tracing_subscriber::EnvFilter;
 
 use twill::checker::WarpConfig;
 use twill::driver::{self, SolveRequest};
-use twill::graph::load;
+use twill::graph::{load, Graph};
 use twill::joint::{self, Encoding, Objective};
 use twill::modulo::{self, SearchOptions};
+use twill::normalize::Normalization;
+use twill::problem::Problem;
 use twill::report::Report;
 use twill::Machine;
 
@@ -77,6 +79,12 @@ enum Command {
         /// Only software pipelining: stop after the optimal modulo schedule.
         #[arg(long)]
         modulo_only: bool,
+        /// Try the graph's same_group sets first (within a third of the
+        /// budget, at most 10 s) and drop them when no schedule meets them,
+        /// as `twill-opt --twill-schedule` does with Triton's partition
+        /// rules (default: they always hold).
+        #[arg(long)]
+        same_group_first: bool,
     },
     /// List the bundled machine descriptions.
     Machines,
@@ -114,6 +122,7 @@ fn main() -> ExitCode {
             threads,
             objective,
             modulo_only,
+            same_group_first,
         } => {
             let ws = (!modulo_only).then_some(Ws {
                 encoding,
@@ -123,6 +132,7 @@ fn main() -> ExitCode {
                 seed,
                 threads,
                 objective,
+                same_group_first,
             });
             solve(&graph, &machine, json, u, timeout, ws)
         }
@@ -138,6 +148,7 @@ struct Ws {
     seed: u32,
     threads: u32,
     objective: Objective,
+    same_group_first: bool,
 }
 
 fn solve(
@@ -179,64 +190,35 @@ fn solve(
             return ExitCode::from(2);
         }
     };
-    let left = (timeout - started.elapsed().as_secs_f64()).max(0.01);
     let report = match ws {
-        None => match modulo::schedule(&problem, SearchOptions { timeout: left }) {
-            Ok(r) => Report::from_modulo(
-                &graph.name,
-                &machine.name,
-                &problem,
-                &norm,
-                &r,
-                started.elapsed().as_secs_f64(),
-            ),
-            Err(e) => {
-                eprintln!("error: {}: {e}", path.display());
-                return ExitCode::from(1);
-            }
-        },
-        Some(ws) => {
-            if ws.groups == 0 {
-                eprintln!("error: --groups must be at least 1");
-                return ExitCode::from(2);
-            }
-            if !ws.objective.implemented_by(ws.encoding) {
-                eprintln!("error: --objective slack needs --encoding default (the only encoding with the refinement)");
-                return ExitCode::from(2);
-            }
-            let warps = WarpConfig {
-                groups: ws.groups,
-                reg_limit: ws.reg_limit.unwrap_or(machine.warps.max_regs_per_thread),
-                cross_warp: ws.cross_warp,
-            };
-            let request = SolveRequest {
-                encoding: ws.encoding,
-                warps,
-                objective: ws.objective,
-                seed: ws.seed,
-                threads: ws.threads,
-                timeout,
-            };
-            // The graph's same_group sets are part of its problem: no
-            // attempt without them.
-            let solved = driver::solve(&problem, &[], &request, started)
-                .and_then(|s| driver::check(&problem, &s.result, &warps).map(|()| s));
-            match solved {
-                Ok(s) => {
-                    let (view, _) = joint::streaming_view(&problem);
-                    Report::from_joint(
-                        &graph.name,
-                        &machine.name,
-                        &view,
-                        &norm,
-                        &s.result,
-                        started.elapsed().as_secs_f64(),
-                    )
-                }
-                Err(skip) => {
-                    eprintln!("error: {}: {}", path.display(), skip.text);
+        None => {
+            let left = (timeout - started.elapsed().as_secs_f64()).max(0.01);
+            match modulo::schedule(&problem, SearchOptions { timeout: left }) {
+                Ok(r) => Report::from_modulo(
+                    &graph.name,
+                    &machine.name,
+                    &problem,
+                    &norm,
+                    &r,
+                    started.elapsed().as_secs_f64(),
+                ),
+                Err(e) => {
+                    eprintln!("error: {}: {e}", path.display());
                     return ExitCode::from(1);
                 }
+            }
+        }
+        Some(ws) => {
+            let solved = Solving {
+                path,
+                graph,
+                machine: &machine,
+                timeout,
+                started,
+            };
+            match solved.joint(problem, &norm, &ws) {
+                Ok(r) => r,
+                Err(code) => return code,
             }
         }
     };
@@ -252,4 +234,77 @@ fn solve(
         print!("{}", report.to_text());
     }
     ExitCode::SUCCESS
+}
+
+/// A graph being solved with warp specialization.
+struct Solving<'a> {
+    path: &'a std::path::Path,
+    graph: Graph,
+    machine: &'a Machine,
+    timeout: f64,
+    started: Instant,
+}
+
+impl Solving<'_> {
+    /// The joint search through the driver's steps (solve, check): the
+    /// report, or the exit code after the error is printed.
+    fn joint(
+        mut self,
+        mut problem: Problem,
+        norm: &Normalization,
+        ws: &Ws,
+    ) -> Result<Report, ExitCode> {
+        if ws.groups == 0 {
+            eprintln!("error: --groups must be at least 1");
+            return Err(ExitCode::from(2));
+        }
+        if !ws.objective.implemented_by(ws.encoding) {
+            eprintln!("error: --objective slack needs --encoding default (the only encoding with the refinement)");
+            return Err(ExitCode::from(2));
+        }
+        let warps = WarpConfig {
+            groups: ws.groups,
+            reg_limit: ws
+                .reg_limit
+                .unwrap_or(self.machine.warps.max_regs_per_thread),
+            cross_warp: ws.cross_warp,
+        };
+        let request = SolveRequest {
+            encoding: ws.encoding,
+            warps,
+            objective: ws.objective,
+            seed: ws.seed,
+            threads: ws.threads,
+            timeout: self.timeout,
+        };
+        // The graph's same_group sets are part of its problem, unless they
+        // are only tried first (priced with the graph, so checked alike).
+        let colocated = if ws.same_group_first {
+            problem.same_group.clear();
+            std::mem::take(&mut self.graph.same_group)
+        } else {
+            Vec::new()
+        };
+        let solved = driver::solve(&problem, &colocated, &request, self.started).and_then(|s| {
+            let solved_problem = s.colocated_problem.as_ref().unwrap_or(&problem);
+            driver::check(solved_problem, &s.result, &warps).map(|()| s)
+        });
+        let s = solved.map_err(|skip| {
+            eprintln!("error: {}: {}", self.path.display(), skip.text);
+            ExitCode::from(1)
+        })?;
+        let (view, _) = joint::streaming_view(s.colocated_problem.as_ref().unwrap_or(&problem));
+        let mut report = Report::from_joint(
+            &self.graph.name,
+            &self.machine.name,
+            &view,
+            norm,
+            &s.result,
+            self.started.elapsed().as_secs_f64(),
+        );
+        if let Some(w) = &mut report.warp_specialization {
+            w.same_group_dropped = s.without_colocation;
+        }
+        Ok(report)
+    }
 }

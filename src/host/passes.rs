@@ -18,8 +18,8 @@ use mlir_sys::{mlirOperationGetLocation, MlirLocation, MlirOperation};
 use super::ffi::{self, TWILL_ERROR, TWILL_REMARK, TWILL_WARNING};
 use crate::backend::gluon::GraphTarget;
 use crate::backend::{self, Arch, TritonTarget};
-use crate::driver::{schedule_loop, LoopJob, LoopOptions, Scheduled, Skip};
-use crate::frontend::lower::{colocation, lower, straight_line_cycles};
+use crate::driver::{planned_graph, schedule_loop, LoopJob, LoopOptions, Scheduled, Skip};
+use crate::frontend::lower::{lower, straight_line_cycles};
 use crate::frontend::mlir::{
     enclosing_function, find_loops, has_attr, location_text, outside_loops, symbol_name, FoundLoop,
     Scope,
@@ -307,6 +307,13 @@ impl ExportOptions {
             o.machine = o.arch.default_machine().to_string();
         }
         Ok(o)
+    }
+
+    /// The schedule pass's options whose graphs are exported: its defaults
+    /// on this arch and machine.
+    fn schedule_options(&self) -> ScheduleOptions {
+        let text = format!("arch={}\nmachine={}", self.arch.name(), self.machine);
+        ScheduleOptions::parse(&text).expect("the schedule pass's defaults parse")
     }
 }
 
@@ -650,58 +657,79 @@ pub unsafe extern "C" fn export_graph_body(
             );
             return 1;
         }
-        let target = TritonTarget {
-            arch: o.arch,
-            version: (3, 6),
-        };
-        for found in find_loops(module, o.scope) {
+        let schedule = o.schedule_options();
+        let loop_options = schedule.loop_options();
+        let loops = find_loops(module, o.scope);
+        let stages_only = stages_only(&loops, &schedule);
+        for found in loops {
             // SAFETY: `find_loops` returns live operations of the module.
             let loc = unsafe { mlirOperationGetLocation(found.op) };
             let msg = match &found.ir {
                 Err(why) => format!("twill: skipped loop: {why}"),
-                Ok(ir) => match lower(ir, &machine, target.last_stage_ops()) {
-                    Err(e) => format!("twill: skipped loop: {} (at {})", e.reason, e.location),
-                    Ok(l) => {
-                        // The graph the schedule pass solves when it writes
-                        // partitions: with the target's colocation sets.
-                        let mut graph = l.graph.clone();
-                        if ir.warp_specialize {
-                            if let Some(mmas) = target.partition_mma_ops() {
-                                graph.same_group = colocation(ir, &l, mmas);
-                            }
-                        }
-                        let group = machine.warps.warp_group_size;
-                        if let Err(e) = o.target.apply(&mut graph, ir.num_warps, group) {
+                Ok(ir) => {
+                    let job = LoopJob {
+                        ir,
+                        machine: &machine,
+                        o: &loop_options,
+                        stages_only,
+                        mixed: None,
+                    };
+                    match export_loop(&job, &o) {
+                        Ok(msg) => msg,
+                        Err(ExportError::Skipped(msg)) => msg,
+                        Err(ExportError::Failed(e)) => {
                             ffi::emit(loc, TWILL_ERROR, &format!("{PASS}: {e}"));
                             return 1;
                         }
-                        let path = o.dir.join(format!("{}.toml", ir.name));
-                        if let Err(e) = std::fs::write(&path, to_toml(&graph)) {
-                            ffi::emit(
-                                loc,
-                                TWILL_ERROR,
-                                &format!("{PASS}: cannot write {}: {e}", path.display()),
-                            );
-                            return 1;
-                        }
-                        format!(
-                            "twill: wrote {} ({} ops, {} edges{})",
-                            path.display(),
-                            graph.ops.len(),
-                            graph.edges.len(),
-                            if graph.same_group.is_empty() {
-                                String::new()
-                            } else {
-                                format!(", {} same_group sets", graph.same_group.len())
-                            }
-                        )
                     }
-                },
+                }
             };
             ffi::emit(loc, TWILL_REMARK, &msg);
         }
         0
     })
+}
+
+/// Why a loop's graph was not written: the loop does not lower (a remark),
+/// or the export failed (an error).
+enum ExportError {
+    Skipped(String),
+    Failed(String),
+}
+
+/// Writes one loop's graph: the one the schedule pass solves with its
+/// defaults ([`planned_graph`]), or the Gluon route's changes of the
+/// lowered graph. Returns the remark.
+fn export_loop(job: &LoopJob, o: &ExportOptions) -> Result<String, ExportError> {
+    let (ir, machine) = (job.ir, job.machine);
+    let l = lower(ir, machine, job.o.target.last_stage_ops()).map_err(|e| {
+        ExportError::Skipped(format!(
+            "twill: skipped loop: {} (at {})",
+            e.reason, e.location
+        ))
+    })?;
+    let mut graph = match o.target {
+        GraphTarget::Triton => planned_graph(job, &l),
+        _ => l.graph.clone(),
+    };
+    let group = machine.warps.warp_group_size;
+    o.target
+        .apply(&mut graph, ir.num_warps, group)
+        .map_err(ExportError::Failed)?;
+    let path = o.dir.join(format!("{}.toml", ir.name));
+    std::fs::write(&path, to_toml(&graph))
+        .map_err(|e| ExportError::Failed(format!("cannot write {}: {e}", path.display())))?;
+    Ok(format!(
+        "twill: wrote {} ({} ops, {} edges{})",
+        path.display(),
+        graph.ops.len(),
+        graph.edges.len(),
+        if graph.same_group.is_empty() {
+            String::new()
+        } else {
+            format!(", {} same_group sets", graph.same_group.len())
+        }
+    ))
 }
 
 #[cfg(test)]
