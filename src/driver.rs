@@ -447,14 +447,25 @@ fn redepth(result: &mut JointResult, ctas: u32, scale: f64) -> f64 {
 pub fn check(problem: &Problem, result: &JointResult, warps: &WarpConfig) -> Result<(), Skip> {
     let (view, _) = joint::streaming_view(problem);
     let violations = checker::check_joint(&view, &result.schedule, warps);
+    skip_on_violations(
+        &violations,
+        SkipReason::CheckerRejected,
+        "the checker rejected the schedule",
+    )
+}
+
+/// Ok when there are no `violations`, else a [`Skip`] for `reason` whose
+/// text is `what` followed by the violations.
+fn skip_on_violations<V: std::fmt::Display>(
+    violations: &[V],
+    reason: SkipReason,
+    what: &str,
+) -> Result<(), Skip> {
     if violations.is_empty() {
         return Ok(());
     }
     let list: Vec<String> = violations.iter().map(|v| v.to_string()).collect();
-    Err(Skip::new(
-        SkipReason::CheckerRejected,
-        format!("the checker rejected the schedule: {}", list.join("; ")),
-    ))
+    Err(Skip::new(reason, format!("{what}: {}", list.join("; "))))
 }
 
 /// Triton's attributes for a schedule: the decision, the load placement it
@@ -532,14 +543,11 @@ pub fn validate(
 ) -> Result<(), Skip> {
     check_rings(job, machine, lowered, decided)?;
     let broken = backend::validate(job.ir, &decided.decision, &job.o.target);
-    if broken.is_empty() {
-        return Ok(());
-    }
-    let list: Vec<String> = broken.iter().map(|v| v.to_string()).collect();
-    Err(Skip::new(
+    skip_on_violations(
+        &broken,
         SkipReason::ContractViolation,
-        format!("the decision breaks Triton's contract: {}", list.join("; ")),
-    ))
+        "the decision breaks Triton's contract",
+    )
 }
 
 /// Triton allocates a ring per pipelined load (the back end's model of

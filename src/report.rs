@@ -358,6 +358,19 @@ impl Report {
     pub fn to_text(&self) -> String {
         let mut o = String::new();
         let _ = writeln!(o, "graph {} on machine {}", self.graph, self.machine);
+        self.write_costs(&mut o);
+        self.write_optimality(&mut o);
+        self.write_schedule(&mut o);
+        if let Some(wr) = &self.warp_specialization {
+            self.write_warp_specialization(&mut o, wr);
+        }
+        self.write_modular_rrt(&mut o);
+        self.write_straight_line(&mut o);
+        o
+    }
+
+    /// The text's normalized costs: each original cost and its normalization.
+    fn write_costs(&self, o: &mut String) {
         let n = &self.normalization;
         let _ = writeln!(
             o,
@@ -374,6 +387,11 @@ impl Report {
         for c in &n.costs {
             let _ = writeln!(o, "  {:>10} -> {}", c.original, c.normalized);
         }
+    }
+
+    /// The text's I, L and stages, what is proven about them, and the
+    /// certificate.
+    fn write_optimality(&self, o: &mut String) {
         let _ = writeln!(
             o,
             "\nI = {}  L = {}  stages = {}  (ResMII {}, RecMII {})",
@@ -413,6 +431,11 @@ impl Report {
                 let _ = writeln!(o, "  {r}");
             }
         }
+    }
+
+    /// The text's schedule table: cycle, stage, cycles, warp group and units
+    /// of every op.
+    fn write_schedule(&self, o: &mut String) {
         let w = self
             .ops
             .iter()
@@ -444,56 +467,73 @@ impl Report {
                 units.join(" ")
             );
         }
-        if let Some(wr) = &self.warp_specialization {
+    }
+
+    /// The text's warp specialization: the configuration, the ops of each
+    /// group, the streaming ops and the latency slack.
+    fn write_warp_specialization(&self, o: &mut String, wr: &WarpReport) {
+        let _ = writeln!(
+            o,
+            "\nwarp specialization ({} encoding, {} compute groups, {} registers/thread each, {} SMT queries; Len(M) = {}):",
+            match wr.encoding {
+                Encoding::Default => "default",
+                Encoding::Int => "int",
+                Encoding::Paper => "paper",
+            },
+            wr.config.groups,
+            wr.config.reg_limit,
+            wr.queries,
+            wr.modulo_length
+        );
+        for (g, ops) in wr.groups.iter().enumerate() {
+            let role = if g == 0 { " (variable latency)" } else { "" };
+            let list = if ops.is_empty() {
+                "-".to_string()
+            } else {
+                ops.join(" ")
+            };
+            let _ = writeln!(o, "  group {g}{role}: {list}");
+        }
+        for st in &wr.streaming {
             let _ = writeln!(
                 o,
-                "\nwarp specialization ({} encoding, {} compute groups, {} registers/thread each, {} SMT queries; Len(M) = {}):",
-                match wr.encoding {
-                    Encoding::Default => "default",
-                    Encoding::Int => "int",
-                    Encoding::Paper => "paper",
-                },
-                wr.config.groups,
-                wr.config.reg_limit,
-                wr.queries,
-                wr.modulo_length
+                "  streaming `{}`: latency modeled as 0; its {} raw cycles need {} iteration(s) of prefetch at I = {} (tunable)",
+                st.op, st.raw_cycles, st.prefetch, self.ii
             );
-            for (g, ops) in wr.groups.iter().enumerate() {
-                let role = if g == 0 { " (variable latency)" } else { "" };
-                let list = if ops.is_empty() {
-                    "-".to_string()
-                } else {
-                    ops.join(" ")
-                };
-                let _ = writeln!(o, "  group {g}{role}: {list}");
-            }
-            for st in &wr.streaming {
-                let _ = writeln!(
-                    o,
-                    "  streaming `{}`: latency modeled as 0; its {} raw cycles need {} iteration(s) of prefetch at I = {} (tunable)",
-                    st.op, st.raw_cycles, st.prefetch, self.ii
-                );
-            }
-            if let Some(ls) = &wr.latency_slack {
-                let how = match (ls.objective, ls.at_shortest_length) {
-                    (Objective::Slack, Some(before)) => format!(
-                        "{} with {} stage(s) at this I; the shortest schedule, L = {}, has {before}",
-                        if ls.proven { "the most" } else { "not proven the most" },
-                        self.stages,
-                        ls.shortest_length
-                    ),
-                    _ => "not optimized: --objective slack optimizes it".to_string(),
-                };
-                let _ = writeln!(
-                    o,
-                    "  latency slack: asynchronous ops may complete {} cycle(s) late before they delay one another ({how})",
-                    ls.cycles
-                );
-            }
-            if let Some(why) = &wr.same_group_dropped {
-                let _ = writeln!(o, "  same_group sets dropped: {why}");
-            }
         }
+        if let Some(ls) = &wr.latency_slack {
+            let _ = writeln!(
+                o,
+                "  latency slack: asynchronous ops may complete {} cycle(s) late before they delay one another ({})",
+                ls.cycles,
+                self.slack_objective(ls)
+            );
+        }
+        if let Some(why) = &wr.same_group_dropped {
+            let _ = writeln!(o, "  same_group sets dropped: {why}");
+        }
+    }
+
+    /// How the latency slack `ls` was optimized, for the text.
+    fn slack_objective(&self, ls: &LatencySlack) -> String {
+        match (ls.objective, ls.at_shortest_length) {
+            (Objective::Slack, Some(before)) => format!(
+                "{} with {} stage(s) at this I; the shortest schedule, L = {}, has {before}",
+                if ls.proven {
+                    "the most"
+                } else {
+                    "not proven the most"
+                },
+                self.stages,
+                ls.shortest_length
+            ),
+            _ => "not optimized: --objective slack optimizes it".to_string(),
+        }
+    }
+
+    /// The text's modular reservation table: one column per unit, one line
+    /// per run of steady-state cycles ([`Self::rrt_runs`]).
+    fn write_modular_rrt(&self, o: &mut String) {
         let units: Vec<&String> = {
             let mut u: Vec<&String> = self
                 .modular_rrt
@@ -508,66 +548,7 @@ impl Report {
             o,
             "\nmodular reservation table (steady-state cycle x unit):"
         );
-        // Consecutive steady-state cycles occupied by the same ops are merged
-        // into one line (`op@a..b` gives the ops' own cycles).
-        let cell = |r: &ModularRow, u: &str| -> Vec<(String, u32)> {
-            r.units
-                .get(u)
-                .map(|v| {
-                    v.iter()
-                        .map(|x| {
-                            let (n, c) = x.rsplit_once('@').unwrap_or((x, "0"));
-                            (n.to_string(), c.parse().unwrap_or(0))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let mut groups: Vec<(u32, u32)> = Vec::new();
-        for r in &self.modular_rrt {
-            let same = groups.last().is_some_and(|&(a, b)| {
-                let prev = &self.modular_rrt[b as usize];
-                units.iter().all(|u| {
-                    let (x, y) = (cell(prev, u), cell(r, u));
-                    x.len() == y.len()
-                        && x.iter().zip(&y).all(|(p, q)| p.0 == q.0 && p.1 + 1 == q.1)
-                }) && a <= b
-            });
-            match groups.last_mut() {
-                Some(g) if same => g.1 = r.residue,
-                _ => groups.push((r.residue, r.residue)),
-            }
-        }
-        let cells: Vec<(String, Vec<String>)> = groups
-            .iter()
-            .map(|&(a, b)| {
-                let label = if a == b {
-                    a.to_string()
-                } else {
-                    format!("{a}-{b}")
-                };
-                let first = &self.modular_rrt[a as usize];
-                let last = &self.modular_rrt[b as usize];
-                let row = units
-                    .iter()
-                    .map(|u| {
-                        cell(first, u)
-                            .iter()
-                            .zip(cell(last, u))
-                            .map(|(p, q)| {
-                                if a == b {
-                                    format!("{}@{}", p.0, p.1)
-                                } else {
-                                    format!("{}@{}..{}", p.0, p.1, q.1)
-                                }
-                            })
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    })
-                    .collect();
-                (label, row)
-            })
-            .collect();
+        let cells = self.rrt_lines(&units, &self.rrt_runs(&units));
         let lw = cells.iter().map(|c| c.0.len()).max().unwrap_or(5).max(5);
         let widths: Vec<usize> = (0..units.len())
             .map(|k| {
@@ -591,6 +572,68 @@ impl Report {
             }
             let _ = writeln!(o, "{}", line.trim_end());
         }
+    }
+
+    /// The runs [first, last] of consecutive steady-state cycles that the
+    /// same ops occupy, each a cycle later than in the previous one, so
+    /// that the table shows each run on one line.
+    fn rrt_runs(&self, units: &[&String]) -> Vec<(u32, u32)> {
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for r in &self.modular_rrt {
+            let same = runs.last().is_some_and(|&(a, b)| {
+                let prev = &self.modular_rrt[b as usize];
+                units.iter().all(|u| {
+                    let (x, y) = (rrt_cell(prev, u), rrt_cell(r, u));
+                    x.len() == y.len()
+                        && x.iter().zip(&y).all(|(p, q)| p.0 == q.0 && p.1 + 1 == q.1)
+                }) && a <= b
+            });
+            match runs.last_mut() {
+                Some(g) if same => g.1 = r.residue,
+                _ => runs.push((r.residue, r.residue)),
+            }
+        }
+        runs
+    }
+
+    /// The table's lines, one per run: its label (`a` or `a-b`) and, per
+    /// unit, the ops on it as `op@c` (`op@a..b` for a run: the ops' own
+    /// cycles).
+    fn rrt_lines(&self, units: &[&String], runs: &[(u32, u32)]) -> Vec<(String, Vec<String>)> {
+        runs.iter()
+            .map(|&(a, b)| {
+                let label = if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}-{b}")
+                };
+                let first = &self.modular_rrt[a as usize];
+                let last = &self.modular_rrt[b as usize];
+                let row = units
+                    .iter()
+                    .map(|u| {
+                        rrt_cell(first, u)
+                            .iter()
+                            .zip(rrt_cell(last, u))
+                            .map(|(p, q)| {
+                                if a == b {
+                                    format!("{}@{}", p.0, p.1)
+                                } else {
+                                    format!("{}@{}..{}", p.0, p.1, q.1)
+                                }
+                            })
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .collect();
+                (label, row)
+            })
+            .collect()
+    }
+
+    /// The text's straight-line program: the ops issued at each cycle, under
+    /// a heading per part.
+    fn write_straight_line(&self, o: &mut String) {
         let sl = &self.straight_line;
         let _ = writeln!(
             o,
@@ -634,6 +677,21 @@ impl Report {
             }
             t += 1;
         }
-        o
     }
+}
+
+/// The ops on unit `u` at one steady-state cycle, as (name, the op's own
+/// cycle).
+fn rrt_cell(r: &ModularRow, u: &str) -> Vec<(String, u32)> {
+    r.units
+        .get(u)
+        .map(|v| {
+            v.iter()
+                .map(|x| {
+                    let (n, c) = x.rsplit_once('@').unwrap_or((x, "0"));
+                    (n.to_string(), c.parse().unwrap_or(0))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }

@@ -48,6 +48,7 @@ use crate::checker::JointSchedule;
 use crate::frontend::lower::Lowered;
 use crate::frontend::{LoopIr, ValueSrc};
 use crate::joint::Streaming;
+use crate::problem::Schedule;
 
 /// The GPU generation whose Triton lowering consumes the decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,6 +370,13 @@ fn program_order(lowered: &Lowered, stage: &[u32], rank: &[u8]) -> Option<Vec<us
 /// stages of prefetch it gets on top of the depth that hides its modeled
 /// latency (section 5.3's tunable); `order` says how the other ops are
 /// ordered within a stage.
+///
+/// The steps: the stage of every graph node ([`NodeStages::new`]), the
+/// loads moved so that they do not refill a ring slot still being read
+/// ([`NodeStages::keep_ring_slots`]), the clusters
+/// ([`NodeStages::clusters`]), the warp partitions ([`Partitions`]), then
+/// the decision of every graph node and of every folded op
+/// ([`decide_folded`]).
 #[allow(clippy::too_many_arguments)]
 pub fn decide(
     ir: &LoopIr,
@@ -380,105 +388,206 @@ pub fn decide(
     order: ClusterOrder,
     loads: LoadPlacement,
 ) -> LoopDecision {
-    let s = &js.schedule;
-    let ii = s.ii.max(1);
-    let nodes = lowered.graph.ops.len();
-    let placement = |v: usize| loads.of_node(ir, lowered, v);
-    let mut prefetch: Vec<u32> = (0..nodes)
-        .map(|v| {
-            streaming
-                .iter()
-                .find(|x| x.op == lowered.graph.ops[v].name)
-                .map_or(0, |x| x.prefetch + placement(v).extra)
-        })
-        .collect();
-    let mut rank: Vec<u8> = (0..nodes)
-        .map(|v| load_rank(prefetch[v] > 0, placement(v).last))
-        .collect();
-    let raw_stage: Vec<u32> = (0..nodes).map(|v| s.start[v] / ii).collect();
-    let stages = |prefetch: &[u32]| -> Vec<u32> {
-        let shift = prefetch.iter().copied().max().unwrap_or(0);
-        (0..nodes)
-            .map(|v| raw_stage[v] + shift - prefetch[v])
-            .collect()
-    };
-    let mut stage = stages(&prefetch);
-    // A load whose use is in a later stage fills a ring of slots, which
-    // Triton sizes from the stage gap: one slot more when the use is in a
-    // later cluster (sm90), one more for an MMA operand (sm100: either).
-    // Issued before its reader in the body, in the same cluster, the copy
-    // lands in a slot an earlier iteration's reader has yet to read, or
-    // still reads: an MMA holds its operands until the wait after the next
-    // MMA ([`validate`]'s slot rule). So such a load goes first in a cluster
-    // of its own on sm90 (the later cluster adds the slot), and after its
-    // tcgen05 reader on sm100 (where no slot is added), one stage deeper to
-    // keep the lead the schedule assumed: for the streaming loads, as
-    // `loads=auto` rotates them. (A load the schedule itself puts stages
-    // ahead keeps its place, and [`validate`] refuses the decision; where
-    // twill writes sm100 warp partitions, Triton's warp specialization builds
-    // the rings and their barriers itself.)
     let users = users_of(ir);
-    let mut moved_last = Vec::new();
-    for v in 0..nodes {
-        let l = lowered.op_of_node[v];
-        let later_use = lowered
-            .graph
-            .edges
-            .iter()
-            .any(|e| e.from == v && !e.order && stage[e.to] > stage[v]);
-        if !LOADS.contains(&ir.ops[l].name.as_str()) || !later_use || rank[v] == 2 {
-            continue;
+    let mut nodes = NodeStages::new(ir, lowered, &js.schedule, streaming, loads);
+    let moved_last = nodes.keep_ring_slots(ir, lowered, &users, arch, ws);
+    let cluster = nodes.clusters(lowered, &js.schedule, order);
+    let parts = Partitions::new(ir, lowered, &js.group, arch, ws);
+
+    let mut out: Vec<Option<OpDecision>> = vec![None; ir.ops.len()];
+    for v in 0..lowered.graph.ops.len() {
+        let name = ir.ops[lowered.op_of_node[v]].name.as_str();
+        out[lowered.op_of_node[v]] = Some(OpDecision {
+            stage: nodes.stage[v],
+            cluster: cluster[v],
+            partition: parts.of_node(v, name),
+            self_latency: self_latency(arch, name),
+        });
+    }
+    for (i, decision) in out.iter_mut().enumerate() {
+        if decision.is_none() {
+            *decision = Some(decide_folded(
+                ir,
+                lowered,
+                &users,
+                &nodes.stage,
+                &cluster,
+                &parts,
+                i,
+            ));
         }
-        let tcgen05 =
-            mma_reading(ir, &users, l).is_some_and(|m| MMA_V5.contains(&ir.ops[m].name.as_str()));
-        if arch == Arch::Sm100 && tcgen05 && !ws && prefetch[v] > 0 {
-            rank[v] = 2;
-            prefetch[v] += 1;
-            moved_last.push(v);
-        } else if rank[v] == 1 {
-            rank[v] = 0;
-            // What the load needs in its own stage comes first with it.
-            let mut todo = vec![v];
-            while let Some(x) = todo.pop() {
-                for e in lowered
-                    .graph
-                    .edges
+    }
+    let ops: Vec<OpDecision> = out
+        .into_iter()
+        .map(|d| d.expect("every op decided"))
+        .collect();
+    let max_stage = ops.iter().map(|d| d.stage).max().unwrap_or(0);
+    LoopDecision {
+        ops,
+        max_stage,
+        partition_stages: parts.stages(),
+        anchor_stores: parts.sm90(),
+        moved_last,
+    }
+}
+
+/// Whether an op gets `tt.self_latency = 1`: the MMAs of sm100.
+fn self_latency(arch: Arch, name: &str) -> bool {
+    arch == Arch::Sm100 && MMA_V5.contains(&name)
+}
+
+/// The stage of every graph node of a loop, and where in the body each goes
+/// (prefetched loads first or last).
+struct NodeStages {
+    /// floor(M(v) / I) of the solved schedule.
+    raw: Vec<u32>,
+    /// Stages a streaming load is issued ahead of its use (0: not
+    /// prefetched).
+    prefetch: Vec<u32>,
+    /// Where the node goes in the body ([`load_rank`]).
+    rank: Vec<u8>,
+    /// The stage written: `raw`, every node P stages later (P the largest
+    /// prefetch) less its own prefetch, so no stage is negative.
+    stage: Vec<u32>,
+}
+
+impl NodeStages {
+    /// The stages of the solved schedule `s`, each streaming load
+    /// prefetched and placed as `loads` says.
+    fn new(
+        ir: &LoopIr,
+        lowered: &Lowered,
+        s: &Schedule,
+        streaming: &[Streaming],
+        loads: LoadPlacement,
+    ) -> NodeStages {
+        let ii = s.ii.max(1);
+        let nodes = lowered.graph.ops.len();
+        let placement = |v: usize| loads.of_node(ir, lowered, v);
+        let prefetch: Vec<u32> = (0..nodes)
+            .map(|v| {
+                streaming
                     .iter()
-                    .filter(|e| e.to == x && e.distance == 0)
-                {
-                    if e.from != x && rank[e.from] == 1 && stage[e.from] == stage[x] {
-                        rank[e.from] = 0;
-                        todo.push(e.from);
-                    }
+                    .find(|x| x.op == lowered.graph.ops[v].name)
+                    .map_or(0, |x| x.prefetch + placement(v).extra)
+            })
+            .collect();
+        let rank: Vec<u8> = (0..nodes)
+            .map(|v| load_rank(prefetch[v] > 0, placement(v).last))
+            .collect();
+        let raw: Vec<u32> = (0..nodes).map(|v| s.start[v] / ii).collect();
+        let mut out = NodeStages {
+            raw,
+            prefetch,
+            rank,
+            stage: Vec::new(),
+        };
+        out.restage();
+        out
+    }
+
+    /// Recomputes `stage` from `raw` and `prefetch`.
+    fn restage(&mut self) {
+        let shift = self.prefetch.iter().copied().max().unwrap_or(0);
+        self.stage = (0..self.raw.len())
+            .map(|v| self.raw[v] + shift - self.prefetch[v])
+            .collect();
+    }
+
+    /// Places every load whose use is in a later stage so that its copy
+    /// does not land in a ring slot an earlier iteration's reader has yet to
+    /// read; returns the nodes moved after their tcgen05 reader.
+    ///
+    /// Such a load fills a ring of slots, which Triton sizes from the stage
+    /// gap: one slot more when the use is in a later cluster (sm90), one
+    /// more for an MMA operand (sm100: either). Issued before its reader in
+    /// the body, in the same cluster, the copy lands in a slot an earlier
+    /// iteration's reader has yet to read, or still reads: an MMA holds its
+    /// operands until the wait after the next MMA ([`validate`]'s slot
+    /// rule). So such a load goes first in a cluster of its own on sm90 (the
+    /// later cluster adds the slot), and after its tcgen05 reader on sm100
+    /// (where no slot is added), one stage deeper to keep the lead the
+    /// schedule assumed: for the streaming loads, as `loads=auto` rotates
+    /// them. (A load the schedule itself puts stages ahead keeps its place,
+    /// and [`validate`] refuses the decision; where twill writes sm100 warp
+    /// partitions, Triton's warp specialization builds the rings and their
+    /// barriers itself.)
+    fn keep_ring_slots(
+        &mut self,
+        ir: &LoopIr,
+        lowered: &Lowered,
+        users: &[Vec<usize>],
+        arch: Arch,
+        ws: bool,
+    ) -> Vec<usize> {
+        let mut moved_last = Vec::new();
+        for v in 0..self.stage.len() {
+            let l = lowered.op_of_node[v];
+            let later_use = lowered
+                .graph
+                .edges
+                .iter()
+                .any(|e| e.from == v && !e.order && self.stage[e.to] > self.stage[v]);
+            if !LOADS.contains(&ir.ops[l].name.as_str()) || !later_use || self.rank[v] == 2 {
+                continue;
+            }
+            let tcgen05 = mma_reading(ir, users, l)
+                .is_some_and(|m| MMA_V5.contains(&ir.ops[m].name.as_str()));
+            if arch == Arch::Sm100 && tcgen05 && !ws && self.prefetch[v] > 0 {
+                self.rank[v] = 2;
+                self.prefetch[v] += 1;
+                moved_last.push(v);
+            } else if self.rank[v] == 1 {
+                self.hoist(lowered, v);
+            }
+        }
+        if !moved_last.is_empty() {
+            self.restage();
+        }
+        moved_last
+    }
+
+    /// Puts load node `v` first in the body, together with what it needs in
+    /// its own stage (its producers of the same iteration and stage, and
+    /// theirs).
+    fn hoist(&mut self, lowered: &Lowered, v: usize) {
+        self.rank[v] = 0;
+        let mut todo = vec![v];
+        while let Some(x) = todo.pop() {
+            for e in lowered
+                .graph
+                .edges
+                .iter()
+                .filter(|e| e.to == x && e.distance == 0)
+            {
+                if e.from != x && self.rank[e.from] == 1 && self.stage[e.from] == self.stage[x] {
+                    self.rank[e.from] = 0;
+                    todo.push(e.from);
                 }
             }
         }
     }
-    if !moved_last.is_empty() {
-        stage = stages(&prefetch);
+
+    /// The cluster of every node: in program order ([`program_order`],
+    /// [`Self::program_clusters`]) when `order` asks for it and Triton's
+    /// order rule allows it, else by slot ([`Self::slot_clusters`]).
+    fn clusters(&self, lowered: &Lowered, s: &Schedule, order: ClusterOrder) -> Vec<u32> {
+        let program = (order == ClusterOrder::Program)
+            .then(|| program_order(lowered, &self.stage, &self.rank))
+            .flatten();
+        match program {
+            Some(program) => self.program_clusters(lowered, &program),
+            None => self.slot_clusters(lowered, s),
+        }
     }
-    // Kernel order: slot in the period, then program order; prefetched
-    // (streaming) loads go last, as they serve a later iteration: a use in a
-    // later cluster than its load costs Triton one more buffer.
-    let cluster_order = order;
-    let mut order: Vec<usize> = (0..nodes).collect();
-    // Prefetched loads come first in the body, all in one cluster: issued
-    // at the start of the iteration that runs `prefetch` iterations ahead of
-    // their use, they get the prefetch * I cycles of lead time the solver
-    // assumed (Triton adds the buffer this costs), and Triton gives
-    // consecutive TMA loads of one (stage, cluster) a single barrier.
-    let slot_of = |v: usize| (rank[v], if prefetch[v] > 0 { 0 } else { s.start[v] % ii });
-    order.sort_by_key(|&v| (slot_of(v), lowered.op_of_node[v]));
-    let mut cluster = vec![0u32; nodes];
-    let mut next = 0u32;
-    let program = (cluster_order == ClusterOrder::Program)
-        .then(|| program_order(lowered, &stage, &rank))
-        .flatten();
-    if let Some(program) = program {
-        // Clusters only where the order leaves program order (or switches
-        // between prefetched loads and the rest), so that Triton's (cluster,
-        // program) order reproduces it.
-        let key = |v: usize| (rank[v], lowered.op_of_node[v]);
+
+    /// Clusters that make Triton's (cluster, program) order reproduce the
+    /// order `program`: a new cluster only where it leaves program order or
+    /// switches between prefetched loads and the rest.
+    fn program_clusters(&self, lowered: &Lowered, program: &[usize]) -> Vec<u32> {
+        let mut cluster = vec![0u32; program.len()];
+        let mut next = 0u32;
+        let key = |v: usize| (self.rank[v], lowered.op_of_node[v]);
         for (k, &v) in program.iter().enumerate() {
             if k > 0 {
                 let (a, b) = (key(program[k - 1]), key(v));
@@ -488,7 +597,35 @@ pub fn decide(
             }
             cluster[v] = next;
         }
-    } else {
+        cluster
+    }
+
+    /// One cluster per slot of the kernel, in slot order: prefetched loads
+    /// first (or last) in one cluster, the other ops by their slot in the
+    /// period, M(v) mod I, then program order.
+    ///
+    /// Prefetched loads come first in the body, all in one cluster: issued
+    /// at the start of the iteration that runs `prefetch` iterations ahead
+    /// of their use, they get the prefetch * I cycles of lead time the
+    /// solver assumed (Triton adds the buffer this costs), and Triton gives
+    /// consecutive TMA loads of one (stage, cluster) a single barrier.
+    /// Prefetched loads placed last serve a later iteration: a use in a
+    /// later cluster than its load costs Triton one more buffer.
+    fn slot_clusters(&self, lowered: &Lowered, s: &Schedule) -> Vec<u32> {
+        let ii = s.ii.max(1);
+        let nodes = self.stage.len();
+        let slot_of = |v: usize| {
+            let slot = if self.prefetch[v] > 0 {
+                0
+            } else {
+                s.start[v] % ii
+            };
+            (self.rank[v], slot)
+        };
+        let mut order: Vec<usize> = (0..nodes).collect();
+        order.sort_by_key(|&v| (slot_of(v), lowered.op_of_node[v]));
+        let mut cluster = vec![0u32; nodes];
+        let mut next = 0u32;
         let mut last_slot = None;
         for &v in &order {
             let slot = slot_of(v);
@@ -498,200 +635,252 @@ pub fn decide(
             last_slot = Some(slot);
             cluster[v] = next;
         }
+        cluster
+    }
+}
+
+/// The warp partitions [`decide`] writes: the `async_task_id` anchors of
+/// Triton's Hopper warp specialization on sm90, a `ttg.partition` per warp
+/// group on sm100, none without warp specialization.
+struct Partitions<'a> {
+    lowered: &'a Lowered,
+    /// The solver's warp group of every graph node.
+    group: &'a [u32],
+    arch: Arch,
+    ws: bool,
+    /// sm100: Triton's partition of every warp group
+    /// ([`sm100_partitions`]); empty elsewhere.
+    of_group: BTreeMap<u32, u32>,
+}
+
+impl<'a> Partitions<'a> {
+    /// The partitions of a loop whose graph nodes the solver put in warp
+    /// groups `group`; `ws` says whether to emit any.
+    fn new(
+        ir: &LoopIr,
+        lowered: &'a Lowered,
+        group: &'a [u32],
+        arch: Arch,
+        ws: bool,
+    ) -> Partitions<'a> {
+        let of_group = if ws && arch == Arch::Sm100 {
+            sm100_partitions(ir, lowered, group)
+        } else {
+            BTreeMap::new()
+        };
+        Partitions {
+            lowered,
+            group,
+            arch,
+            ws,
+            of_group,
+        }
     }
 
-    // sm100 partitions: Triton's partition 0 is the default region, the
-    // MMA's partition is 1 (one of Triton's fallbacks assumes it), the other
-    // groups follow in order of first appearance in the body.
-    let mut partition_of_group: BTreeMap<u32, u32> = BTreeMap::new();
-    if ws && arch == Arch::Sm100 {
-        let is_mma = |v: usize| MMA_V5.contains(&ir.ops[lowered.op_of_node[v]].name.as_str());
-        let mut by_order: Vec<usize> = (0..nodes).collect();
-        by_order.sort_by_key(|&v| lowered.op_of_node[v]);
-        let mma_group = by_order.iter().find(|&&v| is_mma(v)).map(|&v| js.group[v]);
-        let first_other = by_order
-            .iter()
-            .find(|&&v| !lowered.graph.ops[v].variable_latency && Some(js.group[v]) != mma_group)
-            .map(|&v| js.group[v]);
-        if let Some(g) = first_other {
-            partition_of_group.insert(g, 0);
-        }
-        if let Some(g) = mma_group {
-            partition_of_group.insert(g, 1);
-        }
-        for &v in &by_order {
-            let g = js.group[v];
-            if !partition_of_group.contains_key(&g) {
-                let next = partition_of_group.values().max().map_or(0, |m| m + 1);
-                // Keep 1 for the MMA even when it is absent from this group list.
-                let next = if mma_group.is_none() || next != 1 {
-                    next
-                } else {
-                    2
-                };
-                partition_of_group.insert(g, next);
-            }
-        }
+    /// Whether the loop gets sm90 anchors (`async_task_id`).
+    fn sm90(&self) -> bool {
+        self.ws && self.arch == Arch::Sm90
     }
-    let sm90_ws = ws && arch == Arch::Sm90;
-    let part_of = |v: usize, name: &str| -> Vec<u32> {
-        if sm90_ws {
-            if lowered.graph.ops[v].variable_latency || LOADS.contains(&name) {
+
+    /// Whether the loop gets sm100 partitions (`ttg.partition`).
+    fn sm100(&self) -> bool {
+        self.ws && self.arch == Arch::Sm100
+    }
+
+    /// The partitions of graph node `v`, whose op is named `name`: on sm90
+    /// {0} for the producers (variable-latency ops, loads), {1, 2} for the
+    /// wgmma and stores, nothing for the rest; on sm100 its group's.
+    fn of_node(&self, v: usize, name: &str) -> Vec<u32> {
+        if self.sm90() {
+            if self.lowered.graph.ops[v].variable_latency || LOADS.contains(&name) {
                 vec![0]
             } else if name == WGMMA || STORES.contains(&name) {
                 vec![1, 2]
             } else {
                 Vec::new()
             }
-        } else if ws && arch == Arch::Sm100 {
-            vec![partition_of_group[&js.group[v]]]
+        } else if self.sm100() {
+            vec![self.of_group[&self.group[v]]]
         } else {
             Vec::new()
         }
-    };
-
-    let n = ir.ops.len();
-    let mut out: Vec<Option<OpDecision>> = vec![None; n];
-    for v in 0..nodes {
-        let name = ir.ops[lowered.op_of_node[v]].name.as_str();
-        out[lowered.op_of_node[v]] = Some(OpDecision {
-            stage: stage[v],
-            cluster: cluster[v],
-            partition: part_of(v, name),
-            self_latency: arch == Arch::Sm100 && MMA_V5.contains(&name),
-        });
     }
-    // Folded ops: anchor on the earliest node that uses them (through other
-    // folded ops), else on the earliest node that uses the iteration
-    // argument they feed, else on their latest producer.
-    // The load node whose tile an absorbed op (a local_alloc) stores.
-    let absorbed_load = |i: usize| -> Option<usize> {
-        if lowered.ops[i].folded != Some("absorbed") {
-            return None;
+
+    /// The partitions of folded op `i`, named `name`, anchored on graph
+    /// node `v`. On sm90 only loads and stores are anchors. Elsewhere it
+    /// runs where its anchor runs, and a local_alloc absorbed into its load
+    /// where the load runs: the tile goes straight from the copy into shared
+    /// memory, never through another partition's registers.
+    fn of_folded(&self, ir: &LoopIr, i: usize, v: usize, name: &str) -> Vec<u32> {
+        if self.sm90() {
+            if LOADS.contains(&name) {
+                vec![0]
+            } else if STORES.contains(&name) {
+                vec![1, 2]
+            } else {
+                Vec::new()
+            }
+        } else if let Some(load) = absorbed_load(ir, self.lowered, i) {
+            self.of_node(load, name)
+        } else {
+            self.of_node(v, name)
         }
-        ir.ops[i].operands.iter().find_map(|v| match v.src {
+    }
+
+    /// The partitions of a folded op with neither anchor nor producer: the
+    /// default region on sm100.
+    fn unanchored(&self) -> Vec<u32> {
+        if self.sm100() {
+            vec![0]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// `ttg.partition.stages` (sm100): one entry per partition, Triton's 1
+    /// for the MMA partition and 0 elsewhere; empty without sm100
+    /// partitions.
+    fn stages(&self) -> Vec<u32> {
+        if !self.sm100() {
+            return Vec::new();
+        }
+        let count = self.of_group.values().max().map_or(0, |m| m + 1) as usize;
+        (0..count)
+            .map(|k| u32::from(k == 1 && self.of_group.values().any(|&p| p == 1)))
+            .collect()
+    }
+}
+
+/// Triton's sm100 partition of every warp group: partition 0 is the default
+/// region (the group of the first fixed-latency op outside the MMA's
+/// group), the MMA's partition is 1 (one of Triton's fallbacks assumes it),
+/// the other groups follow in order of first appearance in the body.
+fn sm100_partitions(ir: &LoopIr, lowered: &Lowered, group: &[u32]) -> BTreeMap<u32, u32> {
+    let mut partition_of_group: BTreeMap<u32, u32> = BTreeMap::new();
+    let nodes = lowered.graph.ops.len();
+    let is_mma = |v: usize| MMA_V5.contains(&ir.ops[lowered.op_of_node[v]].name.as_str());
+    let mut by_order: Vec<usize> = (0..nodes).collect();
+    by_order.sort_by_key(|&v| lowered.op_of_node[v]);
+    let mma_group = by_order.iter().find(|&&v| is_mma(v)).map(|&v| group[v]);
+    let first_other = by_order
+        .iter()
+        .find(|&&v| !lowered.graph.ops[v].variable_latency && Some(group[v]) != mma_group)
+        .map(|&v| group[v]);
+    if let Some(g) = first_other {
+        partition_of_group.insert(g, 0);
+    }
+    if let Some(g) = mma_group {
+        partition_of_group.insert(g, 1);
+    }
+    for &v in &by_order {
+        let g = group[v];
+        if !partition_of_group.contains_key(&g) {
+            let next = partition_of_group.values().max().map_or(0, |m| m + 1);
+            // Keep 1 for the MMA even when it is absent from this group list.
+            let next = if mma_group.is_none() || next != 1 {
+                next
+            } else {
+                2
+            };
+            partition_of_group.insert(g, next);
+        }
+    }
+    partition_of_group
+}
+
+/// The decision of body op `i`, which the front end folded out of the graph
+/// (a scalar, view or broadcast): the stage and cluster of the earliest of
+/// its anchors ([`folded_anchors`]), else of its latest producer, and the
+/// partitions that go with it ([`Partitions::of_folded`]).
+fn decide_folded(
+    ir: &LoopIr,
+    lowered: &Lowered,
+    users: &[Vec<usize>],
+    stage: &[u32],
+    cluster: &[u32],
+    parts: &Partitions,
+    i: usize,
+) -> OpDecision {
+    let at = |v: usize| (stage[v], cluster[v], v);
+    let earliest_anchor = folded_anchors(ir, lowered, users, i)
+        .iter()
+        .filter_map(|&j| lowered.ops[j].node)
+        .map(at)
+        .min();
+    let chosen = earliest_anchor.or_else(|| producer_nodes(ir, lowered, i).map(at).max());
+    let name = ir.ops[i].name.as_str();
+    let (stage, cluster, partition) = match chosen {
+        Some((st, cl, v)) => (st, cl, parts.of_folded(ir, i, v, name)),
+        None => (0, 0, parts.unanchored()),
+    };
+    OpDecision {
+        stage,
+        cluster,
+        partition,
+        self_latency: self_latency(parts.arch, name),
+    }
+}
+
+/// The body ops a folded op `i` is anchored on: the graph-node ops that use
+/// it (through other folded ops), else those that use the iteration argument
+/// it feeds (directly or through folded ops).
+fn folded_anchors(ir: &LoopIr, lowered: &Lowered, users: &[Vec<usize>], i: usize) -> Vec<usize> {
+    let n = ir.ops.len();
+    let mut anchors = Vec::new();
+    forward_nodes(lowered, users, i, &mut vec![false; n], &mut anchors);
+    if !anchors.is_empty() {
+        return anchors;
+    }
+    for (k, y) in ir.yields.iter().enumerate() {
+        if !matches!(y.src, ValueSrc::Op { op, .. } if op == i) {
+            continue;
+        }
+        for (j, op) in ir.ops.iter().enumerate() {
+            let uses_arg = op
+                .operands
+                .iter()
+                .chain(op.region_uses.iter())
+                .any(|v| v.src == ValueSrc::IterArg(k));
+            if !uses_arg {
+                continue;
+            }
+            if lowered.ops[j].node.is_some() {
+                anchors.push(j);
+            } else {
+                forward_nodes(lowered, users, j, &mut vec![false; n], &mut anchors);
+            }
+        }
+    }
+    anchors
+}
+
+/// The graph nodes that produce an operand (or a value used in a region) of
+/// body op `i`.
+fn producer_nodes<'a>(
+    ir: &'a LoopIr,
+    lowered: &'a Lowered,
+    i: usize,
+) -> impl Iterator<Item = usize> + 'a {
+    ir.ops[i]
+        .operands
+        .iter()
+        .chain(ir.ops[i].region_uses.iter())
+        .filter_map(move |v| match v.src {
             ValueSrc::Op { op, .. } => lowered.ops[op].node,
             _ => None,
         })
-    };
-    #[allow(clippy::needless_range_loop)] // i indexes ops, users and decisions together
-    for i in 0..n {
-        if out[i].is_some() {
-            continue;
-        }
-        let mut anchors = Vec::new();
-        forward_nodes(lowered, &users, i, &mut vec![false; n], &mut anchors);
-        if anchors.is_empty() {
-            for (k, y) in ir.yields.iter().enumerate() {
-                if matches!(y.src, ValueSrc::Op { op, .. } if op == i) {
-                    for j in 0..n {
-                        let uses_arg = ir.ops[j]
-                            .operands
-                            .iter()
-                            .chain(ir.ops[j].region_uses.iter())
-                            .any(|v| v.src == ValueSrc::IterArg(k));
-                        if uses_arg {
-                            if lowered.ops[j].node.is_some() {
-                                anchors.push(j);
-                            } else {
-                                forward_nodes(
-                                    lowered,
-                                    &users,
-                                    j,
-                                    &mut vec![false; n],
-                                    &mut anchors,
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        let pick = |cands: &[usize]| {
-            cands
-                .iter()
-                .filter_map(|&j| lowered.ops[j].node)
-                .map(|v| (stage[v], cluster[v], v))
-                .min()
-        };
-        let chosen = pick(&anchors).or_else(|| {
-            // Latest producer node.
-            let mut prods = Vec::new();
-            for v in ir.ops[i]
-                .operands
-                .iter()
-                .chain(ir.ops[i].region_uses.iter())
-            {
-                if let ValueSrc::Op { op, .. } = v.src {
-                    if let Some(node) = lowered.ops[op].node {
-                        prods.push((stage[node], cluster[node], node));
-                    }
-                }
-            }
-            prods.into_iter().max()
-        });
-        let name = ir.ops[i].name.as_str();
-        let (st, cl, partition) = match chosen {
-            Some((st, cl, v)) => {
-                // Folded ops run where their anchor runs (sm100); on sm90
-                // only loads and stores are anchors.
-                let p = if sm90_ws {
-                    if LOADS.contains(&name) {
-                        vec![0]
-                    } else if STORES.contains(&name) {
-                        vec![1, 2]
-                    } else {
-                        Vec::new()
-                    }
-                } else if let Some(load) = absorbed_load(i) {
-                    // A local_alloc absorbed into its load runs where the
-                    // load runs: the tile goes straight from the copy into
-                    // shared memory, never through another partition's
-                    // registers.
-                    part_of(load, name)
-                } else {
-                    part_of(v, name)
-                };
-                (st, cl, p)
-            }
-            None => (
-                0,
-                0,
-                if ws && arch == Arch::Sm100 {
-                    vec![0]
-                } else {
-                    Vec::new()
-                },
-            ),
-        };
-        out[i] = Some(OpDecision {
-            stage: st,
-            cluster: cl,
-            partition,
-            self_latency: arch == Arch::Sm100 && MMA_V5.contains(&name),
-        });
+}
+
+/// The graph node of the load whose tile the absorbed op `i` (a
+/// local_alloc) stores; None for an op not absorbed.
+fn absorbed_load(ir: &LoopIr, lowered: &Lowered, i: usize) -> Option<usize> {
+    if lowered.ops[i].folded != Some("absorbed") {
+        return None;
     }
-    let ops: Vec<OpDecision> = out
-        .into_iter()
-        .map(|d| d.expect("every op decided"))
-        .collect();
-    let max_stage = ops.iter().map(|d| d.stage).max().unwrap_or(0);
-    let partition_stages = if ws && arch == Arch::Sm100 {
-        let count = partition_of_group.values().max().map_or(0, |m| m + 1) as usize;
-        // Triton writes 1 for the MMA partition and 0 elsewhere.
-        (0..count)
-            .map(|k| u32::from(k == 1 && partition_of_group.values().any(|&p| p == 1)))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    LoopDecision {
-        ops,
-        max_stage,
-        partition_stages,
-        anchor_stores: sm90_ws,
-        moved_last,
-    }
+    ir.ops[i].operands.iter().find_map(|v| match v.src {
+        ValueSrc::Op { op, .. } => lowered.ops[op].node,
+        _ => None,
+    })
 }
 
 /// Ops through which a loaded tile reaches its reader in shared memory.
