@@ -24,6 +24,7 @@ OUT=${OUT:-bench/gpu/out}
 which=${1:-all}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+[ -d bench/gpu/plans ] || { echo "no plans cache: run bash bench/gpu/plans.sh and carry bench/gpu/plans" >&2; exit 2; }
 source bench/gpu/install_wheel.sh
 { date -u; nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv; } | tee "$OUT/gpu.txt"
 status=0
