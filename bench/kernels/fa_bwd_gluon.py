@@ -1484,7 +1484,7 @@ def attn_bwd_dq_rows_persistent_kernel(sm_scale, M, Delta, desc_q, desc_do, desc
 # ---------------------------------------------------------------------------
 
 # twill's plan for the H100 (fa_bwd_gluon_plan.plan_from_schedules;
-# recorded in bench/gpu/replay*/gluon/bwd_hd128/plan.json): the dK/dV loop
+# recorded in bench/gpu/expected/<triton>.json, gluon bwd_hd128): the dK/dV loop
 # split by function with 64-row query steps and 3-slot rings (one iteration
 # of prefetch, each buffer live until its stage-1 reader completes); the dQ
 # loop, read sub-tiled (fa_bwd's DQ_SUBTILE) with 128-key steps, split by

@@ -45,7 +45,7 @@ derives them from twill's JSON):
   diagonal's BLOCK_M // BLOCK_N blocks in a second copy of the turn with
   the scores of later keys masked; blocks right of it skipped. twill's
   plan for it is its schedule of the causal kernel's first loop
-  (`run.py --record-gluon`, `gluon/causal/plan.json`).
+  (`run.py --plans`, `gluon/causal/plan.json` of the plans cache).
 
 Partitions: the default partition (4 warps) and one 4-warp worker are the
 two consumer groups (rows [0, 64) and [64, 128) of the CTA's 128-row Q
@@ -312,7 +312,7 @@ def attn_fwd_gluon_kernel(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_C
 
 # twill's plan for the H100 (fa_fwd_gluon_plan.plan_from_schedule of the
 # schedule with the largest latency slack; recorded in
-# bench/gpu/replay/gluon/plan.json): the groups' order on the tensor core
+# bench/gpu/expected/3.6.0.json, gluon ""): the groups' order on the tensor core
 # left to the hardware, QK^T before PV, the softmax under its own PV (FA3's
 # intra-warpgroup order), one iteration of prefetch. The register split follows the partitions: the
 # producer needs few, each consumer group as many as fit (65536 per SM at

@@ -191,7 +191,7 @@ def matmul_gluon_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_N: gl.constexpr, 
 # twill's plan of the 128 x 128 loop (matmul_gluon_plan): both halves' wgmmas
 # on one compute group, the deepest ring the shared memory holds at one CTA
 # per SM. The bench runs the plan its model chooses per size from the
-# recording (bench/gpu/replay*/gluon/gemm/plan.json: 128 x 256, two groups,
+# recording (bench/gpu/expected/<triton>.json, gluon gemm: 128 x 256, two groups,
 # 3 slots); this default is the 128 x 128 one.
 DEFAULT_CONFIG = dict(BLOCK_N=128, BLOCK_K=64, GROUP_M=8, STAGES=6, CONSUMERS=1, PERSISTENT=True, CTAS=1,
                       CONSUMER_REGS=232, PRODUCER_REGS=24, MAXNREG=None)

@@ -193,7 +193,7 @@ def test_schedules_outside_the_family_are_refused(exported, tmp_path):
 
 
 def test_recorded_plans_are_the_kernel_default():
-    """The plans bench/gpu/run.py --record-gluon recorded for the GPU run
+    """The plans bench/gpu/run.py --plans makes for the GPU run
     (one per Triton version) are the kernel's default configuration, and
     their ablation is the paper's objective's plan."""
     recorded = expected_plans("")
@@ -376,7 +376,7 @@ def graph_op(graph, name):
 
 
 def test_recorded_causal_plans():
-    """The causal plans run.py --record-gluon recorded (one per Triton
+    """The causal plans run.py --plans makes (one per Triton
     version): the kernel's default flags with CAUSAL, at the non-causal
     plan's I, below Triton 3.6's rule; the diagonal loop's schedule is
     recorded next to it with its one iteration per CTA; one CTA per SM."""
