@@ -10,7 +10,10 @@ It was recorded from the regular-expression edits of the exported TOML
 that the route replaced (`gluon_graph`, `fp16_crossings`,
 `accumulators_complete` of the Gluon plan scripts), so the pass's route
 must give exactly those graphs: everything not recorded as changed is
-unchanged.
+unchanged. One change is not recorded there, because the plain export
+changed since: the pass's graph of a loop not marked tt.warp_specialize
+has no blocking edges (Triton gives it no warp groups; `driver::planned_graph`),
+while the Gluon route, whose kernels are warp-specialized, keeps them.
 """
 
 import json
@@ -64,6 +67,10 @@ def test_the_gluon_route_changes_what_was_recorded(case, tmp_path):
     plain = export(ttgir, tmp_path / "plain", case["scope"])[case["loop"]]
     gluon = f"gluon={case['gluon']}" if case["gluon"] else ""
     routed = export(ttgir, tmp_path / "gluon", case["scope"], f"target=gluon-sm90 {gluon}")[case["loop"]]
+    if not any(e.get("blocking") for e in plain.get("edge", [])):
+        # A loop the Triton route does not warp-specialize (module docstring).
+        assert any(e.get("blocking") for e in routed["edge"])
+        routed = dict(routed, edge=[{k: v for k, v in e.items() if k != "blocking"} for e in routed["edge"]])
     assert routed == changed(plain, case)
 
 
