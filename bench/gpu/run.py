@@ -231,6 +231,17 @@ def slug(label):
     return label.replace(" ", "_")
 
 
+def variant_key(kind, label):
+    """The expected-schedules key (bench/gpu/expected.py) of twill variant
+    `label` of `kind`."""
+    return f"{slug(label)}/{kind}"
+
+
+def choice_key(kind, label):
+    """The expected-schedules key of choice candidate `label` of `kind`."""
+    return f"choice/{kind}/{slug(label)}"
+
+
 def choice_candidates(kind):
     """The configurations twill's model chooses from (twill_triton.configure):
     block sizes, warps, warp specialization, load placement (the pass's
@@ -363,7 +374,7 @@ def record_choice(expect):
     for kind, _ in kinds():
         def compile_with_twill(cand, kind=kind):
             k, d = twill_fresh(kind, cand["cx"], cand["opts"], cand["extra"])
-            key = f"choice/{kind}/{slug(cand['label'])}"
+            key = choice_key(kind, cand["label"])
             schedules[key] = expected.summaries(d)
             diff = expected.compare(expect, key, schedules[key])
             if diff:
@@ -891,7 +902,7 @@ def plans(bless=False):
     for kind, _ in kinds():
         for label, extra, cx, opts in twill_variants(kind):
             _, d = twill_fresh(kind, cx, opts, extra)
-            key = f"{slug(label)}/{kind}"
+            key = variant_key(kind, label)
             schedules[key] = expected.summaries(d)
             print(label, kind, "scheduled" if d.scheduled else f"NOT scheduled: {d.reason}")
             for r in d.remarks:
@@ -1223,7 +1234,7 @@ def bench_all(out):
                 print(f"compile failed: {kind} {n}: {str(e).splitlines()[-1][:200]}", flush=True)
         for label, extra, cx, opts in twill_variants(kind):
             d = live_compile(kind, label, f"{label} " + name_of(kind, cx, opts), cx, opts, extra,
-                             f"{slug(label)}/{kind}", slug(label))
+                             variant_key(kind, label), slug(label))
             if d is not None:
                 results.setdefault("twill", {})[f"{kind} {label}"] = dict(scheduled=d.scheduled, reason=d.reason,
                                                                           remarks=d.remarks)
@@ -1240,7 +1251,7 @@ def bench_all(out):
             only_sizes.setdefault((kind, variant), set()).add(int(size))
             if (kind, variant) not in compiled:
                 live_compile(kind, variant, variant, ch["cx"], ch["opts"], ch["extra"],
-                             f"choice/{kind}/{slug(ch['label'])}", "choice_" + slug(ch["label"]))
+                             choice_key(kind, ch["label"]), "choice_" + slug(ch["label"]))
 
     def skip(kind, variant, size):
         return (kind, variant) in only_sizes and size not in only_sizes[(kind, variant)]

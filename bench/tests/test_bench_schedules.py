@@ -29,12 +29,12 @@ def _compiles():
     out = []
     for kind, _ in run.kinds():
         for label, extra, cx, opts in run.twill_variants(kind):
-            out.append((f"{run.slug(label)}/{kind}", kind, cx, opts, extra))
+            out.append((run.variant_key(kind, label), kind, cx, opts, extra))
     for kind, by_size in sorted(((EXPECT or {}).get("choice") or {}).items()):
         cands = {c["label"]: c for c in run.choice_candidates(kind)}
         for label in sorted(set(by_size.values())):
             c = cands[label]
-            out.append((f"choice/{kind}/{run.slug(label)}", kind, c["cx"], c["opts"], c["extra"]))
+            out.append((run.choice_key(kind, label), kind, c["cx"], c["opts"], c["extra"]))
     return out
 
 
