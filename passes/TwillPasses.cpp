@@ -161,6 +161,13 @@ struct TwillSchedulePass
                      "docs/report-schema.md) of every loop here"),
       llvm::cl::init("")};
 
+  Option<std::string> lower{
+      *this, "lower",
+      llvm::cl::desc("off: write the schedule as attributes; force: lower "
+                     "supported sm90 loops to warp-specialized TTGIR "
+                     "(docs/ws-lowering.md; unverified, for tests)"),
+      llvm::cl::init("off")};
+
   void runOnOperation() override {
     std::string o;
     render(o, "arch", arch);
@@ -182,6 +189,7 @@ struct TwillSchedulePass
     render(o, "ctas", std::to_string(ctas));
     render(o, "objective", objective);
     render(o, "report", report);
+    render(o, "lower", lower);
     runBody(*this, gCallbacks ? gCallbacks->schedule : nullptr,
             getOperation(), o,
             [](Pass &p) { static_cast<TwillSchedulePass &>(p).fail(); });

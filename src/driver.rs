@@ -21,6 +21,7 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
+use crate::backend::ws::{self, LowerSkip, WsPlan};
 use crate::backend::{self, LoopDecision, Placement as LoadSide, TritonTarget};
 use crate::checker::{self, WarpConfig};
 use crate::frontend::lower::{colocation, lower, Lowered};
@@ -32,8 +33,8 @@ use crate::modulo::mii;
 use crate::normalize::Normalization;
 use crate::problem::{BuildOptions, Problem};
 use crate::report::schedule::{
-    cycles, Bounds, Loads, Partitions, PartitionsCode, Placement, Prefetch, Proof, ScheduledLoop,
-    Sharing, SkipReason, SlackRecord, UnitCycles,
+    cycles, Bounds, Loads, Lowering, Partitions, PartitionsCode, Placement, Prefetch, Proof,
+    ScheduledLoop, Sharing, SkipReason, SlackRecord, UnitCycles,
 };
 
 /// At most this many seconds go to the search under the target's
@@ -56,6 +57,29 @@ pub struct LoopOptions {
     pub auto_loads: bool,
     pub ctas: u32,
     pub objective: joint::Objective,
+    /// `lower=`: lower sm90 schedules to warp-specialized TTGIR.
+    pub lower: Lower,
+}
+
+/// The pass's `lower=` option (docs/ws-lowering.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lower {
+    /// Write attributes only (the default).
+    Off,
+    /// Lower every loop the lowering supports, without the verifier gate
+    /// (for tests); the others take the attribute route with a remark.
+    Force,
+}
+
+impl std::str::FromStr for Lower {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Lower, String> {
+        match s {
+            "off" => Ok(Lower::Off),
+            "force" => Ok(Lower::Force),
+            other => Err(format!("lower: expected `off` or `force`, got `{other}`")),
+        }
+    }
 }
 
 /// A loop left to Triton: the reason code, its words, and (for a loop the
@@ -219,10 +243,12 @@ struct Partitioning {
 }
 
 /// Schedules one extracted loop; `write` writes the attributes when every
-/// step holds.
+/// step holds, unless `lower=force` and `lower` replaced the loop by the
+/// warp-specialized form of its plan.
 pub fn schedule_loop(
     job: &LoopJob,
     write: impl FnOnce(&LoopDecision) -> Result<(), String>,
+    lower: impl FnOnce(&WsPlan) -> Result<(), LowerSkip>,
 ) -> Result<Scheduled, Skip> {
     let started = Instant::now();
     let o = job.o;
@@ -249,12 +275,16 @@ pub fn schedule_loop(
     )?;
     let decided = decide(job, &lowered, &solved.result, partitioning.written);
     validate(job, machine, &lowered, &decided)?;
-    write(&decided.decision).map_err(|e| {
-        Skip::new(
-            SkipReason::WriteFailed,
-            format!("cannot write attributes: {e}"),
-        )
-    })?;
+    let lowering = (o.lower == Lower::Force)
+        .then(|| lower_loop(job, machine, &lowered, &solved.result, lower));
+    if !lowering.as_ref().is_some_and(|l| l.lowered) {
+        write(&decided.decision).map_err(|e| {
+            Skip::new(
+                SkipReason::WriteFailed,
+                format!("cannot write attributes: {e}"),
+            )
+        })?;
+    }
     for n in &lowered.notes {
         tracing::debug!(target: "twill", "{n}");
     }
@@ -269,11 +299,44 @@ pub fn schedule_loop(
         decided: &decided,
         iteration,
     };
+    let mut schedule = facts.schedule();
+    schedule.lowering = lowering;
     Ok(Scheduled {
-        schedule: facts.schedule(),
+        schedule,
         bounds: bounds(&problem, solved.result.res_mii),
         units: units(&problem),
     })
+}
+
+/// Plans the warp-specialized form of a scheduled loop and hands it to
+/// `lower`: the record of what became of it.
+fn lower_loop(
+    job: &LoopJob,
+    machine: &Machine,
+    lowered: &Lowered,
+    result: &JointResult,
+    lower: impl FnOnce(&WsPlan) -> Result<(), LowerSkip>,
+) -> Lowering {
+    let smem = machine.memory("smem").map_or(0, |m| m.capacity);
+    let planned = ws::plan(job.ir, lowered, result, &job.o.target, smem);
+    match planned.and_then(|p| lower(&p).map(|()| p)) {
+        Ok(p) => Lowering {
+            lowered: true,
+            text: p.summary(),
+            refused: None,
+            depth: Some(p.depth),
+            expect_bytes: Some(p.expect_bytes),
+            smem_bytes: Some(p.smem_bytes),
+        },
+        Err(why) => Lowering {
+            lowered: false,
+            text: why.to_string(),
+            refused: Some(why),
+            depth: None,
+            expect_bytes: None,
+            smem_bytes: None,
+        },
+    }
 }
 
 /// The loop's dependence graph under the machine's op rules, and the
@@ -659,6 +722,7 @@ impl Facts<'_> {
                 smem_bytes: self.machine.memory("smem").map_or(0, |m| m.capacity),
                 iteration_cycles: cycles(self.iteration),
             }),
+            lowering: None,
         }
     }
 
@@ -763,6 +827,7 @@ mod tests {
             auto_loads: false,
             ctas: 1,
             objective: joint::Objective::Length,
+            lower: Lower::Off,
         }
     }
 
@@ -779,10 +844,14 @@ mod tests {
             mixed: None,
         };
         let mut written = None;
-        let pass = schedule_loop(&job, |d| {
-            written = Some(d.max_stage);
-            Ok(())
-        })
+        let pass = schedule_loop(
+            &job,
+            |d| {
+                written = Some(d.max_stage);
+                Ok(())
+            },
+            |_| unreachable!(),
+        )
         .unwrap();
         let pass = pass.schedule;
         assert_eq!(written, Some(pass.stages - 1));
@@ -828,6 +897,141 @@ mod tests {
         );
     }
 
+    /// The GEMM solved for the lowering (one compute group): the plan
+    /// the pass hands to the emitter, and the solve it came from.
+    fn gemm_lowering() -> (WsPlan, Lowered, JointResult, Scheduled) {
+        let machine = Machine::select("h100").unwrap();
+        let ir = gemm();
+        let o = LoopOptions {
+            ws: false,
+            groups: 1,
+            lower: Lower::Force,
+            ..options()
+        };
+        let job = LoopJob {
+            ir: &ir,
+            machine: &machine,
+            o: &o,
+            stages_only: None,
+            mixed: None,
+        };
+        let mut planned = None;
+        let scheduled = schedule_loop(
+            &job,
+            |_| panic!("a lowered loop gets no attributes"),
+            |p| {
+                planned = Some(p.clone());
+                Ok(())
+            },
+        )
+        .unwrap();
+        let (_, lowered) = extract(&job).unwrap();
+        let problem = price(&lowered.graph, &machine, o.u, o.timeout).unwrap().0;
+        let request = SolveRequest {
+            encoding: o.encoding,
+            warps: WarpConfig {
+                groups: 1,
+                reg_limit: machine.warps.max_regs_per_thread,
+                cross_warp: true,
+            },
+            objective: o.objective,
+            seed: 0,
+            threads: 0,
+            timeout: o.timeout,
+        };
+        let solved = solve(&problem, &[], &request, Instant::now()).unwrap();
+        (planned.unwrap(), lowered, solved.result, scheduled)
+    }
+
+    #[test]
+    fn the_gemm_plan_follows_the_schedule() {
+        let (plan, _, result, scheduled) = gemm_lowering();
+        let prefetch = result.streaming.iter().map(|s| s.prefetch).max().unwrap();
+        // prefetch + 2: the async wgmma holds its slot one more trip.
+        assert_eq!(plan.depth, prefetch + 2);
+        assert_eq!(plan.loads.len(), 2);
+        assert!(plan.loads.iter().all(|l| l.bytes == 16384));
+        assert_eq!(plan.expect_bytes, 2 * 16384);
+        assert_eq!(
+            (plan.full_count, plan.empty_count, plan.pendings),
+            (1, 1, 1)
+        );
+        assert_eq!((plan.dot, plan.producer_ops.clone()), (6, vec![0]));
+        // The default region: the B tile's transpose and the wgmma; the
+        // loads' address arithmetic stays with the producer.
+        assert_eq!(plan.consumer_ops, vec![5, 6]);
+        assert_eq!(
+            plan.loads[0].ring.text(),
+            format!(
+                "!ttg.memdesc<{}x128x64xf16, #shared, #smem, mutable>",
+                plan.depth
+            )
+        );
+        assert!(!plan.captures_on_partitions);
+        let record = scheduled.schedule.lowering.unwrap();
+        assert!(
+            record.lowered && record.depth == Some(plan.depth),
+            "{record:?}"
+        );
+    }
+
+    #[test]
+    fn the_ring_phases_alternate_per_lap() {
+        // The consumer waits for parity (it / D) & 1 on `full[it % D]`; the
+        // producer for the opposite parity on `empty`, which a fresh
+        // barrier passes: it never waits on its first lap.
+        let d = 3;
+        let slots: Vec<u32> = (0..7).map(|it| ws::slot(it, d)).collect();
+        let phases: Vec<u32> = (0..7).map(|it| ws::phase(it, d)).collect();
+        assert_eq!(slots, vec![0, 1, 2, 0, 1, 2, 0]);
+        assert_eq!(phases, vec![0, 0, 0, 1, 1, 1, 0]);
+        assert!((0..d).all(|it| ws::phase(it, d) ^ 1 == 1));
+    }
+
+    #[test]
+    fn a_wgmma_in_the_producer_group_is_refused() {
+        let (_, lowered, mut result, _) = gemm_lowering();
+        let ir = gemm();
+        let dot = lowered.op_of_node.iter().position(|&o| o == 6).unwrap();
+        result.schedule.group[dot] = 0;
+        let target = options().target;
+        let why = ws::plan(&ir, &lowered, &result, &target, 232_448).unwrap_err();
+        assert_eq!(why, LowerSkip::ProducerOp("ttng.warp_group_dot".into()));
+        assert!(why.to_string().contains("variable-latency group"), "{why}");
+        // Too little shared memory, and a module of 8 warps.
+        let (_, lowered, result, _) = gemm_lowering();
+        let why = ws::plan(&ir, &lowered, &result, &target, 65_536).unwrap_err();
+        assert!(matches!(why, LowerSkip::SharedMemory { .. }), "{why}");
+        let wide = LoopIr {
+            num_warps: 8,
+            ..gemm()
+        };
+        let why = ws::plan(&wide, &lowered, &result, &target, 232_448).unwrap_err();
+        assert_eq!(why, LowerSkip::NumWarps(8));
+    }
+
+    #[test]
+    fn lower_off_writes_attributes_and_records_nothing() {
+        let machine = Machine::select("h100").unwrap();
+        let ir = gemm();
+        let o = LoopOptions {
+            ws: false,
+            groups: 1,
+            ..options()
+        };
+        let job = LoopJob {
+            ir: &ir,
+            machine: &machine,
+            o: &o,
+            stages_only: None,
+            mixed: None,
+        };
+        let s = schedule_loop(&job, |_| Ok(()), |_| unreachable!()).unwrap();
+        assert!(s.schedule.lowering.is_none());
+        assert_eq!("force".parse::<Lower>(), Ok(Lower::Force));
+        assert!("on".parse::<Lower>().is_err());
+    }
+
     #[test]
     fn a_step_that_fails_is_a_typed_skip() {
         let machine = Machine::select("h100").unwrap();
@@ -843,11 +1047,12 @@ mod tests {
             stages_only: None,
             mixed: None,
         };
-        let skip = schedule_loop(&job, |_| Ok(())).unwrap_err();
+        let skip = schedule_loop(&job, |_| Ok(()), |_| unreachable!()).unwrap_err();
         assert_eq!(skip.reason, SkipReason::CtasUnfit);
         let o = options();
         let job = LoopJob { o: &o, ..job };
-        let skip = schedule_loop(&job, |_| Err("read-only".into())).unwrap_err();
+        let skip =
+            schedule_loop(&job, |_| Err("read-only".into()), |_| unreachable!()).unwrap_err();
         assert_eq!(skip.reason, SkipReason::WriteFailed);
         assert!(skip.text.contains("read-only"), "{}", skip.text);
     }

@@ -5,7 +5,7 @@ use mlir_sys::*;
 use super::{Arch, LoopDecision, STORES};
 use crate::frontend::mlir::{block_ops, enclosing_function, nested_ops, op_name};
 
-fn string_ref(s: &str) -> MlirStringRef {
+pub(crate) fn string_ref(s: &str) -> MlirStringRef {
     MlirStringRef {
         data: s.as_ptr() as *const _,
         length: s.len(),

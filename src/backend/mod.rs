@@ -41,6 +41,7 @@ pub mod gluon;
 #[cfg(feature = "mlir")]
 pub mod mlir;
 pub mod ops;
+pub mod ws;
 
 use std::collections::BTreeMap;
 

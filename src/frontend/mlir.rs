@@ -51,7 +51,7 @@ pub(crate) fn location_text(op: MlirOperation) -> String {
     unsafe { Location::from_raw(mlirOperationGetLocation(op)).to_string() }
 }
 
-fn type_text(v: MlirValue) -> String {
+pub(crate) fn type_text(v: MlirValue) -> String {
     // SAFETY: `v` is a live value.
     unsafe { Type::from_raw(mlirValueGetType(v)).to_string() }
 }

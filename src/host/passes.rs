@@ -17,8 +17,10 @@ use mlir_sys::{mlirOperationGetLocation, MlirLocation, MlirOperation};
 
 use super::ffi::{self, TWILL_ERROR, TWILL_REMARK, TWILL_WARNING};
 use crate::backend::gluon::GraphTarget;
+use crate::backend::ws::emit::emit;
+use crate::backend::ws::WsPlan;
 use crate::backend::{self, Arch, TritonTarget};
-use crate::driver::{planned_graph, schedule_loop, LoopJob, LoopOptions, Scheduled, Skip};
+use crate::driver::{planned_graph, schedule_loop, LoopJob, LoopOptions, Lower, Scheduled, Skip};
 use crate::frontend::lower::{lower, straight_line_cycles};
 use crate::frontend::mlir::{
     enclosing_function, find_loops, has_attr, location_text, outside_loops, symbol_name, FoundLoop,
@@ -79,6 +81,8 @@ pub struct ScheduleOptions {
     /// Where to write the typed report (`report=PATH`, schema
     /// `twill.schedule-report/1`, docs/report-schema.md); none when empty.
     pub report: Option<PathBuf>,
+    /// `lower=off|force` (docs/ws-lowering.md).
+    pub lower: Lower,
 }
 
 /// Options of `--twill-export-graph`.
@@ -133,6 +137,7 @@ impl ScheduleOptions {
             ctas: 1,
             objective: joint::Objective::Length,
             report: None,
+            lower: Lower::Off,
         };
         let placed = |k: &str, v: &str| match v {
             "first" => Ok(false),
@@ -189,6 +194,7 @@ impl ScheduleOptions {
                 "order" => o.order = v.parse()?,
                 "report" => o.report = (!v.is_empty()).then(|| PathBuf::from(v)),
                 "objective" => o.objective = v.parse()?,
+                "lower" => o.lower = v.parse()?,
                 "rotate" => {
                     o.rotate_kernel = match v {
                         "kernel" => true,
@@ -271,6 +277,7 @@ impl ScheduleOptions {
             auto_loads: self.auto_loads,
             ctas: self.ctas,
             objective: self.objective,
+            lower: self.lower,
         }
     }
 }
@@ -392,6 +399,9 @@ pub unsafe extern "C" fn schedule_body(
         for (loc, record) in loops {
             tracing::debug!(target: "twill", index = record.index, decision = ?record.decision, reason = ?record.reason, "loop");
             ffi::emit(loc, TWILL_REMARK, &record.remark());
+            if let Some(l) = record.schedule.as_ref().and_then(|s| s.lowering.as_ref()) {
+                ffi::emit(loc, TWILL_REMARK, &l.remark());
+            }
             report.loops.push(record);
         }
         for (loc, record) in functions {
@@ -476,6 +486,13 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
     let mut records = Vec::with_capacity(loops.len());
     for (index, (found, mixed)) in loops.into_iter().zip(rotated_by).enumerate() {
         let started = Instant::now();
+        // Read before scheduling: `lower=force` may replace the loop.
+        // SAFETY: `find_loops` returns live operations of the module.
+        let loc = unsafe { mlirOperationGetLocation(found.op) };
+        let place = Place {
+            function: enclosing_function(found.op).map(symbol_name),
+            location: location_text(found.op),
+        };
         let outcome = match &found.ir {
             Err(why) => Err(Skip::new(SkipReason::NotExtracted, why.clone())),
             Ok(ir) if o.ctas > 1 && (ir.warp_specialize || found.warp_specialize.is_some()) => Err(
@@ -494,17 +511,19 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
                 let write = move |d: &backend::LoopDecision| {
                     backend::mlir::write(op, d, arch, this_tag).map_err(|e| e.to_string())
                 };
-                catch_unwind(AssertUnwindSafe(|| schedule_loop(&job, write))).unwrap_or_else(|_| {
-                    Err(Skip::new(
-                        SkipReason::InternalError,
-                        "internal error (a panic); see stderr",
-                    ))
-                })
+                let n = ir.ops.len();
+                let lower = move |p: &WsPlan| emit(op, p, n).map(|_| ());
+                catch_unwind(AssertUnwindSafe(|| schedule_loop(&job, write, lower))).unwrap_or_else(
+                    |_| {
+                        Err(Skip::new(
+                            SkipReason::InternalError,
+                            "internal error (a panic); see stderr",
+                        ))
+                    },
+                )
             }
         };
-        // SAFETY: `find_loops` returns live operations of the module.
-        let loc = unsafe { mlirOperationGetLocation(found.op) };
-        let record = loop_record(index as u32, &found, outcome, started);
+        let record = loop_record(index as u32, &found, place, outcome, started);
         records.push((loc, record));
     }
     let functions = functions
@@ -521,18 +540,25 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
     }
 }
 
+/// Where a loop is, read before it is scheduled.
+struct Place {
+    function: Option<String>,
+    location: String,
+}
+
 /// A loop's record from what [`schedule_loop`] returned.
 fn loop_record(
     index: u32,
     found: &FoundLoop,
+    place: Place,
     outcome: Result<Scheduled, Skip>,
     started: Instant,
 ) -> LoopRecord {
     let mut record = LoopRecord {
         index,
         name: found.ir.as_ref().ok().map(|ir| ir.name.clone()),
-        function: enclosing_function(found.op).map(symbol_name),
-        location: location_text(found.op),
+        function: place.function,
+        location: place.location,
         warp_specialize: found.warp_specialize.map(|w| w as u32),
         decision: Decision::Scheduled,
         reason: None,

@@ -149,6 +149,39 @@ pub struct ScheduledLoop {
     pub ctas: u32,
     /// Present when `ctas` > 1: the share of the SM it was solved within.
     pub sharing: Option<Sharing>,
+    /// Present under `lower=force`: the loop lowered to warp-specialized
+    /// TTGIR, or why not (it then has the attributes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lowering: Option<Lowering>,
+}
+
+/// What `lower=` made of a scheduled loop (docs/ws-lowering.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lowering {
+    /// The loop was replaced by a `ttg.warp_specialize` op.
+    pub lowered: bool,
+    /// The plan in words, or the refusal.
+    pub text: String,
+    /// Why not, when not lowered.
+    pub refused: Option<crate::backend::ws::LowerSkip>,
+    /// Slots per ring, bytes per slot (all loads of a trip) and shared
+    /// memory of the rings and barriers, when lowered.
+    pub depth: Option<u32>,
+    pub expect_bytes: Option<u64>,
+    pub smem_bytes: Option<u64>,
+}
+
+impl Lowering {
+    pub fn remark(&self) -> String {
+        if self.lowered {
+            format!("twill: {}", self.text)
+        } else {
+            format!(
+                "twill: lowering refused: {}; the schedule is written as attributes",
+                self.text
+            )
+        }
+    }
 }
 
 /// What happened to the warp partitions.
@@ -488,6 +521,7 @@ mod tests {
                 latency_slack: None,
                 ctas: 1,
                 sharing: None,
+                lowering: None,
             }),
             solve_seconds: 0.041,
         }
