@@ -1,0 +1,118 @@
+"""`lower=force` output through the rest of Triton 3.6's compile, on the CPU.
+
+twill-opt lowers the TMA GEMM (test/Inputs/triton36/gemm_sm90.before.mlir)
+to a `ttg.warp_specialize` (docs/ws-lowering.md, milestone 1); the module,
+with the aliases restored as the hook does, goes through the passes of
+`make_ttgir` that follow the hook's point (Hopper WS onwards, the recorded
+list test/Inputs/triton36/passes_cuda90.txt), then `make_llir`, `make_ptx`
+and `make_cubin` for cuda:90. The lowering must survive them: one ws op,
+still exactly the two wgmma waits twill placed (pendings 1 in the loop, 0
+after it; `tt.num_stages = 0` keeps `add_pipeline` from serializing the
+wgmma), 8 warps (4 compute + the producer's warp group), shared memory
+within the H100's, and register reallocation in the PTX.
+
+Needs twill-opt (TWILL_OPT, or target/release/twill-opt of this checkout).
+"""
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+triton = pytest.importorskip("triton")
+from triton._C.libtriton import ir, nvidia, passes  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.backends.nvidia.compiler import CUDABackend  # noqa: E402
+
+from twill_triton import hook  # noqa: E402
+
+TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")
+INPUTS = REPO / "test" / "Inputs" / "triton36"
+CAP = 90
+SMEM = 232448
+
+P, N = passes, nvidia.passes
+
+# The rest of make_ttgir from the hook's point, with Triton 3.6's arguments.
+TAIL = [
+    ("nvidia.passes.hopper.add_hopper_warpspec", lambda pm: N.hopper.add_hopper_warpspec(pm, 3, False)),
+    ("passes.ttgpuir.add_assign_latencies", lambda pm: P.ttgpuir.add_assign_latencies(pm, 3)),
+    ("passes.ttgpuir.add_schedule_loops", P.ttgpuir.add_schedule_loops),
+    ("passes.ttgpuir.add_pipeline", lambda pm: P.ttgpuir.add_pipeline(pm, 3, False)),
+    ("passes.common.add_canonicalizer", P.common.add_canonicalizer),
+    ("passes.ttir.add_loop_aware_cse", P.ttir.add_loop_aware_cse),
+    ("passes.ttgpuir.add_prefetch", P.ttgpuir.add_prefetch),
+    ("passes.ttgpuir.add_optimize_dot_operands", lambda pm: P.ttgpuir.add_optimize_dot_operands(pm, True)),
+    ("passes.ttgpuir.add_coalesce_async_copy", P.ttgpuir.add_coalesce_async_copy),
+    ("nvidia.passes.ttnvgpuir.add_optimize_tmem_layouts", N.ttnvgpuir.add_optimize_tmem_layouts),
+    ("nvidia.passes.ttnvgpuir.add_tma_lowering", N.ttnvgpuir.add_tma_lowering),
+    ("passes.ttgpuir.add_remove_layout_conversions", P.ttgpuir.add_remove_layout_conversions),
+    ("nvidia.passes.ttnvgpuir.add_interleave_tmem", N.ttnvgpuir.add_interleave_tmem),
+    ("passes.ttgpuir.add_reduce_data_duplication", P.ttgpuir.add_reduce_data_duplication),
+    ("passes.ttgpuir.add_reorder_instructions", P.ttgpuir.add_reorder_instructions),
+    ("passes.ttir.add_loop_aware_cse", P.ttir.add_loop_aware_cse),
+    ("passes.common.add_symbol_dce", P.common.add_symbol_dce),
+    ("nvidia.passes.ttnvgpuir.add_fence_insertion", lambda pm: N.ttnvgpuir.add_fence_insertion(pm, CAP)),
+    ("nvidia.passes.ttnvgpuir.add_lower_mma", N.ttnvgpuir.add_lower_mma),
+    ("passes.common.add_sccp", P.common.add_sccp),
+    ("passes.common.add_cse", P.common.add_cse),
+    ("passes.common.add_canonicalizer", P.common.add_canonicalizer),
+]
+
+pytestmark = pytest.mark.skipif(
+    not triton.__version__.startswith("3.6"),
+    reason="the lowering's input is Triton 3.6 TTGIR (3.9 inputs: a later milestone)",
+)
+
+
+def test_the_tail_is_the_recorded_one():
+    recorded = (INPUTS / "passes_cuda90.txt").read_text().split()
+    start = recorded.index("nvidia.passes.hopper.add_hopper_warpspec")
+    assert [name for name, _ in TAIL] == recorded[start:]
+
+
+def _lowered(tmp_path):
+    before = (INPUTS / "gemm_sm90.before.mlir").read_text()
+    out = tmp_path / "lowered.mlir"
+    run = subprocess.run(
+        [TWILL_OPT, str(INPUTS / "gemm_sm90.before.mlir"), "-mlir-print-debuginfo",
+         "--twill-schedule=lower=force scope=all arch=sm90 triton=3.6", "-o", str(out)],
+        capture_output=True, text=True, check=True,
+    )
+    assert "twill: lowered to 1+1 partitions" in run.stderr, run.stderr
+    text = hook._restore_aliases(before, out.read_text())
+    path = tmp_path / "restored.mlir"
+    path.write_text(text)
+    return path
+
+
+def test_the_lowered_gemm_compiles_with_its_waits(tmp_path):
+    backend = CUDABackend(GPUTarget("cuda", CAP, 32))
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    backend.load_dialects(ctx)
+    mod = ir.parse_mlir_module(str(_lowered(tmp_path)), ctx)
+    mod.context = ctx
+    pm = ir.pass_manager(ctx)
+    pm.enable_debug()
+    for _, add in TAIL:
+        add(pm)
+    pm.run(mod, "twill-lower-tail")
+    ttgir = mod.str()
+    assert ttgir.count("ttg.warp_specialize(") + ttgir.count('"ttg.warp_specialize"(') == 1
+    waits = re.findall(r"ttng\.warp_group_dot_wait .*?\{pendings = (\d+) : i32\}", ttgir)
+    assert sorted(waits) == ["0", "1"], waits
+    opts = backend.parse_options(dict(num_warps=4, num_stages=3))
+    md = {}
+    llir = backend.make_llir(mod, md, opts, CAP)
+    assert md["num_warps"] == 8
+    assert md["shared"] <= SMEM
+    ptx = backend.make_ptx(llir, md, opts, backend.target.arch)
+    assert "setmaxnreg.dec" in ptx and "setmaxnreg.inc" in ptx
+    assert len(re.findall(r"wgmma\.wait_group\.sync\.aligned", ptx)) == 2
+    cubin = backend.make_cubin(ptx, md, opts, backend.target.arch)
+    assert len(cubin) > 0
