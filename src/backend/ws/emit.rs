@@ -11,7 +11,7 @@ use mlir_sys::*;
 
 use super::{types, LowerSkip, WsPlan};
 use crate::backend::mlir::{body_ops, string_ref};
-use crate::frontend::mlir::{op_name, type_text};
+use crate::frontend::mlir::{enclosing_function, has_attr, nested_ops, op_name, type_text};
 
 /// Marker on the ws op and its loops (discardable; survives Triton).
 const MARKER: &str = "twill.lowered";
@@ -162,6 +162,11 @@ pub fn emit(for_op: MlirOperation, plan: &WsPlan, ops: usize) -> Result<MlirOper
             body.len()
         )));
     }
+    if other_ws_loop(for_op) {
+        return Err(LowerSkip::Shape(
+            "another loop of the function is marked tt.warp_specialize (Hopper WS would then act on the function)".into(),
+        ));
+    }
     // SAFETY: `for_op` is a live `scf.for` in a block.
     let (ctx, loc, block) = unsafe {
         (
@@ -198,19 +203,24 @@ pub fn emit(for_op: MlirOperation, plan: &WsPlan, ops: usize) -> Result<MlirOper
 impl Builder {
     /// The rings, the barrier arrays and their `init_barrier`s, detached.
     fn prelude(&self, plan: &WsPlan) -> Result<(Shared, Vec<MlirOperation>), LowerSkip> {
+        // Every type first: nothing is built when one does not parse.
+        let parse = |text: String| self.ty(&text);
+        let ring_types: Vec<MlirType> =
+            (plan.loads.iter().map(|l| parse(l.ring.text()))).collect::<Result<_, _>>()?;
+        let slots: Vec<MlirType> =
+            (plan.loads.iter().map(|l| parse(l.slot.text()))).collect::<Result<_, _>>()?;
+        let arrays = self.ty(&types::barriers(plan.depth))?;
+        let barrier = self.ty(&types::barrier())?;
+        // SAFETY: a temporary block, destroyed below once emptied.
         let tmp = unsafe { mlirBlockCreate(0, std::ptr::null(), std::ptr::null()) };
         let at = At {
             b: self,
             block: tmp,
         };
         let mut rings = Vec::new();
-        let mut slots = Vec::new();
-        for l in &plan.loads {
-            rings.push(at.val("ttg.local_alloc", &[], self.ty(&l.ring.text())?, &[])?);
-            slots.push(self.ty(&l.slot.text())?);
+        for &ty in &ring_types {
+            rings.push(at.val("ttg.local_alloc", &[], ty, &[])?);
         }
-        let arrays = self.ty(&types::barriers(plan.depth))?;
-        let barrier = self.ty(&types::barrier())?;
         let full = at.val("ttg.local_alloc", &[], arrays, &[])?;
         let empty = at.val("ttg.local_alloc", &[], arrays, &[])?;
         for s in 0..plan.depth {
@@ -242,6 +252,19 @@ impl Builder {
         };
         Ok((shared, ops))
     }
+}
+
+/// Whether the function holding `for_op` has another loop marked
+/// `tt.warp_specialize`.
+fn other_ws_loop(for_op: MlirOperation) -> bool {
+    let Some(func) = enclosing_function(for_op) else {
+        return false;
+    };
+    let mut all = Vec::new();
+    nested_ops(func, &mut all);
+    all.into_iter().any(|op| {
+        op.ptr != for_op.ptr && op_name(op) == "scf.for" && has_attr(op, "tt.warp_specialize")
+    })
 }
 
 /// `inval_barrier` on every barrier, after the ws op.
