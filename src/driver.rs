@@ -300,6 +300,13 @@ pub fn schedule_loop(
         iteration,
     };
     let mut schedule = facts.schedule();
+    if lowering.as_ref().is_some_and(|l| l.lowered) {
+        schedule.partitions = Partitions {
+            code: PartitionsCode::Lowered,
+            count: Some(2),
+            text: "lowered (a producer partition and the default region)".into(),
+        };
+    }
     schedule.lowering = lowering;
     Ok(Scheduled {
         schedule,
@@ -968,6 +975,7 @@ mod tests {
             )
         );
         assert!(!plan.captures_on_partitions);
+        assert_eq!(scheduled.schedule.partitions.code, PartitionsCode::Lowered);
         let record = scheduled.schedule.lowering.unwrap();
         assert!(
             record.lowered && record.depth == Some(plan.depth),

@@ -190,6 +190,9 @@ impl Lowering {
 pub enum PartitionsCode {
     /// twill's partitions were written (`count` of them).
     Written,
+    /// `lower=force` replaced the loop by a `ttg.warp_specialize` (`count`
+    /// partitions, the default region included); no attributes.
+    Lowered,
     /// Stages only: no schedule met Triton's colocation rules.
     LeftToTritonRules,
     /// Stages only: Triton before 3.7 with several warp-specialized loops.

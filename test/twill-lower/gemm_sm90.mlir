@@ -9,7 +9,7 @@
 // RUN: FileCheck %s --check-prefix=REPORT --input-file=%t.json
 // RUN: %twill-opt %inputs/triton36/gemm_sm90.before.mlir --twill-schedule="lower=force scope=all arch=sm90 triton=3.9" 2>/dev/null | FileCheck %s --check-prefix=V39
 
-// CHECK: remark: twill: scheduled matmul_tma_kernel_loop1:
+// CHECK: remark: twill: scheduled matmul_tma_kernel_loop1: {{.*}} lowered (a producer partition and the default region),
 // CHECK: remark: twill: lowered to 1+1 partitions (rings [[D:[0-9]+]]x2 tiles, 32768 B per slot
 // CHECK-NOT: loop.stage
 // CHECK: %[[A:[0-9]+]] = "ttg.local_alloc"() : () -> !ttg.memdesc<[[D]]x128x64xf16, #shared, #smem, mutable>
