@@ -162,10 +162,8 @@ pub fn emit(for_op: MlirOperation, plan: &WsPlan, ops: usize) -> Result<MlirOper
             body.len()
         )));
     }
-    if other_ws_loop(for_op) {
-        return Err(LowerSkip::Shape(
-            "another loop of the function is marked tt.warp_specialize (Hopper WS would then act on the function)".into(),
-        ));
+    if let Some(why) = function_conflict(for_op) {
+        return Err(LowerSkip::Shape(why.into()));
     }
     // SAFETY: `for_op` is a live `scf.for` in a block.
     let (ctx, loc, block) = unsafe {
@@ -254,17 +252,26 @@ impl Builder {
     }
 }
 
-/// Whether the function holding `for_op` has another loop marked
-/// `tt.warp_specialize`.
-fn other_ws_loop(for_op: MlirOperation) -> bool {
-    let Some(func) = enclosing_function(for_op) else {
-        return false;
-    };
+/// Why the function holding `for_op` cannot take a lowered loop: another
+/// loop marked `tt.warp_specialize` (Hopper WS would then act on the
+/// function), or a `ttg.warp_specialize` already (ws ops cannot nest, and
+/// several in one function are not verified).
+fn function_conflict(for_op: MlirOperation) -> Option<&'static str> {
+    let func = enclosing_function(for_op)?;
     let mut all = Vec::new();
     nested_ops(func, &mut all);
-    all.into_iter().any(|op| {
-        op.ptr != for_op.ptr && op_name(op) == "scf.for" && has_attr(op, "tt.warp_specialize")
-    })
+    for op in all {
+        let name = op_name(op);
+        if name == "ttg.warp_specialize" {
+            return Some(
+                "the function already has a ttg.warp_specialize (one per function is supported)",
+            );
+        }
+        if op.ptr != for_op.ptr && name == "scf.for" && has_attr(op, "tt.warp_specialize") {
+            return Some("another loop of the function is marked tt.warp_specialize (Hopper WS would then act on the function)");
+        }
+    }
+    None
 }
 
 /// `inval_barrier` on every barrier, after the ws op.
