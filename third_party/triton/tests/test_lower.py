@@ -1,4 +1,4 @@
-"""`lower=force` output through the rest of Triton 3.6's compile, on the CPU.
+"""`lower=force` output through the rest of Triton's compile, on the CPU.
 
 twill-opt lowers the TMA GEMM (test/Inputs/triton36/gemm_sm90.before.mlir)
 to a `ttg.warp_specialize` (docs/ws-lowering.md, milestone 1); the module,
@@ -10,6 +10,14 @@ still exactly the two wgmma waits twill placed (pendings 1 in the loop, 0
 after it; `tt.num_stages = 0` keeps `add_pipeline` from serializing the
 wgmma), 8 warps (4 compute + the producer's warp group), shared memory
 within the H100's, and register reallocation in the PTX.
+
+On Triton 3.9 the same 3.6 capture is used with its descriptor types
+respelled for 3.9's parser (`!tt.tensordesc<tensor<T>>` becomes
+`!tt.tensordesc<T>`) before twill runs with `triton=3.9`, which puts the
+captures on `ttg.warp_specialize.partitions` and gives the TMA copies their
+operand segments (docs/ws-lowering.md, 1.1 and 1.3); the tail is 3.9's
+(compiler.py: no prefetch, plus tmem_load_reduce and
+hoist_mbarrier_lifecycle).
 
 Needs twill-opt (TWILL_OPT, or target/release/twill-opt of this checkout).
 """
@@ -38,7 +46,7 @@ SMEM = 232448
 P, N = passes, nvidia.passes
 
 # The rest of make_ttgir from the hook's point, with Triton 3.6's arguments.
-TAIL = [
+TAIL36 = [
     ("nvidia.passes.hopper.add_hopper_warpspec", lambda pm: N.hopper.add_hopper_warpspec(pm, 3, False)),
     ("passes.ttgpuir.add_assign_latencies", lambda pm: P.ttgpuir.add_assign_latencies(pm, 3)),
     ("passes.ttgpuir.add_schedule_loops", P.ttgpuir.add_schedule_loops),
@@ -63,24 +71,59 @@ TAIL = [
     ("passes.common.add_canonicalizer", P.common.add_canonicalizer),
 ]
 
-pytestmark = pytest.mark.skipif(
-    not triton.__version__.startswith("3.6"),
-    reason="the lowering's input is Triton 3.6 TTGIR (3.9 inputs: a later milestone)",
-)
+
+def _tail39():
+    return [
+        lambda pm: N.hopper.add_hopper_warpspec(pm, 3, False),
+        lambda pm: P.ttgpuir.add_assign_latencies(pm, 3),
+        P.ttgpuir.add_schedule_loops,
+        lambda pm: P.ttgpuir.add_pipeline(pm, 3, False),
+        P.common.add_canonicalizer,
+        P.ttir.add_loop_aware_cse,
+        lambda pm: P.ttgpuir.add_optimize_dot_operands(pm, True),
+        P.ttgpuir.add_coalesce_async_copy,
+        N.ttnvgpuir.add_optimize_tmem_layouts,
+        N.ttnvgpuir.add_tmem_load_reduce,
+        N.ttnvgpuir.add_tma_lowering,
+        P.ttgpuir.add_remove_layout_conversions,
+        N.ttnvgpuir.add_interleave_tmem,
+        P.ttgpuir.add_reduce_data_duplication,
+        P.ttgpuir.add_reorder_instructions,
+        P.ttir.add_loop_aware_cse,
+        P.common.add_symbol_dce,
+        lambda pm: N.ttnvgpuir.add_fence_insertion(pm, CAP),
+        N.ttnvgpuir.add_lower_mma,
+        lambda pm: N.ttnvgpuir.add_hoist_mbarrier_lifecycle(pm, CAP),
+        P.common.add_sccp,
+        P.common.add_cse,
+        P.common.add_canonicalizer,
+    ]
 
 
+V36 = triton.__version__.startswith("3.6")
+V39 = triton.__version__.startswith("3.9")
+pytestmark = pytest.mark.skipif(not (V36 or V39), reason="Triton 3.6 and 3.9 only")
+
+
+@pytest.mark.skipif(not V36, reason="the recorded list is Triton 3.6's")
 def test_the_tail_is_the_recorded_one():
     recorded = (INPUTS / "passes_cuda90.txt").read_text().split()
     start = recorded.index("nvidia.passes.hopper.add_hopper_warpspec")
-    assert [name for name, _ in TAIL] == recorded[start:]
+    assert [name for name, _ in TAIL36] == recorded[start:]
 
 
 def _lowered(tmp_path):
     before = (INPUTS / "gemm_sm90.before.mlir").read_text()
+    version = "3.6"
+    if V39:
+        before = re.sub(r"!tt\.tensordesc<tensor<([^>]*)>>", r"!tt.tensordesc<\1>", before)
+        version = "3.9"
+    src = tmp_path / "before.mlir"
+    src.write_text(before)
     out = tmp_path / "lowered.mlir"
     run = subprocess.run(
-        [TWILL_OPT, str(INPUTS / "gemm_sm90.before.mlir"), "-mlir-print-debuginfo",
-         "--twill-schedule=lower=force scope=all arch=sm90 triton=3.6", "-o", str(out)],
+        [TWILL_OPT, str(src), "-mlir-print-debuginfo",
+         f"--twill-schedule=lower=force scope=all arch=sm90 triton={version}", "-o", str(out)],
         capture_output=True, text=True, check=True,
     )
     assert "twill: lowered to 1+1 partitions" in run.stderr, run.stderr
@@ -99,7 +142,7 @@ def test_the_lowered_gemm_compiles_with_its_waits(tmp_path):
     mod.context = ctx
     pm = ir.pass_manager(ctx)
     pm.enable_debug()
-    for _, add in TAIL:
+    for add in [add for _, add in TAIL36] if V36 else _tail39():
         add(pm)
     pm.run(mod, "twill-lower-tail")
     ttgir = mod.str()
