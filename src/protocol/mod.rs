@@ -11,9 +11,9 @@
 //!
 //! # The machine it runs
 //!
-//! One thread of control (the CTA's warps in lockstep; code inside a
-//! `ttg.warp_specialize` is not covered, see [`Unsupported`]) executes the
-//! function. Asynchronous operations are issued and complete later:
+//! One thread of control (the CTA's warps in lockstep) executes the
+//! function; a function holding a `ttg.warp_specialize` runs one thread per
+//! region instead (`ws`). Asynchronous operations are issued and complete later:
 //!
 //! * `ttg.async_copy_global_to_local` writes a slot (always: a masked-off
 //!   copy writes zeros); `ttg.async_commit_group` closes a group of the
@@ -68,6 +68,7 @@
 #[cfg(feature = "mlir")]
 pub mod read;
 mod run;
+mod ws;
 
 use std::collections::BTreeMap;
 use std::fmt;

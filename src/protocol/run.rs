@@ -502,7 +502,7 @@ impl<'a> Machine<'a> {
 // Evaluation of ops.
 // -------------------------------------------------------------------
 
-fn arith(name: &str, a: i64, b: i64, attrs: &BTreeMap<String, i64>) -> Option<i64> {
+pub(super) fn arith(name: &str, a: i64, b: i64, attrs: &BTreeMap<String, i64>) -> Option<i64> {
     Some(match name {
         "arith.addi" => a.wrapping_add(b),
         "arith.subi" => a.wrapping_sub(b),
@@ -1171,7 +1171,7 @@ fn is_scalar_op(o: &Op) -> bool {
 }
 
 /// Scalar definitions of `f`: result value -> defining op.
-fn scalar_defs(f: &Function) -> HashMap<usize, &Op> {
+pub(super) fn scalar_defs(f: &Function) -> HashMap<usize, &Op> {
     let mut out = HashMap::new();
     walk(&f.body, &mut |o, _| {
         if is_scalar_op(o) {
@@ -1212,7 +1212,7 @@ fn eval_scalar(
 
 /// The values `v` is computed from that nothing computes: function and
 /// block arguments, results of ops the evaluator does not follow.
-fn roots_of(defs: &HashMap<usize, &Op>, v: usize, out: &mut Vec<usize>, depth: u32) {
+pub(super) fn roots_of(defs: &HashMap<usize, &Op>, v: usize, out: &mut Vec<usize>, depth: u32) {
     match defs.get(&v) {
         Some(o) if depth < 64 => {
             for &x in &o.operands {
@@ -1229,7 +1229,11 @@ fn roots_of(defs: &HashMap<usize, &Op>, v: usize, out: &mut Vec<usize>, depth: u
 }
 
 /// Trip count of loop `l` under `pins`, where its bounds evaluate.
-fn trip_count(defs: &HashMap<usize, &Op>, pins: &HashMap<usize, i64>, l: &Op) -> Option<u64> {
+pub(super) fn trip_count(
+    defs: &HashMap<usize, &Op>,
+    pins: &HashMap<usize, i64>,
+    l: &Op,
+) -> Option<u64> {
     let lb = eval_scalar(defs, pins, l.operands[0], 0)?;
     let ub = eval_scalar(defs, pins, l.operands[1], 0)?;
     let step = eval_scalar(defs, pins, l.operands[2], 0)?;
@@ -1295,7 +1299,7 @@ fn free_values(ls: &[LoopInfo], defs: &HashMap<usize, &Op>) -> Vec<(usize, Vec<i
 
 /// The pins of every run: all combinations, or, when that is too many,
 /// each value through its domain with the others at their fourth value.
-fn pin_plans(free: &[(usize, Vec<i64>)]) -> Vec<HashMap<usize, i64>> {
+pub(super) fn pin_plans(free: &[(usize, Vec<i64>)]) -> Vec<HashMap<usize, i64>> {
     let total: usize = free.iter().map(|(_, d)| d.len()).product();
     if total <= 4096 {
         let mut out = vec![HashMap::new()];
@@ -1331,6 +1335,9 @@ fn pin_plans(free: &[(usize, Vec<i64>)]) -> Vec<HashMap<usize, i64>> {
 
 /// Verifies every protocol loop of `f` (module documentation).
 pub fn verify_function(f: &Function) -> Vec<LoopReport> {
+    if let Some(r) = super::ws::verify_ws(f) {
+        return vec![r];
+    }
     let (bufs, alloc_of) = buffers(f);
     let ls = loops(f, &bufs, &alloc_of);
     if ls.is_empty() {

@@ -1,0 +1,188 @@
+//! Warp-specialized code: a function holding one `ttg.warp_specialize`
+//! whose regions run as threads (the default region and each partition of
+//! `ttg.warp_specialize.partitions`, whose block arguments are the captures:
+//! the ws op's operands for Triton 3.6, the partitions op's for 3.9). The
+//! code before the ws op initializes the barriers; each region's events are
+//! traced ([`trace`]) and interleaved by the machine ([`sim`]) for every
+//! trip count of the default region's loop from 0 to twice the deepest ring
+//! plus two.
+
+mod sim;
+mod trace;
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::run::{pin_plans, roots_of, scalar_defs, trip_count};
+use super::{Block, Function, LoopReport, Op, Unsupported, Verdict, Violation};
+use trace::{op_name, Tracer};
+
+/// The function's `ttg.warp_specialize`, where it holds one at its top
+/// level.
+pub fn ws_op(f: &Function) -> Option<&Op> {
+    f.body.ops.iter().find(|o| o.name == "ttg.warp_specialize")
+}
+
+/// The partition regions and the values their block arguments capture.
+fn partitions(ws: &Op) -> Option<(&[Block], &[usize])> {
+    let parts = ws
+        .regions
+        .get(1)?
+        .ops
+        .iter()
+        .find(|o| o.name == "ttg.warp_specialize.partitions")?;
+    let captures = if parts.operands.is_empty() {
+        &ws.operands
+    } else {
+        &parts.operands
+    };
+    Some((&parts.regions, captures))
+}
+
+fn first_loop(b: &Block) -> Option<&Op> {
+    b.ops.iter().find(|o| o.name == "scf.for")
+}
+
+/// Rings of the function: (allocation result, location, depth).
+fn rings(f: &Function) -> Vec<(usize, String, i64)> {
+    f.body
+        .ops
+        .iter()
+        .filter_map(|o| {
+            let (shape, mutable) = o.alloc.as_ref()?;
+            (*mutable && o.operands.is_empty()).then(|| {
+                (
+                    o.results[0],
+                    o.loc.clone(),
+                    shape.first().copied().unwrap_or(1),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The events of every thread under `pins`: the barriers' initialization,
+/// the per-thread traces and the trip counts of each thread's loops.
+type Traces = (Vec<trace::Ev>, Vec<Vec<trace::Ev>>, Vec<u64>);
+
+fn trace_all(f: &Function, ws: &Op, pins: &HashMap<usize, i64>) -> Result<Traces, Unsupported> {
+    let mut main = Tracer::new(pins);
+    for op in f.body.ops.iter().take_while(|o| o.id != ws.id) {
+        main.op(op);
+    }
+    if let Some(u) = main.unsupported.take() {
+        return Err(u);
+    }
+    let Some((parts, captures)) = partitions(ws) else {
+        return Err(Unsupported {
+            op: op_name(ws),
+            why: "a ttg.warp_specialize without its partitions".to_string(),
+        });
+    };
+    let mut threads = vec![main.fork(&[], &[])];
+    threads[0].block(&ws.regions[0]);
+    for p in parts {
+        let mut t = main.fork(&p.args, captures);
+        t.block(p);
+        threads.push(t);
+    }
+    let mut trips = Vec::new();
+    let mut traces = Vec::new();
+    for t in threads {
+        if let Some(u) = t.unsupported {
+            return Err(u);
+        }
+        trips.extend(t.trips);
+        traces.push(t.events);
+    }
+    Ok((main.events, traces, trips))
+}
+
+/// The pins of every run: each root of the default loop's bounds takes the
+/// least values giving trip counts 0..=bound.
+fn plans(f: &Function, l: &Op, bound: u64) -> Vec<HashMap<usize, i64>> {
+    let defs = scalar_defs(f);
+    let mut roots = Vec::new();
+    for &b in &l.operands[..3] {
+        roots_of(&defs, b, &mut roots, 0);
+    }
+    let free: Vec<(usize, Vec<i64>)> = roots
+        .iter()
+        .map(|&r| {
+            let mut pins: HashMap<usize, i64> = roots.iter().map(|&x| (x, 0)).collect();
+            let mut seen = BTreeSet::new();
+            let mut values = Vec::new();
+            for x in 0..=(1i64 << 16) {
+                pins.insert(r, x);
+                if let Some(t) = trip_count(&defs, &pins, l) {
+                    if t <= bound && seen.insert(t) {
+                        values.push(x);
+                    }
+                }
+                if seen.len() as u64 > bound {
+                    break;
+                }
+            }
+            (r, if values.is_empty() { vec![0] } else { values })
+        })
+        .collect();
+    pin_plans(&free)
+}
+
+/// Verifies the `ttg.warp_specialize` of `f` (None: `f` holds none).
+pub fn verify_ws(f: &Function) -> Option<LoopReport> {
+    let ws = ws_op(f)?;
+    let rings = rings(f);
+    let deepest = rings.iter().map(|r| r.2).max().unwrap_or(1).max(1) as u64;
+    let bound = 2 * deepest + 2;
+    let mut report = LoopReport {
+        function: f.name.clone(),
+        loc: ws.loc.clone(),
+        verdict: Verdict::Proved,
+        rings: rings.iter().map(|r| (r.1.clone(), r.2)).collect(),
+        max_trip_count: bound,
+        violations: Vec::new(),
+        unsupported: None,
+    };
+    let Some(l) = first_loop(&ws.regions[0]) else {
+        report.verdict = Verdict::Unsupported;
+        report.unsupported = Some(Unsupported {
+            op: op_name(ws),
+            why: "a default region without a loop".to_string(),
+        });
+        return Some(report);
+    };
+    let locs: HashMap<usize, &str> = rings.iter().map(|r| (r.0, r.1.as_str())).collect();
+    let mut seen = BTreeSet::new();
+    for pins in plans(f, l, bound) {
+        let (init, traces, trips) = match trace_all(f, ws, &pins) {
+            Ok(x) => x,
+            Err(u) => {
+                report.verdict = Verdict::Unsupported;
+                report.unsupported = Some(u);
+                report.violations.clear();
+                return Some(report);
+            }
+        };
+        let mut m = sim::Sim::new(&init, traces);
+        m.run();
+        for (rule, place, op, other, text) in m.found {
+            let buffer = locs.get(&place.0).copied().unwrap_or("?").to_string();
+            if seen.insert((rule, buffer.clone(), place.1, op.clone())) {
+                report.violations.push(Violation {
+                    rule,
+                    buffer,
+                    slot: Some(place.1),
+                    op,
+                    other,
+                    trip_counts: trips.clone(),
+                    iteration: None,
+                    text,
+                });
+            }
+        }
+    }
+    if !report.violations.is_empty() {
+        report.verdict = Verdict::Rejected;
+    }
+    Some(report)
+}

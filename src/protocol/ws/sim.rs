@@ -1,0 +1,335 @@
+//! The machine that interleaves the threads of a `ttg.warp_specialize`
+//! (their event traces) under mbarrier semantics. Every thread carries a
+//! vector clock: an arrival joins the arriver's clock into the barrier's
+//! open phase, a TMA copy joins its issuer's; the phase's clock when it
+//! completes is the landing time of its copies, and a wait that returns
+//! joins it. Retiring a read stamps it with the retiring thread's clock.
+//! The data rules compare clocks (happens-before), not the run's order.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::super::Rule;
+use super::trace::{Ev, Place};
+
+type Clock = Vec<u64>;
+
+fn leq(a: &Clock, b: &Clock) -> bool {
+    a.iter().zip(b).all(|(x, y)| x <= y)
+}
+
+fn join(a: &mut Clock, b: &Clock) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x = (*x).max(*y);
+    }
+}
+
+struct Bar {
+    count: i64,
+    arrived: i64,
+    completed: u64,
+    open: Clock,
+    done: Clock,
+    copies: Vec<usize>,
+}
+
+struct Write {
+    op: String,
+    landed: Option<Clock>,
+}
+
+struct Read {
+    op: String,
+    retired: Option<Clock>,
+}
+
+#[derive(Default)]
+struct Slot {
+    latest: Option<usize>,
+    reads: Vec<usize>,
+}
+
+struct Thread {
+    ev: Vec<Ev>,
+    pc: usize,
+    clock: Clock,
+    dots: VecDeque<Vec<usize>>,
+    pending: Vec<usize>,
+}
+
+/// A broken rule found by the machine: rule, place, op, other op, text.
+pub type Found = (Rule, Place, String, Option<String>, String);
+
+enum Step {
+    Done,
+    Blocked,
+    Ran,
+}
+
+pub struct Sim {
+    threads: Vec<Thread>,
+    bars: HashMap<Place, Bar>,
+    writes: Vec<Write>,
+    reads: Vec<Read>,
+    slots: HashMap<Place, Slot>,
+    pub found: Vec<Found>,
+}
+
+impl Sim {
+    /// The barriers initialized before the fork (`init`), then one thread
+    /// per trace.
+    pub fn new(init: &[Ev], traces: Vec<Vec<Ev>>) -> Sim {
+        let n = traces.len();
+        let mut bars = HashMap::new();
+        for e in init {
+            if let Ev::Init { bar, count } = e {
+                bars.insert(
+                    *bar,
+                    Bar {
+                        count: *count,
+                        arrived: 0,
+                        completed: 0,
+                        open: vec![0; n],
+                        done: vec![0; n],
+                        copies: Vec::new(),
+                    },
+                );
+            }
+        }
+        let threads = traces
+            .into_iter()
+            .map(|ev| Thread {
+                ev,
+                pc: 0,
+                clock: vec![0; n],
+                dots: VecDeque::new(),
+                pending: Vec::new(),
+            })
+            .collect();
+        Sim {
+            threads,
+            bars,
+            writes: Vec::new(),
+            reads: Vec::new(),
+            slots: HashMap::new(),
+            found: Vec::new(),
+        }
+    }
+
+    /// Round-robin: each thread runs until it blocks or ends; all live
+    /// threads blocked is a deadlock (rule 5 on every blocked wait).
+    pub fn run(&mut self) {
+        loop {
+            let mut progress = false;
+            let mut live = false;
+            for t in 0..self.threads.len() {
+                loop {
+                    match self.step(t) {
+                        Step::Ran => progress = true,
+                        Step::Blocked => {
+                            live = true;
+                            break;
+                        }
+                        Step::Done => break,
+                    }
+                }
+            }
+            if !live {
+                break;
+            }
+            if !progress {
+                self.deadlock();
+                return;
+            }
+        }
+        self.drained();
+    }
+
+    fn deadlock(&mut self) {
+        for t in 0..self.threads.len() {
+            let th = &self.threads[t];
+            if let Some(Ev::Wait { bar, parity, op }) = th.ev.get(th.pc) {
+                let b = &self.bars[bar];
+                let text = format!(
+                    "{op} waits on barrier slot {} (phase parity {parity}) whose open phase has {} of its {} arrivals, and every other thread is blocked or done: it never returns",
+                    bar.1, b.arrived, b.count
+                );
+                self.found
+                    .push((Rule::WaitWithoutArrival, *bar, op.clone(), None, text));
+            }
+        }
+    }
+
+    fn drained(&mut self) {
+        for (place, s) in &self.slots {
+            if let Some(w) = s.latest {
+                if self.writes[w].landed.is_none() {
+                    let op = self.writes[w].op.clone();
+                    let text = format!(
+                        "the copy of {op} into slot {} never lands (its phase is never waited for)",
+                        place.1
+                    );
+                    self.found.push((Rule::NotDrained, *place, op, None, text));
+                }
+            }
+            for &r in &s.reads {
+                if self.reads[r].retired.is_none() {
+                    let op = self.reads[r].op.clone();
+                    let text = format!("{op} still reads slot {} at the join", place.1);
+                    self.found.push((Rule::NotDrained, *place, op, None, text));
+                }
+            }
+        }
+    }
+
+    fn step(&mut self, t: usize) -> Step {
+        let th = &self.threads[t];
+        let Some(ev) = th.ev.get(th.pc).cloned() else {
+            return Step::Done;
+        };
+        if let Ev::Wait { bar, parity, .. } = &ev {
+            if !self.wait(t, *bar, *parity) {
+                return Step::Blocked;
+            }
+        }
+        let th = &mut self.threads[t];
+        th.pc += 1;
+        th.clock[t] += 1;
+        match ev {
+            Ev::Arrive { bar, count, op } => self.arrive(t, bar, count, op),
+            Ev::Tma { dst, bar, op } => self.tma(t, dst, bar, op),
+            Ev::Read { src, op, async_ } => self.read(t, src, op, async_),
+            Ev::DotIssued => {
+                let th = &mut self.threads[t];
+                let group = std::mem::take(&mut th.pending);
+                th.dots.push_back(group);
+            }
+            Ev::DotWait { pendings } => self.dot_wait(t, pendings),
+            Ev::Init { .. } | Ev::Wait { .. } => {}
+        }
+        Step::Ran
+    }
+
+    /// Whether the wait returns now (and its effects if so).
+    fn wait(&mut self, t: usize, bar: Place, parity: i64) -> bool {
+        let Some(b) = self.bars.get_mut(&bar) else {
+            return true;
+        };
+        if (b.completed % 2) as i64 == parity {
+            if b.arrived < b.count {
+                return false;
+            }
+            b.completed += 1;
+            b.arrived = 0;
+            b.done = std::mem::take(&mut b.open);
+            b.open = vec![0; b.done.len()];
+            for w in std::mem::take(&mut b.copies) {
+                self.writes[w].landed = Some(b.done.clone());
+            }
+        }
+        let done = b.done.clone();
+        join(&mut self.threads[t].clock, &done);
+        true
+    }
+
+    fn arrive(&mut self, t: usize, bar: Place, count: i64, op: String) {
+        let clock = self.threads[t].clock.clone();
+        let Some(b) = self.bars.get_mut(&bar) else {
+            return;
+        };
+        if b.arrived + count > b.count {
+            let text = format!(
+                "{op} arrives on barrier slot {} whose open phase already has its {} arrivals",
+                bar.1, b.count
+            );
+            self.found.push((Rule::PhaseOverrun, bar, op, None, text));
+            return;
+        }
+        if b.completed > 0 && !leq(&b.done, &clock) {
+            let text = format!(
+                "{op} arrives on barrier slot {} without the completion of its previous phase happening before",
+                bar.1
+            );
+            self.found
+                .push((Rule::PhaseOverrun, bar, op.clone(), None, text));
+        }
+        b.arrived += count;
+        join(&mut b.open, &clock);
+    }
+
+    fn tma(&mut self, t: usize, dst: Place, bar: Place, op: String) {
+        let clock = self.threads[t].clock.clone();
+        let slot = self.slots.entry(dst).or_default();
+        for &r in &slot.reads {
+            let read = &self.reads[r];
+            if read.retired.as_ref().is_none_or(|c| !leq(c, &clock)) {
+                let text = format!(
+                    "{op} writes slot {} while {} may still read it (its retirement does not happen before)",
+                    dst.1, read.op
+                );
+                self.found.push((
+                    Rule::WriteWhileRead,
+                    dst,
+                    op.clone(),
+                    Some(read.op.clone()),
+                    text,
+                ));
+            }
+        }
+        if let Some(w) = slot.latest {
+            let prev = &self.writes[w];
+            if prev.landed.as_ref().is_none_or(|c| !leq(c, &clock)) {
+                let text = format!(
+                    "{op} writes slot {} while the write of {} may be in flight",
+                    dst.1, prev.op
+                );
+                self.found.push((
+                    Rule::WriteWhileWriting,
+                    dst,
+                    op.clone(),
+                    Some(prev.op.clone()),
+                    text,
+                ));
+            }
+        }
+        let w = self.writes.len();
+        self.writes.push(Write { op, landed: None });
+        slot.latest = Some(w);
+        slot.reads.clear();
+        if let Some(b) = self.bars.get_mut(&bar) {
+            b.copies.push(w);
+            join(&mut b.open, &clock);
+        }
+    }
+
+    fn read(&mut self, t: usize, src: Place, op: String, async_: bool) {
+        let clock = self.threads[t].clock.clone();
+        let slot = self.slots.entry(src).or_default();
+        let landed = slot.latest.and_then(|w| self.writes[w].landed.clone());
+        if landed.as_ref().is_none_or(|c| !leq(c, &clock)) {
+            let other = slot.latest.map(|w| self.writes[w].op.clone());
+            let text = format!(
+                "{op} reads slot {} before the write it reads has landed (or with none)",
+                src.1
+            );
+            self.found
+                .push((Rule::ReadBeforeWrite, src, op.clone(), other, text));
+        }
+        let r = self.reads.len();
+        let retired = (!async_).then_some(clock);
+        self.reads.push(Read { op, retired });
+        slot.reads.push(r);
+        if async_ {
+            self.threads[t].pending.push(r);
+        }
+    }
+
+    fn dot_wait(&mut self, t: usize, pendings: i64) {
+        let th = &mut self.threads[t];
+        let clock = th.clock.clone();
+        while th.dots.len() as i64 > pendings.max(0) {
+            for r in th.dots.pop_front().unwrap_or_default() {
+                self.reads[r].retired = Some(clock.clone());
+            }
+        }
+    }
+}

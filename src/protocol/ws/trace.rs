@@ -1,0 +1,380 @@
+//! Per-thread event traces of a `ttg.warp_specialize`: each region (the
+//! default region and every partition) runs as its own thread. Control flow
+//! depends only on scalars, so a thread's events do not depend on how the
+//! threads interleave; the machine ([`super::sim`]) interleaves them.
+
+use std::collections::HashMap;
+
+use super::super::run::arith;
+use super::super::{Block, Op, Unsupported};
+
+/// A place in shared memory: the allocation (its result value) and the
+/// slot (0 for an allocation that is not indexed).
+pub type Place = (usize, i64);
+
+/// One protocol event of a thread; `op` is `name @ loc`.
+#[derive(Debug, Clone)]
+pub enum Ev {
+    Init {
+        bar: Place,
+        count: i64,
+    },
+    Arrive {
+        bar: Place,
+        count: i64,
+        op: String,
+    },
+    Tma {
+        dst: Place,
+        bar: Place,
+        op: String,
+    },
+    Wait {
+        bar: Place,
+        parity: i64,
+        op: String,
+    },
+    Read {
+        src: Place,
+        op: String,
+        async_: bool,
+    },
+    /// Closes the reads of one asynchronous wgmma (a group of the queue).
+    DotIssued,
+    DotWait {
+        pendings: i64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum V {
+    Int(i64),
+    Mem(usize, Option<i64>),
+    Unknown,
+}
+
+/// Ops that give another view of the same memory.
+const VIEWS: &[&str] = &[
+    "ttg.memdesc_trans",
+    "ttg.memdesc_reshape",
+    "ttg.memdesc_reinterpret",
+    "ttg.memdesc_subslice",
+];
+
+/// Runs one thread's code, recording its events.
+#[derive(Clone, Default)]
+pub struct Tracer {
+    env: HashMap<usize, V>,
+    pub events: Vec<Ev>,
+    /// Trip count of every `scf.for` run, in order.
+    pub trips: Vec<u64>,
+    pub unsupported: Option<Unsupported>,
+}
+
+pub fn op_name(op: &Op) -> String {
+    format!("{} @ {}", op.name, op.loc)
+}
+
+impl Tracer {
+    pub fn new(pins: &HashMap<usize, i64>) -> Self {
+        Tracer {
+            env: pins.iter().map(|(&k, &x)| (k, V::Int(x))).collect(),
+            ..Tracer::default()
+        }
+    }
+
+    /// A thread that starts from this one's values, with `args` bound to
+    /// `captures`.
+    pub fn fork(&self, args: &[usize], captures: &[usize]) -> Tracer {
+        let mut t = Tracer {
+            env: self.env.clone(),
+            ..Tracer::default()
+        };
+        for (&a, &c) in args.iter().zip(captures) {
+            let v = t.val(c);
+            t.env.insert(a, v);
+        }
+        t
+    }
+
+    fn val(&self, v: usize) -> V {
+        self.env.get(&v).copied().unwrap_or(V::Unknown)
+    }
+
+    fn int(&self, v: usize) -> Option<i64> {
+        match self.val(v) {
+            V::Int(x) => Some(x),
+            _ => None,
+        }
+    }
+
+    fn unsupported(&mut self, op: &Op, why: &str) {
+        if self.unsupported.is_none() {
+            self.unsupported = Some(Unsupported {
+                op: op_name(op),
+                why: why.to_string(),
+            });
+        }
+    }
+
+    fn place(&mut self, op: &Op, v: usize) -> Option<Place> {
+        match self.val(v) {
+            V::Mem(b, s) => Some((b, s.unwrap_or(0))),
+            _ => {
+                self.unsupported(op, "a shared-memory operand the verifier cannot place");
+                None
+            }
+        }
+    }
+
+    /// Whether an optional trailing predicate operand (after `fixed`
+    /// operands) holds; None where it cannot be evaluated.
+    fn pred(&mut self, op: &Op, fixed: usize) -> Option<bool> {
+        if op.operands.len() <= fixed {
+            return Some(true);
+        }
+        let p = self.int(op.operands[fixed]);
+        if p.is_none() {
+            self.unsupported(op, "a predicate the verifier cannot evaluate");
+        }
+        p.map(|x| x != 0)
+    }
+
+    /// Runs `b`; returns the values its terminator yields.
+    pub fn block(&mut self, b: &Block) -> Vec<V> {
+        for op in &b.ops {
+            if self.unsupported.is_some() {
+                return Vec::new();
+            }
+            match op.name.as_str() {
+                "scf.yield" | "ttg.warp_yield" | "ttg.warp_return" => {
+                    return op.operands.iter().map(|&v| self.val(v)).collect();
+                }
+                _ => self.op(op),
+            }
+        }
+        Vec::new()
+    }
+
+    fn set(&mut self, op: &Op, x: V) {
+        if let Some(&r) = op.results.first() {
+            self.env.insert(r, x);
+        }
+    }
+
+    pub fn op(&mut self, op: &Op) {
+        let n = op.name.as_str();
+        match n {
+            "scf.for" => self.for_loop(op),
+            "scf.if" => self.if_op(op),
+            "ttg.local_alloc" if op.operands.is_empty() => {
+                self.set(op, V::Mem(op.results[0], None))
+            }
+            "ttg.memdesc_index" => {
+                let x = match (self.val(op.operands[0]), self.int(op.operands[1])) {
+                    (V::Mem(b, None), Some(i)) => V::Mem(b, Some(i)),
+                    _ => V::Unknown,
+                };
+                self.set(op, x);
+            }
+            _ if VIEWS.contains(&n) => {
+                let x = self.val(op.operands[0]);
+                self.set(op, x);
+            }
+            "arith.constant" => {
+                self.set(op, op.attrs.get("value").map_or(V::Unknown, |&x| V::Int(x)))
+            }
+            "arith.select" => {
+                let x = match self.int(op.operands[0]) {
+                    Some(c) => self.val(op.operands[if c != 0 { 1 } else { 2 }]),
+                    None => V::Unknown,
+                };
+                self.set(op, x);
+            }
+            "arith.extui" | "arith.extsi" | "arith.trunci" | "arith.index_cast" => {
+                let x = self.val(op.operands[0]);
+                self.set(op, x);
+            }
+            _ if n.starts_with("arith.") && op.operands.len() == 2 => {
+                let x = match (self.int(op.operands[0]), self.int(op.operands[1])) {
+                    (Some(a), Some(b)) => arith(n, a, b, &op.attrs).map_or(V::Unknown, V::Int),
+                    _ => V::Unknown,
+                };
+                self.set(op, x);
+            }
+            _ => self.protocol_op(op),
+        }
+    }
+
+    fn protocol_op(&mut self, op: &Op) {
+        let name = op_name(op);
+        match op.name.as_str() {
+            "ttng.init_barrier" => {
+                if let Some(bar) = self.place(op, op.operands[0]) {
+                    let count = op.attrs.get("count").copied().unwrap_or(1);
+                    self.events.push(Ev::Init { bar, count });
+                }
+            }
+            "ttng.barrier_expect" | "ttng.arrive_barrier" => {
+                let count = match op.name.as_str() {
+                    "ttng.arrive_barrier" => op.attrs.get("count").copied().unwrap_or(1),
+                    _ => 1,
+                };
+                if self.pred(op, 1) == Some(true) {
+                    if let Some(bar) = self.place(op, op.operands[0]) {
+                        self.events.push(Ev::Arrive {
+                            bar,
+                            count,
+                            op: name,
+                        });
+                    }
+                }
+            }
+            "ttng.wait_barrier" => {
+                let parity = self.int(op.operands[1]);
+                if self.pred(op, 2) == Some(true) {
+                    match (self.place(op, op.operands[0]), parity) {
+                        (Some(bar), Some(parity)) => self.events.push(Ev::Wait {
+                            bar,
+                            parity,
+                            op: name,
+                        }),
+                        _ => self.unsupported(op, "a wait parity the verifier cannot evaluate"),
+                    }
+                }
+            }
+            "ttng.async_tma_copy_global_to_local" => self.tma(op),
+            "ttng.warp_group_dot" => self.dot(op),
+            "ttng.warp_group_dot_wait" => {
+                let pendings = op.attrs.get("pendings").copied().unwrap_or(0);
+                self.events.push(Ev::DotWait { pendings });
+                for (&r, &a) in op.results.iter().zip(&op.operands) {
+                    let x = self.val(a);
+                    self.env.insert(r, x);
+                }
+            }
+            "ttg.local_load" => {
+                if let Some(src) = self.place(op, op.operands[0]) {
+                    self.events.push(Ev::Read {
+                        src,
+                        op: name,
+                        async_: false,
+                    });
+                }
+            }
+            _ => self.other(op),
+        }
+    }
+
+    fn other(&mut self, op: &Op) {
+        let on_memory = op
+            .operands
+            .iter()
+            .any(|&v| matches!(self.val(v), V::Mem(..)));
+        if on_memory && op.name != "ttng.inval_barrier" && op.name != "ttg.local_dealloc" {
+            self.unsupported(
+                op,
+                "an op on a shared-memory buffer the machine does not model",
+            );
+        }
+        for &r in &op.results {
+            self.env.insert(r, V::Unknown);
+        }
+    }
+
+    fn tma(&mut self, op: &Op) {
+        let mems: Vec<usize> = (0..op.operands.len())
+            .filter(|&i| op.memdesc.get(i).copied().unwrap_or(false))
+            .collect();
+        let [bar, dst] = mems[..] else {
+            self.unsupported(op, "a TMA copy without its barrier and destination");
+            return;
+        };
+        if self.pred(op, dst + 1) != Some(true) {
+            return;
+        }
+        if let (Some(bar), Some(dst)) = (
+            self.place(op, op.operands[bar]),
+            self.place(op, op.operands[dst]),
+        ) {
+            self.events.push(Ev::Tma {
+                dst,
+                bar,
+                op: op_name(op),
+            });
+        }
+    }
+
+    fn dot(&mut self, op: &Op) {
+        let async_ = op.attrs.get("isAsync").copied().unwrap_or(0) != 0;
+        for (i, &v) in op.operands.iter().enumerate() {
+            if op.memdesc.get(i).copied().unwrap_or(false) {
+                if let Some(src) = self.place(op, v) {
+                    self.events.push(Ev::Read {
+                        src,
+                        op: op_name(op),
+                        async_,
+                    });
+                }
+            }
+        }
+        if async_ {
+            self.events.push(Ev::DotIssued);
+        }
+        self.set(op, V::Unknown);
+    }
+
+    fn if_op(&mut self, op: &Op) {
+        let Some(c) = self.int(op.operands[0]) else {
+            if op
+                .regions
+                .iter()
+                .any(|r| !r.ops.is_empty() && r.ops.len() > 1)
+            {
+                self.unsupported(op, "an scf.if whose condition the verifier cannot evaluate");
+            }
+            return;
+        };
+        let region = if c != 0 {
+            op.regions.first()
+        } else {
+            op.regions.get(1)
+        };
+        let out = region.map(|r| self.block(r)).unwrap_or_default();
+        for (&r, x) in op.results.iter().zip(out) {
+            self.env.insert(r, x);
+        }
+    }
+
+    fn for_loop(&mut self, op: &Op) {
+        let (Some(lb), Some(ub), Some(step)) = (
+            self.int(op.operands[0]),
+            self.int(op.operands[1]),
+            self.int(op.operands[2]),
+        ) else {
+            self.unsupported(op, "loop bounds the verifier cannot evaluate");
+            return;
+        };
+        if step <= 0 {
+            self.unsupported(op, "a loop step that is not positive");
+            return;
+        }
+        let body = &op.regions[0];
+        let mut carried: Vec<V> = op.operands[3..].iter().map(|&v| self.val(v)).collect();
+        let trips = ((ub - lb).max(0) as u64).div_ceil(step as u64);
+        self.trips.push(trips);
+        for k in 0..trips {
+            self.env.insert(body.args[0], V::Int(lb + k as i64 * step));
+            for (&a, &x) in body.args[1..].iter().zip(&carried) {
+                self.env.insert(a, x);
+            }
+            carried = self.block(body);
+            if self.unsupported.is_some() {
+                return;
+            }
+        }
+        for (&r, x) in op.results.iter().zip(carried) {
+            self.env.insert(r, x);
+        }
+    }
+}
