@@ -166,3 +166,30 @@ fn one_wgmma_too_many_in_flight_is_a_race() {
     let m = mutate(&m, "{pendings = 1 : i32}", "{pendings = 2 : i32}", 0);
     assert_rejected(&m, "rule 1 (WriteWhileRead)");
 }
+
+/// The rings one slot deep (D = 1, the barriers of slots 1 and 2 gone):
+/// the consumer still holds the only slot with its wgmma in flight when the
+/// producer needs it for the next copy, and both block.
+#[test]
+fn ring_one_slot_deep_deadlocks() {
+    let m = lowered("3.6")
+        .replace("<3x128x64xf16", "<1x128x64xf16")
+        .replace("<3x1xi64", "<1x1xi64")
+        .replace("= arith.constant 3 : i32", "= arith.constant 1 : i32");
+    let m: Vec<&str> = m
+        .lines()
+        .filter(|l| !["%24", "%25", "%26", "%27"].iter().any(|v| l.contains(v)))
+        .collect();
+    assert_rejected(&m.join("\n"), "rule 5 (WaitWithoutArrival)");
+}
+
+/// A slot index past the ring's depth is not modeled: not proved.
+#[test]
+fn slot_outside_the_ring_is_not_verified() {
+    let m = lowered("3.6").replace("<3x1xi64", "<2x1xi64");
+    let err = verify(&m);
+    assert!(
+        err.contains("twill: pipeline not verified: a slot index outside its ring"),
+        "{err}"
+    );
+}

@@ -65,6 +65,8 @@ const VIEWS: &[&str] = &[
 #[derive(Clone, Default)]
 pub struct Tracer {
     env: HashMap<usize, V>,
+    /// Depth of each allocation (its leading dimension).
+    depth: HashMap<usize, i64>,
     pub events: Vec<Ev>,
     /// Trip count of every `scf.for` run, in order.
     pub trips: Vec<u64>,
@@ -88,6 +90,7 @@ impl Tracer {
     pub fn fork(&self, args: &[usize], captures: &[usize]) -> Tracer {
         let mut t = Tracer {
             env: self.env.clone(),
+            depth: self.depth.clone(),
             ..Tracer::default()
         };
         for (&a, &c) in args.iter().zip(captures) {
@@ -168,15 +171,11 @@ impl Tracer {
             "scf.for" => self.for_loop(op),
             "scf.if" => self.if_op(op),
             "ttg.local_alloc" if op.operands.is_empty() => {
+                let depth = op.alloc.as_ref().and_then(|a| a.0.first().copied());
+                self.depth.insert(op.results[0], depth.unwrap_or(1));
                 self.set(op, V::Mem(op.results[0], None))
             }
-            "ttg.memdesc_index" => {
-                let x = match (self.val(op.operands[0]), self.int(op.operands[1])) {
-                    (V::Mem(b, None), Some(i)) => V::Mem(b, Some(i)),
-                    _ => V::Unknown,
-                };
-                self.set(op, x);
-            }
+            "ttg.memdesc_index" => self.index(op),
             _ if VIEWS.contains(&n) => {
                 let x = self.val(op.operands[0]);
                 self.set(op, x);
@@ -264,6 +263,20 @@ impl Tracer {
             }
             _ => self.other(op),
         }
+    }
+
+    fn index(&mut self, op: &Op) {
+        let x = match (self.val(op.operands[0]), self.int(op.operands[1])) {
+            (V::Mem(b, None), Some(i)) => {
+                let depth = self.depth.get(&b).copied().unwrap_or(i64::MAX);
+                if !(0..depth).contains(&i) {
+                    self.unsupported(op, "a slot index outside its ring");
+                }
+                V::Mem(b, Some(i))
+            }
+            _ => V::Unknown,
+        };
+        self.set(op, x);
     }
 
     fn other(&mut self, op: &Op) {
