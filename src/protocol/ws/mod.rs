@@ -4,8 +4,9 @@
 //! the ws op's operands for Triton 3.6, the partitions op's for 3.9). The
 //! code before the ws op initializes the barriers; each region's events are
 //! traced ([`trace`]) and interleaved by the machine ([`sim`]) for every
-//! trip count of the default region's loop from 0 to twice the deepest ring
-//! plus two.
+//! trip count of the default region's loop from 0 to its period (twice the
+//! least common multiple of the rings' depths) plus twice the deepest ring;
+//! each loop's events must repeat with that period.
 
 mod sim;
 mod trace;
@@ -62,9 +63,15 @@ fn rings(f: &Function) -> Vec<(usize, String, i64)> {
 
 /// The events of every thread under `pins`: the barriers' initialization,
 /// the per-thread traces and the trip counts of each thread's loops.
-type Traces = (Vec<trace::Ev>, Vec<Vec<trace::Ev>>, Vec<u64>);
+/// And whether every thread's loops repeat their events with `period`.
+type Traces = (Vec<trace::Ev>, Vec<Vec<trace::Ev>>, Vec<u64>, bool);
 
-fn trace_all(f: &Function, ws: &Op, pins: &HashMap<usize, i64>) -> Result<Traces, Unsupported> {
+fn trace_all(
+    f: &Function,
+    ws: &Op,
+    pins: &HashMap<usize, i64>,
+    (period, warm): (usize, usize),
+) -> Result<Traces, Unsupported> {
     let mut main = Tracer::new(pins);
     for op in f.body.ops.iter().take_while(|o| o.id != ws.id) {
         main.op(op);
@@ -87,6 +94,7 @@ fn trace_all(f: &Function, ws: &Op, pins: &HashMap<usize, i64>) -> Result<Traces
     }
     let mut trips = Vec::new();
     let mut traces = Vec::new();
+    let periodic = threads.iter().all(|t| t.periodic(period, warm));
     for t in threads {
         if let Some(u) = t.unsupported {
             return Err(u);
@@ -94,7 +102,7 @@ fn trace_all(f: &Function, ws: &Op, pins: &HashMap<usize, i64>) -> Result<Traces
         trips.extend(t.trips);
         traces.push(t.events);
     }
-    Ok((main.events, traces, trips))
+    Ok((main.events, traces, trips, periodic))
 }
 
 /// The pins of every run: each root of the default loop's bounds takes the
@@ -128,12 +136,21 @@ fn plans(f: &Function, l: &Op, bound: u64) -> Vec<HashMap<usize, i64>> {
     pin_plans(&free)
 }
 
+fn lcm(a: u64, b: u64) -> u64 {
+    let (mut x, mut y) = (a, b);
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    a / x.max(1) * b
+}
+
 /// Verifies the `ttg.warp_specialize` of `f` (None: `f` holds none).
 pub fn verify_ws(f: &Function) -> Option<LoopReport> {
     let ws = ws_op(f)?;
     let rings = rings(f);
     let deepest = rings.iter().map(|r| r.2).max().unwrap_or(1).max(1) as u64;
-    let bound = 2 * deepest + 2;
+    let period = 2 * rings.iter().fold(1, |a, r| lcm(a, r.2.max(1) as u64));
+    let bound = period + 2 * deepest;
     let mut report = LoopReport {
         function: f.name.clone(),
         loc: ws.loc.clone(),
@@ -154,7 +171,8 @@ pub fn verify_ws(f: &Function) -> Option<LoopReport> {
     let locs: HashMap<usize, &str> = rings.iter().map(|r| (r.0, r.1.as_str())).collect();
     let mut seen = BTreeSet::new();
     for pins in plans(f, l, bound) {
-        let (init, traces, trips) = match trace_all(f, ws, &pins) {
+        let shape = (period as usize, deepest as usize);
+        let (init, traces, trips, periodic) = match trace_all(f, ws, &pins, shape) {
             Ok(x) => x,
             Err(u) => {
                 report.verdict = Verdict::Unsupported;
@@ -163,6 +181,12 @@ pub fn verify_ws(f: &Function) -> Option<LoopReport> {
                 return Some(report);
             }
         };
+        if !periodic && report.unsupported.is_none() {
+            report.unsupported = Some(Unsupported {
+                op: op_name(ws),
+                why: format!("the events of a loop do not repeat every {period} iterations"),
+            });
+        }
         let mut m = sim::Sim::new(&init, traces);
         m.run();
         for (rule, place, op, other, text) in m.found {
@@ -183,6 +207,8 @@ pub fn verify_ws(f: &Function) -> Option<LoopReport> {
     }
     if !report.violations.is_empty() {
         report.verdict = Verdict::Rejected;
+    } else if report.unsupported.is_some() {
+        report.verdict = Verdict::Unsupported;
     }
     Some(report)
 }

@@ -13,7 +13,7 @@ use super::super::{Block, Op, Unsupported};
 pub type Place = (usize, i64);
 
 /// One protocol event of a thread; `op` is `name @ loc`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ev {
     Init {
         bar: Place,
@@ -70,6 +70,9 @@ pub struct Tracer {
     pub events: Vec<Ev>,
     /// Trip count of every `scf.for` run, in order.
     pub trips: Vec<u64>,
+    /// Per `scf.for` run: the index of the first event of each iteration,
+    /// then the index past the last.
+    pub iters: Vec<Vec<usize>>,
     pub unsupported: Option<Unsupported>,
 }
 
@@ -376,7 +379,9 @@ impl Tracer {
         let mut carried: Vec<V> = op.operands[3..].iter().map(|&v| self.val(v)).collect();
         let trips = ((ub - lb).max(0) as u64).div_ceil(step as u64);
         self.trips.push(trips);
+        let mut starts = Vec::new();
         for k in 0..trips {
+            starts.push(self.events.len());
             self.env.insert(body.args[0], V::Int(lb + k as i64 * step));
             for (&a, &x) in body.args[1..].iter().zip(&carried) {
                 self.env.insert(a, x);
@@ -386,8 +391,21 @@ impl Tracer {
                 return;
             }
         }
+        starts.push(self.events.len());
+        self.iters.push(starts);
         for (&r, x) in op.results.iter().zip(carried) {
             self.env.insert(r, x);
         }
+    }
+
+    /// Whether every loop's iterations repeat their events every `period`
+    /// iterations once past `warm` of them.
+    pub fn periodic(&self, period: usize, warm: usize) -> bool {
+        let ev = &self.events;
+        self.iters.iter().all(|st| {
+            let n = st.len().saturating_sub(1);
+            (warm + 1..n.saturating_sub(period))
+                .all(|k| ev[st[k]..st[k + 1]] == ev[st[k + period]..st[k + period + 1]])
+        })
     }
 }
