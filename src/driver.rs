@@ -66,9 +66,23 @@ pub struct LoopOptions {
 pub enum Lower {
     /// Write attributes only (the default).
     Off,
+    /// Lower every loop whose lowering the pipeline verifier proves; the
+    /// others take the attribute route with a remark saying why.
+    On,
+    /// As `On`, but a loop that is not lowered is left untouched (no
+    /// attributes): the hook's call before Triton's Hopper warp
+    /// specialization.
+    Only,
     /// Lower every loop the lowering supports, without the verifier gate
     /// (for tests); the others take the attribute route with a remark.
     Force,
+}
+
+impl Lower {
+    /// Whether a lowered module must be proved by the verifier first.
+    pub fn verified(self) -> bool {
+        matches!(self, Lower::On | Lower::Only)
+    }
 }
 
 impl std::str::FromStr for Lower {
@@ -76,8 +90,12 @@ impl std::str::FromStr for Lower {
     fn from_str(s: &str) -> Result<Lower, String> {
         match s {
             "off" => Ok(Lower::Off),
+            "on" => Ok(Lower::On),
+            "only" => Ok(Lower::Only),
             "force" => Ok(Lower::Force),
-            other => Err(format!("lower: expected `off` or `force`, got `{other}`")),
+            other => Err(format!(
+                "lower: expected `off`, `on`, `only` or `force`, got `{other}`"
+            )),
         }
     }
 }
@@ -275,8 +293,19 @@ pub fn schedule_loop(
     )?;
     let decided = decide(job, &lowered, &solved.result, partitioning.written);
     validate(job, machine, &lowered, &decided)?;
-    let lowering = (o.lower == Lower::Force)
-        .then(|| lower_loop(job, machine, &lowered, &solved.result, lower));
+    let lowering =
+        (o.lower != Lower::Off).then(|| lower_loop(job, machine, &lowered, &solved.result, lower));
+    if let (Lower::Only, Some(l)) = (o.lower, &lowering) {
+        if !l.lowered {
+            return Err(Skip::new(
+                SkipReason::LoweringRefused,
+                format!(
+                    "lowering refused: {} (lower=only writes no attributes)",
+                    l.text
+                ),
+            ));
+        }
+    }
     if !lowering.as_ref().is_some_and(|l| l.lowered) {
         write(&decided.decision).map_err(|e| {
             Skip::new(
@@ -326,10 +355,16 @@ fn lower_loop(
 ) -> Lowering {
     let smem = machine.memory("smem").map_or(0, |m| m.capacity);
     let planned = ws::plan(job.ir, lowered, result, &job.o.target, smem);
+    let verified = job.o.lower.verified();
     match planned.and_then(|p| lower(&p).map(|()| p)) {
         Ok(p) => Lowering {
             lowered: true,
-            text: p.summary(),
+            verified,
+            text: if verified {
+                format!("{}; proved by the pipeline verifier", p.summary())
+            } else {
+                format!("{}; not verified (lower=force)", p.summary())
+            },
             refused: None,
             depth: Some(p.depth),
             expect_bytes: Some(p.expect_bytes),
@@ -337,6 +372,7 @@ fn lower_loop(
         },
         Err(why) => Lowering {
             lowered: false,
+            verified: false,
             text: why.to_string(),
             refused: Some(why),
             depth: None,

@@ -29,6 +29,8 @@ pub struct FoundLoop {
     pub warp_specialize: Option<usize>,
     /// The loop's IR when it is a candidate; why not otherwise.
     pub ir: Result<LoopIr, String>,
+    /// Part of warp-specialized code twill lowered (`twill.lowered`).
+    pub lowered_by_twill: bool,
 }
 
 pub(crate) fn string_ref(s: MlirStringRef) -> String {
@@ -194,7 +196,13 @@ pub fn find_loops(root: MlirOperation, scope: Scope) -> Vec<FoundLoop> {
         // warp-specialized, running concurrently with the others.
         let warp_specialize = enclosing(op, |n| n == "ttg.warp_specialize")
             .and_then(|w| ws_ops.iter().position(|&o| o.ptr == w.ptr));
-        let ir = if inner.iter().any(|&o| op_name(o) == "scf.for") {
+        let lowered_by_twill = has_attr(op, "twill.lowered");
+        let ir = if lowered_by_twill {
+            Err(
+                "lowered by twill: it runs as a partition of twill's warp-specialized code"
+                    .to_string(),
+            )
+        } else if inner.iter().any(|&o| op_name(o) == "scf.for") {
             Err("not an innermost loop (it contains an scf.for)".to_string())
         } else if scope == Scope::WarpSpecialized && warp_specialize.is_some() {
             Err(
@@ -217,6 +225,7 @@ pub fn find_loops(root: MlirOperation, scope: Scope) -> Vec<FoundLoop> {
             op,
             warp_specialize,
             ir,
+            lowered_by_twill,
         });
     }
     found

@@ -8,6 +8,7 @@
 //! `twill-verify-pipeline`, the independent [`crate::protocol`] verifier.
 
 pub mod ffi;
+mod lower;
 pub mod passes;
 pub mod verify;
 

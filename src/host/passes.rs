@@ -17,7 +17,6 @@ use mlir_sys::{mlirOperationGetLocation, MlirLocation, MlirOperation};
 
 use super::ffi::{self, TWILL_ERROR, TWILL_REMARK, TWILL_WARNING};
 use crate::backend::gluon::GraphTarget;
-use crate::backend::ws::emit::emit;
 use crate::backend::ws::WsPlan;
 use crate::backend::{self, Arch, TritonTarget};
 use crate::driver::{planned_graph, schedule_loop, LoopJob, LoopOptions, Lower, Scheduled, Skip};
@@ -81,7 +80,7 @@ pub struct ScheduleOptions {
     /// Where to write the typed report (`report=PATH`, schema
     /// `twill.schedule-report/1`, docs/report-schema.md); none when empty.
     pub report: Option<PathBuf>,
-    /// `lower=off|force` (docs/ws-lowering.md).
+    /// `lower=off|on|only|force` (docs/ws-lowering.md).
     pub lower: Lower,
 }
 
@@ -494,6 +493,9 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
             location: location_text(found.op),
         };
         let outcome = match &found.ir {
+            Err(why) if found.lowered_by_twill => {
+                Err(Skip::new(SkipReason::LoweredByTwill, why.clone()))
+            }
             Err(why) => Err(Skip::new(SkipReason::NotExtracted, why.clone())),
             Ok(ir) if o.ctas > 1 && (ir.warp_specialize || found.warp_specialize.is_some()) => Err(
                 Skip::new(SkipReason::CtasWarpSpecialized, sharing_refused(o.ctas)),
@@ -512,7 +514,8 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
                     backend::mlir::write(op, d, arch, this_tag).map_err(|e| e.to_string())
                 };
                 let n = ir.ops.len();
-                let lower = move |p: &WsPlan| emit(op, p, n).map(|_| ());
+                let gated = o.lower.verified();
+                let lower = move |p: &WsPlan| super::lower::lower(op, p, n, gated);
                 catch_unwind(AssertUnwindSafe(|| schedule_loop(&job, write, lower))).unwrap_or_else(
                     |_| {
                         Err(Skip::new(

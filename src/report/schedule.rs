@@ -72,6 +72,12 @@ pub enum SkipReason {
     WriteFailed,
     /// A panic inside twill (a bug); the loop is left as it was.
     InternalError,
+    /// `lower=only`: the loop could not be lowered (the record's text says
+    /// why), and that option writes no attributes.
+    LoweringRefused,
+    /// A loop twill lowered earlier (marked `twill.lowered`): it runs as
+    /// twill's warp-specialized code, not as a candidate.
+    LoweredByTwill,
 }
 
 /// What the loop costs at least and at most: the busiest unit's cycles per
@@ -160,6 +166,9 @@ pub struct ScheduledLoop {
 pub struct Lowering {
     /// The loop was replaced by a `ttg.warp_specialize` op.
     pub lowered: bool,
+    /// The pipeline verifier proved the lowered code before it was emitted
+    /// (`lower=on`/`only`; false under `force` and when not lowered).
+    pub verified: bool,
     /// The plan in words, or the refusal.
     pub text: String,
     /// Why not, when not lowered.

@@ -58,6 +58,9 @@ pub enum LowerSkip {
     SharedMemory { bytes: u64, capacity: u64 },
     /// Building the IR failed.
     Emit(String),
+    /// The pipeline verifier did not prove the lowered code (`lower=on` or
+    /// `only`): its verdict and the first rule that failed.
+    NotVerified(String),
 }
 
 impl fmt::Display for LowerSkip {
@@ -87,6 +90,7 @@ impl fmt::Display for LowerSkip {
                 "rings need {bytes} B of shared memory, {capacity} B available"
             ),
             LowerSkip::Emit(e) => write!(f, "cannot build the IR: {e}"),
+            LowerSkip::NotVerified(why) => write!(f, "not verified: {why}"),
         }
     }
 }

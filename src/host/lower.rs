@@ -1,0 +1,190 @@
+//! The lowering's gate: a loop is replaced by twill's warp-specialized code
+//! only after the independent pipeline verifier ([`crate::protocol`]) has
+//! proved that code. The host composes the two; the lowering
+//! ([`crate::backend::ws`]) and the verifier share no code.
+//!
+//! The lowering is first built in a clone of the loop's function and
+//! verified there; only a proved clone lets the same lowering be built in
+//! the module. The clone is dropped either way, so a refusal leaves the
+//! module exactly as it was (the loop then takes the attribute route).
+
+use mlir_sys::{mlirOperationClone, mlirOperationDestroy, MlirOperation};
+
+use crate::backend::ws::emit::emit;
+use crate::backend::ws::{LowerSkip, WsPlan};
+use crate::frontend::mlir::{enclosing_function, nested_ops, op_name};
+use crate::protocol::{self, Verdict};
+
+/// Lowers `for_op` as `plan` says; with `gated`, only when the verifier
+/// proves the lowered function (else [`LowerSkip::NotVerified`]).
+pub fn lower(
+    for_op: MlirOperation,
+    plan: &WsPlan,
+    ops: usize,
+    gated: bool,
+) -> Result<(), LowerSkip> {
+    if gated {
+        verify_in_clone(for_op, plan, ops)?;
+    }
+    emit(for_op, plan, ops).map(|_| ())
+}
+
+/// Lowers the loop in a clone of its function and runs the verifier on the
+/// clone: Ok when every report is `proved`.
+fn verify_in_clone(for_op: MlirOperation, plan: &WsPlan, ops: usize) -> Result<(), LowerSkip> {
+    let not_verified = |why: &str| LowerSkip::NotVerified(why.to_string());
+    let func =
+        enclosing_function(for_op).ok_or_else(|| not_verified("the loop is in no function"))?;
+    let index = loops(func)
+        .iter()
+        .position(|l| l.ptr == for_op.ptr)
+        .ok_or_else(|| not_verified("the loop is not in its function's walk"))?;
+    // SAFETY: `func` is live; the clone is detached and destroyed below.
+    let clone = unsafe { mlirOperationClone(func) };
+    let verdict = match loops(clone).get(index) {
+        None => Err(not_verified("the clone lost the loop")),
+        Some(&copy) => emit(copy, plan, ops).and_then(|_| verdict(clone)),
+    };
+    // SAFETY: the clone was never attached to a block.
+    unsafe { mlirOperationDestroy(clone) };
+    verdict
+}
+
+/// Every `scf.for` under `op`, in pre-order.
+fn loops(op: MlirOperation) -> Vec<MlirOperation> {
+    let mut all = Vec::new();
+    nested_ops(op, &mut all);
+    all.retain(|&o| op_name(o) == "scf.for");
+    all
+}
+
+/// The verifier's verdict on a lowered function.
+fn verdict(func: MlirOperation) -> Result<(), LowerSkip> {
+    let reports: Vec<_> = protocol::read::functions(func)
+        .iter()
+        .flat_map(protocol::verify_function)
+        .collect();
+    if reports.is_empty() {
+        return Err(LowerSkip::NotVerified(
+            "the verifier found no warp-specialized code to check".into(),
+        ));
+    }
+    for r in &reports {
+        tracing::debug!(target: "twill", verdict = ?r.verdict, "lowering verified");
+        if r.verdict != Verdict::Proved {
+            return Err(LowerSkip::NotVerified(r.summary()));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use mlir_sys::*;
+
+    use super::*;
+    use crate::driver::{schedule_loop, LoopJob};
+    use crate::frontend::mlir::{find_loops, Scope};
+    use crate::host::passes::ScheduleOptions;
+    use crate::machine::Machine;
+
+    /// The captured TMA GEMM, parsed in a context with every upstream
+    /// dialect (Triton's ops unregistered, as in `twill-opt`).
+    fn gemm_module() -> (MlirContext, MlirModule) {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/test/Inputs/triton36/gemm_sm90.before.mlir"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        // SAFETY: a fresh context and registry; the text outlives the parse.
+        unsafe {
+            let registry = mlirDialectRegistryCreate();
+            mlirRegisterAllDialects(registry);
+            let ctx = mlirContextCreateWithRegistry(registry, false);
+            mlirDialectRegistryDestroy(registry);
+            mlirContextSetAllowUnregisteredDialects(ctx, true);
+            mlirContextLoadAllAvailableDialects(ctx);
+            let m = mlirModuleCreateParse(
+                ctx,
+                MlirStringRef {
+                    data: text.as_ptr() as *const _,
+                    length: text.len(),
+                },
+            );
+            assert!(!m.ptr.is_null(), "the capture parses");
+            (ctx, m)
+        }
+    }
+
+    fn ws_ops(module: MlirOperation) -> usize {
+        let mut all = Vec::new();
+        nested_ops(module, &mut all);
+        all.iter()
+            .filter(|&&o| op_name(o) == "ttg.warp_specialize")
+            .count()
+    }
+
+    /// Schedules the GEMM's loop under `lower=on`, handing the gate the
+    /// plan as `mutate` leaves it: what the gate answered, and the ws ops
+    /// the module holds afterwards.
+    fn gate(mutate: impl FnOnce(&mut WsPlan)) -> (Result<(), LowerSkip>, usize) {
+        let (ctx, m) = gemm_module();
+        // SAFETY: the module is live until destroyed below.
+        let body = unsafe { mlirModuleGetOperation(m) };
+        let o = ScheduleOptions::parse("lower=on\nscope=all\narch=sm90\ntriton=3.6").unwrap();
+        let machine = Machine::select("h100").unwrap();
+        let found = find_loops(body, Scope::All);
+        let ir = found[0].ir.as_ref().unwrap();
+        let lo = o.loop_options();
+        let job = LoopJob {
+            ir,
+            machine: &machine,
+            o: &lo,
+            stages_only: None,
+            mixed: None,
+        };
+        let mut answer = None;
+        let (op, n) = (found[0].op, ir.ops.len());
+        let _ = schedule_loop(
+            &job,
+            |_| Ok(()),
+            |p| {
+                let mut plan = p.clone();
+                mutate(&mut plan);
+                let r = lower(op, &plan, n, true);
+                answer = Some(r.clone());
+                r
+            },
+        );
+        let count = ws_ops(body);
+        // SAFETY: destroyed once, after the last use.
+        unsafe {
+            mlirModuleDestroy(m);
+            mlirContextDestroy(ctx);
+        }
+        (answer.expect("the loop reached the lowering"), count)
+    }
+
+    #[test]
+    fn a_proved_lowering_is_emitted() {
+        let (answer, ws) = gate(|_| {});
+        assert_eq!(answer, Ok(()));
+        assert_eq!(ws, 1);
+    }
+
+    #[test]
+    fn a_lowering_the_verifier_rejects_is_never_emitted() {
+        for mutate in [
+            (|p: &mut WsPlan| p.full_count += 1) as fn(&mut WsPlan),
+            |p: &mut WsPlan| p.pendings += 1,
+            |p: &mut WsPlan| p.depth = 1,
+        ] {
+            let (answer, ws) = gate(mutate);
+            let Err(LowerSkip::NotVerified(why)) = &answer else {
+                panic!("not refused by the verifier: {answer:?}");
+            };
+            assert!(why.contains("rule"), "{why}");
+            assert_eq!(ws, 0, "the module is left as it was");
+        }
+    }
+}
