@@ -26,6 +26,9 @@ Environment:
     TWILL_PARTITIONS=0  on sm100, write stages only and let Triton partition
                         around them (default: twill's own partitions where
                         Triton can build them)
+    TWILL_LOWER=1       on sm90, lower each loop twill can to its own warp-specialized
+                        code (verified before it is emitted), before Triton's
+                        Hopper warp specialization; the others as without it
     TWILL_OPTIONS=S     more pass options, space separated, as twill-opt's
                         --twill-schedule takes them (e.g. "objective=slack
                         loads=last"); enable(extra_options=...) overrides it

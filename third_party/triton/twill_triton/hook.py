@@ -44,6 +44,10 @@ log = logging.getLogger("twill")
 
 SPLIT_FIRST = "passes.ttgpuir.add_assign_latencies"
 SPLIT_LAST = "passes.ttgpuir.add_schedule_loops"
+# Triton's Hopper warp specialization (sm90), which splits a
+# `warp_specialize=True` loop into partitions before the split point: where
+# twill lowers such a loop (TWILL_LOWER=1), it does so before this pass.
+HOPPER_WS = "nvidia.passes.hopper.add_hopper_warpspec"
 # The typed report twill-opt writes (`--twill-schedule=report=PATH`,
 # docs/report-schema.md); the hook and `configure` read its fields.
 REPORT_SCHEMA = "twill.schedule-report/1"
@@ -79,10 +83,21 @@ class Decision:
     # docs/report-schema.md): a record per loop and per kernel; None where
     # twill-opt did not run to the end.
     report: Optional[dict] = None
+    # The report of the lowering call (TWILL_LOWER=1, `lower=only` before
+    # Triton's Hopper warp specialization), same schema; None without it.
+    lowering: Optional[dict] = None
 
     def loop_records(self) -> List[dict]:
-        """The report's loop records (none without a report)."""
-        return list((self.report or {}).get("loops") or [])
+        """The loop records: the loops twill lowered (from the lowering
+        call's report), then the attribute route's (none without a report),
+        less the loops it found already lowered."""
+        lowered = [r for r in (self.lowering or {}).get("loops") or [] if r.get("decision") == "scheduled"]
+        rest = [r for r in (self.report or {}).get("loops") or [] if r.get("reason") != "lowered_by_twill"]
+        return lowered + rest
+
+    def lowered(self) -> List[str]:
+        """Names of the loops twill replaced by its warp-specialized code."""
+        return [r["name"] for r in (self.lowering or {}).get("loops") or [] if r.get("decision") == "scheduled"]
 
 
 _lock = threading.Lock()
@@ -149,9 +164,15 @@ class Config:
     # back) and warn about those the verifier does not prove
     # (TWILL_VERIFY_TRITON=1).
     verify_triton: bool = False
+    # Lower sm90 loops to twill's own warp-specialized code, verified before
+    # it is emitted (TWILL_LOWER=1; docs/ws-lowering.md), before Triton's
+    # Hopper warp specialization; the loops not lowered take the attribute
+    # route.
+    lower: bool = False
 
 
-def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra="", verify_triton=None):
+def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra="", verify_triton=None,
+            lower=None):
     return Config(
         twill_opt=_find_twill_opt(twill_opt),
         timeout=float(timeout if timeout is not None else os.environ.get("TWILL_TIMEOUT", 30)),
@@ -163,6 +184,7 @@ def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None
         extra=extra or os.environ.get("TWILL_OPTIONS", "").strip(),
         partitions=os.environ.get("TWILL_PARTITIONS", "1").strip().lower() not in ("0", "false", "no", "off"),
         verify_triton=_env_bool("TWILL_VERIFY_TRITON") if verify_triton is None else bool(verify_triton),
+        lower=_env_bool("TWILL_LOWER") if lower is None else bool(lower),
     )
 
 
@@ -184,17 +206,17 @@ def _cache_key(cfg):
     (hence its machine descriptions and solver) and the pass options."""
     replay = os.environ.get("TWILL_REPLAY_DIR", "")
     return (f"twill-{_binary_hash(cfg.twill_opt)}-{cfg.scope}-{cfg.timeout}-{cfg.extra}"
-            f"-{'p' if cfg.partitions else 'np'}-{replay}")
+            f"-{'p' if cfg.partitions else 'np'}-{'l' if cfg.lower else 'nl'}-{replay}")
 
 
 def enable(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra_options="",
-           verify_triton=None):
+           verify_triton=None, lower=None):
     """Schedule the loops of every Triton kernel compiled from now on with
     twill. Arguments override the environment (see the package doc)."""
     import triton
     from triton import knobs
 
-    cfg = _config(twill_opt, timeout, scope, strict, dump_dir, extra_options, verify_triton)
+    cfg = _config(twill_opt, timeout, scope, strict, dump_dir, extra_options, verify_triton, lower)
     if (not cfg.twill_opt or not os.path.exists(cfg.twill_opt)) and not os.environ.get("TWILL_REPLAY_DIR"):
         raise TwillError("twill-opt not found: set TWILL_OPT, put it on PATH, or build it "
                          "(cargo build --release); or set TWILL_REPLAY_DIR to replay recorded schedules")
@@ -313,8 +335,9 @@ class _IRProxy:
 
 def leaves_loops_to_triton(report) -> bool:
     """Whether twill scheduled some loop of a kernel and left another to
-    Triton's own schedule (by the report's decisions)."""
-    decisions = {r["decision"] for r in (report or {}).get("loops") or []}
+    Triton's own schedule (by the report's decisions; a loop twill lowered
+    earlier is not left to Triton)."""
+    decisions = {r["decision"] for r in (report or {}).get("loops") or [] if r.get("reason") != "lowered_by_twill"}
     return {"scheduled", "skipped"} <= decisions
 
 
@@ -340,18 +363,39 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
             result["mod"] = mod
             return
         i = names.index(SPLIT_FIRST)
-        _run(ir, mod, calls[:i], tag + "_before_twill")
-        rest = i  # where Triton's own pass list resumes on `mod`
+        h = names.index(HOPPER_WS) if cfg.lower and capability // 10 == 9 and HOPPER_WS in names[:i] else None
+        if h is None:
+            _run(ir, mod, calls[:i], tag + "_before_twill")
+            base, lowered, rest = mod, None, i
+        else:
+            # `rest`: where Triton's own pass list resumes on `mod` if twill
+            # falls back (`mod` is untouched from there on when twill lowered).
+            base, lowered, rest = _lower_first(ir, mod, calls, h, i, capability, options, cfg, tag)
         try:
-            new, decision = _schedule(ir, mod, capability, options, cfg)
-            if leaves_loops_to_triton(decision.report):
-                # Some loop keeps Triton's schedule: Triton schedules every
-                # loop first, and twill's schedule replaces Triton's on the
-                # loops twill schedules (a loop without a schedule would
-                # reach the pipeliner unpipelined).
-                _run(ir, mod, calls[i:i + 2], tag + "_triton_schedule")
-                rest = i + 2
-                new, decision = _schedule(ir, mod, capability, options, cfg)
+            try:
+                new, decision = _schedule(ir, base, capability, options, cfg)
+            except _Fallback as e:
+                if lowered is None:
+                    raise
+                # Every loop was lowered, or is left to Triton: Triton
+                # schedules the others.
+                log.info("twill: %s: no loop for the attribute route: %s", lowered.kernel, e)
+                _run(ir, base, calls[i:i + 2], tag + "_triton_schedule")
+                new, decision = base, Decision(kernel=lowered.kernel, capability=capability, scheduled=True,
+                                               dump=lowered.dump, report=getattr(e, "decision", lowered).report)
+            else:
+                if leaves_loops_to_triton(decision.report):
+                    # Some loop keeps Triton's schedule: Triton schedules every
+                    # loop first, and twill's schedule replaces Triton's on the
+                    # loops twill schedules (a loop without a schedule would
+                    # reach the pipeliner unpipelined).
+                    _run(ir, base, calls[i:i + 2], tag + "_triton_schedule")
+                    if base is mod:
+                        rest = i + 2
+                    new, decision = _schedule(ir, base, capability, options, cfg)
+            if lowered is not None:
+                decision.lowering = lowered.report
+                decision.remarks = lowered.remarks + decision.remarks
             try:
                 _run(ir, new, calls[i + 2:], tag + "_after_twill")
             except Exception as e:  # Triton rejected the schedule
@@ -396,6 +440,28 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
     if hasattr(final, "get_tensordesc_metadata"):
         metadata["tensordesc_meta"] = final.get_tensordesc_metadata()
     return final
+
+
+def _lower_first(ir, mod, calls, h, i, capability, options, cfg, tag):
+    """Triton's passes up to its Hopper warp specialization (`calls[h]`),
+    then twill-opt with `lower=only`: the loops twill lowers (each proved by
+    the pipeline verifier before it is emitted) become its warp-specialized
+    code, in a new module, and Triton's list goes on there up to the split
+    point `i` (Hopper warp specialization finds those loops gone). Returns
+    (the module to schedule at the split point, the lowering's Decision or
+    None where nothing was lowered, where Triton's list resumes on `mod` if
+    twill falls back)."""
+    _run(ir, mod, calls[:h], tag + "_before_lowering")
+    try:
+        low, lowered = _schedule(ir, mod, capability, options, cfg, lower="only")
+    except _Fallback as e:
+        log.info("twill: %s: nothing lowered: %s", mod.get_entry_func_name(), e)
+        _run(ir, mod, calls[h:i], tag + "_before_twill")
+        return mod, None, i
+    for name in lowered.lowered():
+        log.info("twill: lowered %s to warp-specialized code (verified)", name)
+    _run(ir, low, calls[h:i], tag + "_after_lowering")
+    return low, lowered, h
 
 
 def _private_make_ttgir(orig, backend, options, capability, recorders):
@@ -648,9 +714,9 @@ def _triton_version():
     return f"{m.group(1)}.{m.group(2)}" if m else "3.6"
 
 
-def _schedule(ir, mod, capability, options, cfg):
-    """Runs twill-opt on `mod`; returns (new module, Decision) or raises
-    _Fallback."""
+def _schedule(ir, mod, capability, options, cfg, lower=None):
+    """Runs twill-opt on `mod` (with `lower=...` when given); returns (new
+    module, Decision) or raises _Fallback."""
     kernel = mod.get_entry_func_name()
     arch = _arch(capability)
     with tempfile.TemporaryDirectory(prefix="twill-") as tmp:
@@ -664,7 +730,8 @@ def _schedule(ir, mod, capability, options, cfg):
         exported = _generic_text(ir, mod, work)
         # The options that change the schedule are part of the key: a
         # schedule recorded with other options is never replayed.
-        key = replay_key(exported, f"{arch} scope={cfg.scope} partitions={cfg.partitions} {cfg.extra}".strip())
+        lowering = f" lower={lower}" if lower else ""
+        key = replay_key(exported, f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering} {cfg.extra}".strip())
         inp = work / "input.mlir"
         out = work / "output.mlir"
         inp.write_text(exported)
@@ -694,6 +761,7 @@ def _schedule(ir, mod, capability, options, cfg):
             # or stages only where no such assignment exists (the remark says
             # why).
             pass_opts += " partitions=false"
+        pass_opts += lowering
         if cfg.extra:
             pass_opts += " " + cfg.extra
         report_path = work / "report.json"

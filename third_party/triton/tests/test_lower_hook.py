@@ -1,0 +1,150 @@
+"""The hook's lowering route (TWILL_LOWER=1, docs/ws-lowering.md 3.7), on
+the CPU for cuda:90 on the installed Triton.
+
+A new user's kernel: a warp-specialized TMA GEMM (`tl.range(...,
+warp_specialize=True)`, num_warps=4) whose descriptors are made in the
+kernel, with a bias + ReLU epilogue. Without the lowering, Triton's Hopper
+warp specialization splits its loop before twill's step and strict mode
+raises. With TWILL_LOWER=1 the hook runs twill-opt (`lower=only`) before
+that pass: the loop becomes twill's warp-specialized code, proved by the
+pipeline verifier before it is emitted, and the module Triton finishes is
+verified again. Also the host-descriptor GEMM of kernels/matmul.py, and a
+kernel the lowering refuses (FA forward at 8 warps), which keeps today's
+route.
+
+Needs twill-opt (TWILL_OPT, or target/release/twill-opt of this checkout).
+"""
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+triton = pytest.importorskip("triton")
+import triton.language as tl  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+
+import twill_triton  # noqa: E402
+from kernels import fa_fwd, matmul  # noqa: E402
+
+TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")
+
+
+@triton.jit
+def gemm_bias_relu(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   BLOCK_K: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BLOCK_N, BLOCK_K])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, BLOCK_N])
+    off_m = tl.program_id(0) * BLOCK_M
+    off_n = tl.program_id(1) * BLOCK_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=True):
+        a = a_desc.load([off_m, k * BLOCK_K])
+        b = b_desc.load([off_n, k * BLOCK_K])
+        acc = tl.dot(a, b.T, acc)
+    cols = off_n + tl.arange(0, BLOCK_N)
+    bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0)
+    out = tl.maximum(acc + bias[None, :], 0.0)
+    c_desc.store([off_m, off_n], out.to(tl.float16))
+
+
+def _bias_relu(cap):
+    from triton.compiler import ASTSource
+
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "bias_ptr": "*fp32", "M": "i32", "N": "i32",
+           "K": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
+    cx = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}
+    attrs = {(i, ): [["tt.divisibility", 16]] for i in range(7)}
+    return ASTSource(fn=gemm_bias_relu, signature=sig, constexprs=cx, attrs=attrs), dict(num_warps=4, num_stages=3)
+
+
+def _host_descriptors(cap):
+    cfg = dict(matmul.DEFAULT_CONFIG, WARP_SPECIALIZE=True)
+    opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages")}
+    return matmul.make_ast_source(**cfg), dict(opts, num_warps=4)
+
+
+def _fa_8_warps(cap):
+    kwargs, opts = fa_fwd.split_config(fa_fwd.CONFIGS["default"][cap])
+    return fa_fwd.make_ast_source(**dict(kwargs, WARP_SPECIALIZE=True)), opts
+
+
+@pytest.fixture
+def twill(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    dump = tmp_path / "dump"
+
+    def on(**kw):
+        twill_triton.enable(twill_opt=TWILL_OPT, dump_dir=str(dump), **kw)
+        return dump
+
+    yield on
+    twill_triton.disable()
+
+
+def _compile(make, cap=90):
+    src, opts = make(cap)
+    return triton.compile(src, target=GPUTarget("cuda", cap, 32), options=opts)
+
+
+def _lowered_dump(d):
+    """The dump subdirectory of the lowering call (the module twill-opt was
+    given before Hopper warp specialization, and what it wrote)."""
+    dirs = [p for p in Path(d.dump).parent.iterdir() if (p / "command.txt").exists()
+            and "lower=only" in (p / "command.txt").read_text()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+@pytest.mark.parametrize("make", [_bias_relu, _host_descriptors], ids=["device_descriptors", "host_descriptors"])
+def test_a_warp_specialized_gemm_is_lowered_by_twill_in_strict_mode(twill, make):
+    twill(strict=True, lower=True)
+    k = _compile(make)
+    d = twill_triton.decisions()[-1]
+    assert d.scheduled, d.reason
+    assert len(d.lowered()) == 1, d.remarks
+    (rec, ) = [r for r in d.loop_records() if r["name"] in d.lowered()]
+    low = rec["schedule"]["lowering"]
+    assert low["lowered"] and low["verified"], low
+    assert any("proved by the pipeline verifier" in r for r in d.remarks), d.remarks
+    # The module Triton finished was proved again by the verifier.
+    assert d.verification and all(r["verdict"] == "proved" for r in d.verification), d.verification
+    ttgir = k.asm["ttgir"]
+    assert ttgir.count("ttg.warp_specialize") >= 1 and "twill.lowered" in ttgir
+    assert ttgir.count("ttng.warp_group_dot_wait") == 2
+    assert k.metadata.num_warps == 8  # 4 of the default region, the producer's warp padded to a group
+    assert "setmaxnreg" in k.asm["ptx"]
+
+
+def test_without_the_lowering_tritons_hopper_ws_splits_the_loop(twill):
+    twill(strict=False, lower=False)
+    k = _compile(_bias_relu)
+    d = twill_triton.decisions()[-1]
+    assert not d.lowered() and not d.scheduled
+    assert "twill.lowered" not in k.asm["ttgir"]
+
+
+def test_the_dump_keeps_the_lowered_module_and_twill_opt_reproduces_it(twill):
+    twill(strict=True, lower=True)
+    _compile(_bias_relu)
+    d = twill_triton.decisions()[-1]
+    work = _lowered_dump(d)
+    cmd = (work / "command.txt").read_text().strip()
+    args = [a.strip("'") for a in re.findall(r"'[^']*'|\S+", cmd)]
+    out = work / "again.mlir"
+    args[args.index("-o") + 1] = str(out)
+    subprocess.run(args, check=True, capture_output=True)
+    assert out.read_text() == (work / "output.mlir").read_text()
+
+
+def test_a_loop_the_lowering_refuses_keeps_the_attribute_route(twill):
+    twill(lower=True)
+    _compile(_fa_8_warps)
+    d = twill_triton.decisions()[-1]
+    assert not d.lowered()
+    assert d.lowering is None or all(r["reason"] == "lowering_refused" for r in d.lowering["loops"]), d.lowering
