@@ -1013,6 +1013,33 @@ fn walk<'b>(b: &'b Block, f: &mut impl FnMut(&'b Op, usize)) {
     go(b, 0, f)
 }
 
+/// A loop that issues asynchronous ops outside the function's
+/// `ttg.warp_specialize`: not covered (the function is verified as the ws
+/// op's threads only), hence reported `unsupported`, never proved.
+fn beside_ws(f: &Function) -> Option<LoopReport> {
+    fn find(b: &Block) -> Option<&Op> {
+        b.ops.iter().find_map(|o| match o.name.as_str() {
+            "ttg.warp_specialize" => None,
+            "scf.for" if issues_async(&o.regions[0]) => Some(o),
+            _ => o.regions.iter().find_map(find),
+        })
+    }
+    let o = find(&f.body)?;
+    Some(LoopReport {
+        function: f.name.clone(),
+        loc: o.loc.clone(),
+        verdict: Verdict::Unsupported,
+        rings: Vec::new(),
+        max_trip_count: 0,
+        violations: Vec::new(),
+        unsupported: Some(Unsupported {
+            op: o.name.clone(),
+            why: "a pipelined loop beside a ttg.warp_specialize in one function is not verified"
+                .into(),
+        }),
+    })
+}
+
 fn gcd(a: i64, b: i64) -> i64 {
     if b == 0 {
         a
@@ -1336,7 +1363,9 @@ pub(super) fn pin_plans(free: &[(usize, Vec<i64>)]) -> Vec<HashMap<usize, i64>> 
 /// Verifies every protocol loop of `f` (module documentation).
 pub fn verify_function(f: &Function) -> Vec<LoopReport> {
     if let Some(r) = super::ws::verify_ws(f) {
-        return vec![r];
+        let mut out = vec![r];
+        out.extend(beside_ws(f));
+        return out;
     }
     let (bufs, alloc_of) = buffers(f);
     let ls = loops(f, &bufs, &alloc_of);
