@@ -163,10 +163,20 @@ struct TwillSchedulePass
 
   Option<std::string> lower{
       *this, "lower",
-      llvm::cl::desc("off: write the schedule as attributes; force: lower "
-                     "supported sm90 loops to warp-specialized TTGIR "
-                     "(docs/ws-lowering.md; unverified, for tests)"),
+      llvm::cl::desc("off: write the schedule as attributes; on: lower "
+                     "supported sm90 loops to warp-specialized TTGIR when "
+                     "the pipeline verifier proves it, else attributes; "
+                     "only: as on, no attributes for the others; force: "
+                     "lower without the verifier (for tests); "
+                     "docs/ws-lowering.md"),
       llvm::cl::init("off")};
+
+  Option<std::string> ring{
+      *this, "ring",
+      llvm::cl::desc("Ring depth of a lowered loop: schedule (the schedule's "
+                     "prefetch plus the slots a consumer holds) or max (as "
+                     "deep as shared memory allows, at most 8)"),
+      llvm::cl::init("schedule")};
 
   void runOnOperation() override {
     std::string o;
@@ -190,6 +200,7 @@ struct TwillSchedulePass
     render(o, "objective", objective);
     render(o, "report", report);
     render(o, "lower", lower);
+    render(o, "ring", ring);
     runBody(*this, gCallbacks ? gCallbacks->schedule : nullptr,
             getOperation(), o,
             [](Pass &p) { static_cast<TwillSchedulePass &>(p).fail(); });

@@ -59,6 +59,8 @@ pub struct LoopOptions {
     pub objective: joint::Objective,
     /// `lower=`: lower sm90 schedules to warp-specialized TTGIR.
     pub lower: Lower,
+    /// `ring=`: how deep the lowering's rings are.
+    pub ring: ws::RingDepth,
 }
 
 /// The pass's `lower=` option (docs/ws-lowering.md).
@@ -354,7 +356,7 @@ fn lower_loop(
     lower: impl FnOnce(&WsPlan) -> Result<(), LowerSkip>,
 ) -> Lowering {
     let smem = machine.memory("smem").map_or(0, |m| m.capacity);
-    let planned = ws::plan(job.ir, lowered, result, &job.o.target, smem);
+    let planned = ws::plan(job.ir, lowered, result, &job.o.target, smem, job.o.ring);
     let verified = job.o.lower.verified();
     match planned.and_then(|p| lower(&p).map(|()| p)) {
         Ok(p) => Lowering {
@@ -871,6 +873,7 @@ mod tests {
             ctas: 1,
             objective: joint::Objective::Length,
             lower: Lower::Off,
+            ring: ws::RingDepth::Schedule,
         }
     }
 
@@ -1039,19 +1042,58 @@ mod tests {
         let dot = lowered.op_of_node.iter().position(|&o| o == 6).unwrap();
         result.schedule.group[dot] = 0;
         let target = options().target;
-        let why = ws::plan(&ir, &lowered, &result, &target, 232_448).unwrap_err();
+        let why = ws::plan(
+            &ir,
+            &lowered,
+            &result,
+            &target,
+            232_448,
+            ws::RingDepth::Schedule,
+        )
+        .unwrap_err();
         assert_eq!(why, LowerSkip::ProducerOp("ttng.warp_group_dot".into()));
         assert!(why.to_string().contains("variable-latency group"), "{why}");
         // Too little shared memory, and a module of 8 warps.
         let (_, lowered, result, _) = gemm_lowering();
-        let why = ws::plan(&ir, &lowered, &result, &target, 65_536).unwrap_err();
+        let why = ws::plan(
+            &ir,
+            &lowered,
+            &result,
+            &target,
+            65_536,
+            ws::RingDepth::Schedule,
+        )
+        .unwrap_err();
         assert!(matches!(why, LowerSkip::SharedMemory { .. }), "{why}");
+        // Eight warps are two warp groups in the default region; six are not
+        // whole warp groups.
         let wide = LoopIr {
             num_warps: 8,
             ..gemm()
         };
-        let why = ws::plan(&wide, &lowered, &result, &target, 232_448).unwrap_err();
-        assert_eq!(why, LowerSkip::NumWarps(8));
+        assert!(ws::plan(
+            &wide,
+            &lowered,
+            &result,
+            &target,
+            232_448,
+            ws::RingDepth::Schedule
+        )
+        .is_ok());
+        let wide = LoopIr {
+            num_warps: 6,
+            ..gemm()
+        };
+        let why = ws::plan(
+            &wide,
+            &lowered,
+            &result,
+            &target,
+            232_448,
+            ws::RingDepth::Schedule,
+        )
+        .unwrap_err();
+        assert_eq!(why, LowerSkip::NumWarps(6));
     }
 
     #[test]
@@ -1073,7 +1115,11 @@ mod tests {
         let s = schedule_loop(&job, |_| Ok(()), |_| unreachable!()).unwrap();
         assert!(s.schedule.lowering.is_none());
         assert_eq!("force".parse::<Lower>(), Ok(Lower::Force));
-        assert!("on".parse::<Lower>().is_err());
+        assert_eq!("on".parse::<Lower>(), Ok(Lower::On));
+        assert_eq!("only".parse::<Lower>(), Ok(Lower::Only));
+        assert!("auto".parse::<Lower>().is_err());
+        assert_eq!("max".parse::<ws::RingDepth>(), Ok(ws::RingDepth::Max));
+        assert!("deep".parse::<ws::RingDepth>().is_err());
     }
 
     #[test]

@@ -82,6 +82,8 @@ pub struct ScheduleOptions {
     pub report: Option<PathBuf>,
     /// `lower=off|on|only|force` (docs/ws-lowering.md).
     pub lower: Lower,
+    /// `ring=schedule|max`: the lowering's ring depth.
+    pub ring: crate::backend::ws::RingDepth,
 }
 
 /// Options of `--twill-export-graph`.
@@ -137,6 +139,7 @@ impl ScheduleOptions {
             objective: joint::Objective::Length,
             report: None,
             lower: Lower::Off,
+            ring: Default::default(),
         };
         let placed = |k: &str, v: &str| match v {
             "first" => Ok(false),
@@ -194,6 +197,7 @@ impl ScheduleOptions {
                 "report" => o.report = (!v.is_empty()).then(|| PathBuf::from(v)),
                 "objective" => o.objective = v.parse()?,
                 "lower" => o.lower = v.parse()?,
+                "ring" => o.ring = v.parse()?,
                 "rotate" => {
                     o.rotate_kernel = match v {
                         "kernel" => true,
@@ -277,6 +281,7 @@ impl ScheduleOptions {
             ctas: self.ctas,
             objective: self.objective,
             lower: self.lower,
+            ring: self.ring,
         }
     }
 }

@@ -26,10 +26,14 @@
 // ONLY: "ttg.warp_specialize.partitions"(%{{.*}}) ({
 // ONLY-NOT: loop.stage
 
-// REFUSED: remark: twill: skipped loop: lowering refused: num-warps 8: {{.*}} (lower=only writes no attributes)
+// REFUSED: remark: twill: skipped loop: lowering refused: a load depends on a loop-carried value (lower=only writes no attributes)
 // REFUSED-NOT: ttg.warp_specialize"
 // REFUSED-NOT: loop.stage
 // REFUSED-NOT: tt.scheduled_max_stage
 
 // FAREPORT: "decision": "skipped",
 // FAREPORT-NEXT: "reason": "lowering_refused",
+
+// ring=max: as deep as shared memory allows, proved the same way.
+// RUN: %twill-opt %inputs/triton36/gemm_sm90.before.mlir --twill-schedule="lower=on ring=max scope=all arch=sm90 triton=3.6" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MAX
+// MAX: remark: twill: lowered to 1+1 partitions (rings 6x2 tiles, 32768 B per slot, 196704 B shared; {{.*}}; proved by the pipeline verifier

@@ -30,6 +30,34 @@ pub const PRODUCER_REGISTERS: u32 = 24;
 /// is released after the wait that follows trip `i + 1`'s wgmma.
 const ASYNC_HOLD: u32 = 2;
 
+/// How deep the rings are (the pass's `ring=` option).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RingDepth {
+    /// The schedule's prefetch plus the slots a consumer holds.
+    #[default]
+    Schedule,
+    /// As deep as shared memory allows (at most [`MAX_DEPTH`] slots,
+    /// [`SMEM_RESERVE`] bytes left for the code around the loop), never
+    /// less than the schedule's.
+    Max,
+}
+
+impl std::str::FromStr for RingDepth {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RingDepth, String> {
+        match s {
+            "schedule" => Ok(RingDepth::Schedule),
+            "max" => Ok(RingDepth::Max),
+            other => Err(format!("ring: expected `schedule` or `max`, got `{other}`")),
+        }
+    }
+}
+
+/// The deepest ring `ring=max` builds.
+pub const MAX_DEPTH: u32 = 8;
+/// Shared memory `ring=max` leaves to the code before and after the loop.
+pub const SMEM_RESERVE: u64 = 16 * 1024;
+
 /// Why a loop is not lowered (it then takes the attribute route).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "code", content = "detail")]
@@ -71,7 +99,7 @@ impl fmt::Display for LowerSkip {
             }
             LowerSkip::NumWarps(n) => write!(
                 f,
-                "num-warps {n}: compute partitions run on the module's layouts, which need 4 warps"
+                "num-warps {n}: the default region runs on the module's layouts, which need whole warp groups"
             ),
             LowerSkip::ComputeGroups(n) => write!(f, "{n} compute groups (one is supported)"),
             LowerSkip::ProducerOp(op) => write!(
@@ -172,6 +200,7 @@ pub fn plan(
     result: &JointResult,
     target: &TritonTarget,
     smem_capacity: u64,
+    ring: RingDepth,
 ) -> Result<WsPlan, LowerSkip> {
     check_target(ir, target)?;
     let group = &result.schedule.group;
@@ -199,7 +228,14 @@ pub fn plan(
         .filter_map(|&(l, _, _)| prefetch_of(lowered, result, l))
         .max()
         .unwrap_or(0);
-    let depth = prefetch + ASYNC_HOLD;
+    let slot_bytes = loads
+        .iter()
+        .map(|(_, _, t)| MemDesc::parse(t).and_then(|m| m.bytes()).unwrap_or(0))
+        .sum::<u64>();
+    let depth = match ring {
+        RingDepth::Schedule => prefetch + ASYNC_HOLD,
+        RingDepth::Max => deepest(slot_bytes, smem_capacity).max(prefetch + ASYNC_HOLD),
+    };
     let rings = loads
         .iter()
         .map(|&(load, alloc, ref t)| ring_load(load, alloc, t, depth))
@@ -238,7 +274,9 @@ fn check_target(ir: &LoopIr, target: &TritonTarget) -> Result<(), LowerSkip> {
             target.arch.name()
         )));
     }
-    if ir.num_warps != 4 {
+    // The one compute group runs in the default region on the module's
+    // layouts: any whole number of warp groups.
+    if ir.num_warps % 4 != 0 {
         return Err(LowerSkip::NumWarps(ir.num_warps));
     }
     Ok(())
@@ -352,6 +390,13 @@ fn single_dot(ir: &LoopIr, users: &[Vec<usize>], consumer: &[usize]) -> Result<u
         [d] => Ok(*d),
         _ => Err(LowerSkip::Dots(dots.len() as u32)),
     }
+}
+
+/// The most slots of `slot_bytes` (plus two barriers) that fit in shared
+/// memory less [`SMEM_RESERVE`], at most [`MAX_DEPTH`].
+fn deepest(slot_bytes: u64, capacity: u64) -> u32 {
+    let room = capacity.saturating_sub(SMEM_RESERVE);
+    (room / (slot_bytes + 16).max(1)).min(u64::from(MAX_DEPTH)) as u32
 }
 
 /// The solver's prefetch of the load at body op `l`.
