@@ -364,6 +364,10 @@ fn captures(
     for k in 0..3 {
         push(unsafe { mlirOperationGetOperand(for_op, k) });
     }
+    // The initial values of the iteration arguments the producer carries.
+    for &k in &plan.producer_carried {
+        push(unsafe { mlirOperationGetOperand(for_op, 3 + k as isize) });
+    }
     sh.rings.iter().copied().for_each(&mut push);
     push(sh.full);
     push(sh.empty);
@@ -459,11 +463,26 @@ fn producer_region(
     let bounds =
         [0, 1, 2].map(|k| map[&(unsafe { mlirOperationGetOperand(for_op, k) }.ptr as usize)]);
     let zero = at.i32(0)?;
-    let (lp, blk) = new_loop(b, bounds, &[zero])?;
+    // SAFETY: operand 3 + k of `for_op` is the initial value of its
+    // iteration argument k, captured.
+    let mut inits = vec![zero];
+    inits.extend(
+        (plan.producer_carried.iter()).map(|&k| {
+            map[&(unsafe { mlirOperationGetOperand(for_op, 3 + k as isize) }.ptr as usize)]
+        }),
+    );
+    let (lp, blk) = new_loop(b, bounds, &inits)?;
     at.add_op(lp);
-    // SAFETY: the old body's first block argument is the induction variable.
-    let old_iv = unsafe { mlirBlockGetArgument(mlirOperationGetBlock(body[0]), 0) };
-    map.insert(old_iv.ptr as usize, arg(blk, 0));
+    // SAFETY: the old body's block arguments are the induction variable,
+    // then the iteration arguments.
+    let old = unsafe { mlirOperationGetBlock(body[0]) };
+    map.insert(arg(old, 0).ptr as usize, arg(blk, 0));
+    for (j, &k) in plan.producer_carried.iter().enumerate() {
+        map.insert(
+            arg(old, 1 + k as isize).ptr as usize,
+            arg(blk, 2 + j as isize),
+        );
+    }
     producer_trip(&At { b, block: blk }, body, plan, sh, &mut map, arg(blk, 1))?;
     at.add("ttg.warp_return", &[], &[], &[])?;
     Ok(region)
@@ -532,8 +551,17 @@ fn producer_trip(
             &attrs,
         )?;
     }
-    let next = at.arith("addi", it, one)?;
-    at.add("scf.yield", &[next], &[], &[])?;
+    let mut next = vec![at.arith("addi", it, one)?];
+    // SAFETY: the old body block's terminator is its `scf.yield`, one
+    // operand per iteration argument.
+    let old_yield = unsafe { mlirBlockGetTerminator(mlirOperationGetBlock(body[0])) };
+    for &k in &plan.producer_carried {
+        next.push(remap(
+            unsafe { mlirOperationGetOperand(old_yield, k as isize) },
+            map,
+        ));
+    }
+    at.add("scf.yield", &next, &[], &[])?;
     Ok(())
 }
 

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Arch, TritonTarget, LOADS, SMEM_VIEWS, WGMMA};
 use crate::frontend::lower::Lowered;
-use crate::frontend::{LoopIr, ValueSrc};
+use crate::frontend::{IrValue, LoopIr, ValueSrc};
 use crate::joint::JointResult;
 use types::MemDesc;
 
@@ -155,6 +155,10 @@ pub struct WsPlan {
     pub pendings: u32,
     /// Body ops the producer needs (scalar address arithmetic), in order.
     pub producer_ops: Vec<usize>,
+    /// Iteration arguments the producer carries itself (scalar offsets the
+    /// loads' addresses advance by), with their updates among
+    /// `producer_ops`.
+    pub producer_carried: Vec<usize>,
     /// Body ops of the default region, in order (loads and allocs
     /// excluded: the allocs become slot views).
     pub consumer_ops: Vec<usize>,
@@ -219,7 +223,7 @@ pub fn plan(
         return Err(LowerSkip::ComputeGroups(groups.len() as u32));
     }
     loads.sort_unstable_by_key(|&(l, _, _)| l);
-    let producer_ops = producer_deps(ir, &loads)?;
+    let (producer_ops, producer_carried) = producer_deps(ir, &loads)?;
     let taken: BTreeSet<usize> = loads.iter().flat_map(|&(l, a, _)| [l, a]).collect();
     let consumer_ops = consumer_ops(ir, &users, &taken, &producer_ops);
     let dot = single_dot(ir, &users, &consumer_ops)?;
@@ -258,6 +262,7 @@ pub fn plan(
         dot,
         pendings: 1,
         producer_ops: producer_ops.into_iter().collect(),
+        producer_carried: producer_carried.into_iter().collect(),
         consumer_ops,
         producer_warps: PRODUCER_WARPS,
         producer_registers: PRODUCER_REGISTERS,
@@ -299,21 +304,29 @@ fn producer_load(
 }
 
 /// The body ops the loads' operands come from (transitively): scalar ops
-/// the producer clones. Refuses anything else.
+/// the producer clones, and the iteration arguments among them, which the
+/// producer carries with their updates. Refuses anything else.
 fn producer_deps(
     ir: &LoopIr,
     loads: &[(usize, usize, String)],
-) -> Result<BTreeSet<usize>, LowerSkip> {
+) -> Result<(BTreeSet<usize>, BTreeSet<usize>), LowerSkip> {
     let mut deps = BTreeSet::new();
+    let mut carried = BTreeSet::new();
     let mut todo: Vec<usize> = loads.iter().map(|&(l, _, _)| l).collect();
     while let Some(i) = todo.pop() {
-        for v in &ir.ops[i].operands {
+        let mut values: Vec<&IrValue> = ir.ops[i].operands.iter().collect();
+        while let Some(v) = values.pop() {
             match v.src {
                 ValueSrc::Op { op, .. } if deps.insert(op) => todo.push(op),
-                ValueSrc::IterArg(_) => {
-                    return Err(LowerSkip::Shape(
-                        "a load depends on a loop-carried value".into(),
-                    ))
+                ValueSrc::IterArg(k) if carried.insert(k) => {
+                    let next = &ir.yields[k];
+                    if !types::capturable(&next.ty) || next.ty.starts_with("!ttg") {
+                        return Err(LowerSkip::Shape(format!(
+                            "a load depends on a loop-carried {}, not a scalar",
+                            next.ty
+                        )));
+                    }
+                    values.push(next);
                 }
                 ValueSrc::Outside(_) if !types::capturable(&v.ty) => {
                     return Err(LowerSkip::TensorCapture(v.ty.clone()))
@@ -335,7 +348,7 @@ fn producer_deps(
             )));
         }
     }
-    Ok(deps)
+    Ok((deps, carried))
 }
 
 /// The default region's ops: all but the loads, their allocs and the ops

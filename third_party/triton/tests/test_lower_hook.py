@@ -53,6 +53,36 @@ def gemm_bias_relu(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, BLOCK_M: tl.constexpr
     c_desc.store([off_m, off_n], out.to(tl.float16))
 
 
+@triton.jit
+def gemm_carried_offset(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                        BLOCK_K: tl.constexpr):
+    # The K offset is carried by the loop (as in Triton's tutorials): the
+    # producer partition carries its own copy.
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BLOCK_N, BLOCK_K])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, BLOCK_N])
+    off_m = tl.program_id(0) * BLOCK_M
+    off_n = tl.program_id(1) * BLOCK_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    off_k = 0
+    for _ in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=True):
+        a = a_desc.load([off_m, off_k])
+        b = b_desc.load([off_n, off_k])
+        acc = tl.dot(a, b.T, acc)
+        off_k += BLOCK_K
+    c_desc.store([off_m, off_n], acc.to(tl.float16))
+
+
+def _carried_offset(cap):
+    from triton.compiler import ASTSource
+
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
+    cx = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64}
+    attrs = {(i, ): [["tt.divisibility", 16]] for i in range(6)}
+    return ASTSource(fn=gemm_carried_offset, signature=sig, constexprs=cx, attrs=attrs), dict(num_warps=8)
+
+
 def _bias_relu(cap):
     from triton.compiler import ASTSource
 
@@ -87,6 +117,10 @@ def twill(tmp_path, monkeypatch):
     twill_triton.disable()
 
 
+def src_warps(make):
+    return make(90)[1]["num_warps"]
+
+
 def _compile(make, cap=90):
     src, opts = make(cap)
     return triton.compile(src, target=GPUTarget("cuda", cap, 32), options=opts)
@@ -101,7 +135,8 @@ def _lowered_dump(d):
     return dirs[0]
 
 
-@pytest.mark.parametrize("make", [_bias_relu, _host_descriptors], ids=["device_descriptors", "host_descriptors"])
+@pytest.mark.parametrize("make", [_bias_relu, _host_descriptors, _carried_offset],
+                         ids=["device_descriptors", "host_descriptors", "carried_offset_8_warps"])
 def test_a_warp_specialized_gemm_is_lowered_by_twill_in_strict_mode(twill, make):
     twill(strict=True, lower=True)
     k = _compile(make)
@@ -117,7 +152,8 @@ def test_a_warp_specialized_gemm_is_lowered_by_twill_in_strict_mode(twill, make)
     ttgir = k.asm["ttgir"]
     assert ttgir.count("ttg.warp_specialize") >= 1 and "twill.lowered" in ttgir
     assert ttgir.count("ttng.warp_group_dot_wait") == 2
-    assert k.metadata.num_warps == 8  # 4 of the default region, the producer's warp padded to a group
+    # The default region's warps, and the producer's warp padded to a group.
+    assert k.metadata.num_warps == src_warps(make) + 4
     assert "setmaxnreg" in k.asm["ptx"]
 
 
