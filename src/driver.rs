@@ -998,11 +998,29 @@ mod tests {
         assert_eq!(plan.loads.len(), 2);
         assert!(plan.loads.iter().all(|l| l.bytes == 16384));
         assert_eq!(plan.expect_bytes, 2 * 16384);
+        assert_eq!((plan.full_count, plan.empty_count), (1, 1));
         assert_eq!(
-            (plan.full_count, plan.empty_count, plan.pendings),
-            (1, 1, 1)
+            (plan.dots.clone(), plan.producer_ops.clone()),
+            (vec![6], vec![0])
         );
-        assert_eq!((plan.dot, plan.producer_ops.clone()), (6, vec![0]));
+        // One wait, at the trip's end: it retires the previous trip's
+        // wgmma (the accumulator chain stays in flight until then) and
+        // passes this trip's through with pendings 1; the slot is held two
+        // trips, the wgmma stays in flight carried by iteration argument 0.
+        use crate::backend::ws::waits::{InFlight, WaitPoint};
+        assert_eq!(
+            plan.waits.points,
+            vec![WaitPoint {
+                before: 2,
+                retire: vec![InFlight::Carried(0)],
+                through: vec![6],
+                pendings: 1
+            }]
+        );
+        assert_eq!(
+            (plan.waits.hold, plan.waits.carried.clone()),
+            (2, vec![(6, 0)])
+        );
         // The default region: the B tile's transpose and the wgmma; the
         // loads' address arithmetic stays with the producer.
         assert_eq!(plan.consumer_ops, vec![5, 6]);

@@ -176,7 +176,7 @@ mod tests {
     fn a_lowering_the_verifier_rejects_is_never_emitted() {
         for mutate in [
             (|p: &mut WsPlan| p.full_count += 1) as fn(&mut WsPlan),
-            |p: &mut WsPlan| p.pendings += 1,
+            |p: &mut WsPlan| p.waits.points[0].pendings += 1,
             |p: &mut WsPlan| p.depth = 1,
         ] {
             let (answer, ws) = gate(mutate);

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use mlir_sys::*;
 
+use super::waits::{InFlight, WaitPoint};
 use super::{types, LowerSkip, WsPlan};
 use crate::backend::mlir::{body_ops, string_ref};
 use crate::frontend::mlir::{enclosing_function, has_attr, nested_ops, op_name, type_text};
@@ -646,40 +647,88 @@ fn consumer_trip(
             slot,
         );
     }
-    let mut dot_result = None;
-    for &i in &plan.consumer_ops {
+    let points = &plan.waits.points;
+    for (p, &i) in plan.consumer_ops.iter().enumerate() {
+        for w in points.iter().filter(|w| w.before == p) {
+            wait_point(at, body, w, map)?;
+        }
         let c = clone_into(at, body[i], map)?;
-        if i == plan.dot {
+        if plan.dots.contains(&i) {
             let async_attr = at.b.attr("true")?;
-            // SAFETY: `c` is the cloned wgmma with one result.
+            // SAFETY: `c` is the cloned wgmma.
             unsafe {
-                mlirOperationSetInherentAttributeByName(c, string_ref("isAsync"), async_attr);
-                let d = mlirOperationGetResult(c, 0);
-                let pend = ("pendings", format!("{} : i32", plan.pendings));
-                let w = at.val(
-                    "ttng.warp_group_dot_wait",
-                    &[d],
-                    mlirValueGetType(d),
-                    &[pend],
-                )?;
-                map.insert(mlirOperationGetResult(body[i], 0).ptr as usize, w);
-                dot_result = Some(mlirOperationGetResult(body[i], 0));
-            }
+                mlirOperationSetInherentAttributeByName(c, string_ref("isAsync"), async_attr)
+            };
         }
     }
-    release(at, plan, sh, it, zero)?;
+    for w in points
+        .iter()
+        .filter(|w| w.before == plan.consumer_ops.len())
+    {
+        wait_point(at, body, w, map)?;
+    }
+    release(at, plan, sh, it, zero, s)?;
     let next = at.arith("addi", it, one)?;
-    yield_trip(at, body, map, next, dot_result)
+    yield_trip(at, body, map, next, plan)
 }
 
-/// Releases the previous trip's slot (its wgmma retired at the wait).
+/// A `warp_group_dot_wait`: the results of this trip's wgmmas it passes
+/// through, and the register A operands of those it retires (their
+/// registers live until then); later uses take its results.
+fn wait_point(
+    at: &At,
+    body: &[MlirOperation],
+    w: &WaitPoint,
+    map: &mut HashMap<usize, MlirValue>,
+) -> Result<(), LowerSkip> {
+    // SAFETY: body ops are live; their clones are in `map`.
+    unsafe {
+        let mut old: Vec<MlirValue> = w
+            .through
+            .iter()
+            .map(|&d| mlirOperationGetResult(body[d], 0))
+            .collect();
+        for f in &w.retire {
+            if let InFlight::Dot(d) = *f {
+                let a = mlirOperationGetOperand(body[d], 0);
+                if !type_text(a).starts_with("!ttg.memdesc") && !old.iter().any(|v| v.ptr == a.ptr)
+                {
+                    old.push(a);
+                }
+            }
+        }
+        let new: Vec<MlirValue> = old
+            .iter()
+            .map(|v| map.get(&(v.ptr as usize)).copied().unwrap_or(*v))
+            .collect();
+        let tys: Vec<MlirType> = new.iter().map(|&v| mlirValueGetType(v)).collect();
+        let pend = ("pendings", format!("{} : i32", w.pendings));
+        let op = at.add("ttng.warp_group_dot_wait", &new, &tys, &[pend])?;
+        for (j, v) in old.iter().enumerate() {
+            map.insert(v.ptr as usize, mlirOperationGetResult(op, j as isize));
+        }
+    }
+    Ok(())
+}
+
+/// Releases a slot once its readers retired: the previous trip's (its
+/// wgmmas retired at this trip's end wait) when a slot is held two trips,
+/// else this trip's.
 fn release(
     at: &At,
     plan: &WsPlan,
     sh: &Shared,
     it: MlirValue,
     zero: MlirValue,
+    current: MlirValue,
 ) -> Result<(), LowerSkip> {
+    let count = ("count", format!("{} : i32", plan.empty_count));
+    if plan.waits.hold == 1 {
+        let t = at.i1(true)?;
+        let empty = at.index(sh.empty, current, sh.barrier)?;
+        at.add("ttng.arrive_barrier", &[empty, t], &[], &[count])?;
+        return Ok(());
+    }
     let i1 = at.b.ty("i1")?;
     let rel = at.val(
         "arith.cmpi",
@@ -691,19 +740,18 @@ fn release(
     let d = at.i32(i64::from(plan.depth))?;
     let prev = at.arith("remsi", at.arith("addi", it, back)?, d)?;
     let empty = at.index(sh.empty, prev, sh.barrier)?;
-    let count = ("count", format!("{} : i32", plan.empty_count));
     at.add("ttng.arrive_barrier", &[empty, rel], &[], &[count])?;
     Ok(())
 }
 
 /// The old yield remapped, plus the counter; the positions that yield
-/// the wgmma's result.
+/// wgmmas still in flight.
 fn yield_trip(
     at: &At,
     body: &[MlirOperation],
     map: &HashMap<usize, MlirValue>,
     next: MlirValue,
-    dot: Option<MlirValue>,
+    plan: &WsPlan,
 ) -> Result<Vec<usize>, LowerSkip> {
     // SAFETY: the terminator follows the last body op.
     let term = unsafe { mlirOperationGetNextInBlock(*body.last().expect("a body")) };
@@ -713,14 +761,11 @@ fn yield_trip(
         ));
     }
     let mut values = Vec::new();
-    let mut waited = Vec::new();
+    let waited = plan.waits.carried.iter().map(|&(_, k)| k).collect();
     // SAFETY: the yield's operands are live.
     unsafe {
         for k in 0..mlirOperationGetNumOperands(term) {
             let v = mlirOperationGetOperand(term, k);
-            if dot.is_some_and(|d| d.ptr == v.ptr) {
-                waited.push(k as usize);
-            }
             values.push(map.get(&(v.ptr as usize)).copied().unwrap_or(v));
         }
     }

@@ -10,6 +10,7 @@
 #[cfg(feature = "mlir")]
 pub mod emit;
 pub mod types;
+pub mod waits;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -26,9 +27,6 @@ use types::MemDesc;
 pub const PRODUCER_WARPS: u32 = 1;
 /// Registers the producer asks for (`gluon_hopper.py`'s 24).
 pub const PRODUCER_REGISTERS: u32 = 24;
-/// Iterations an asynchronous wgmma holds its slots: the slot of trip `i`
-/// is released after the wait that follows trip `i + 1`'s wgmma.
-const ASYNC_HOLD: u32 = 2;
 
 /// How deep the rings are (the pass's `ring=` option).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -109,7 +107,7 @@ impl fmt::Display for LowerSkip {
             LowerSkip::LoadInCompute(op) => {
                 write!(f, "load `{op}` outside the variable-latency group")
             }
-            LowerSkip::Dots(n) => write!(f, "{n} wgmmas in the compute group (one is supported)"),
+            LowerSkip::Dots(n) => write!(f, "{n} wgmmas in the compute group (at least one is needed)"),
             LowerSkip::Shape(why) => write!(f, "{why}"),
             LowerSkip::TensorCapture(ty) => write!(f, "the producer would capture a tensor ({ty})"),
             LowerSkip::Type(ty) => write!(f, "cannot read type {ty}"),
@@ -150,9 +148,9 @@ pub struct WsPlan {
     /// `empty` (one per compute partition reading the slot).
     pub full_count: u32,
     pub empty_count: u32,
-    /// The compute group's wgmma and the pendings of its in-loop wait.
-    pub dot: usize,
-    pub pendings: u32,
+    /// The compute group's wgmmas (all asynchronous) and its waits.
+    pub dots: Vec<usize>,
+    pub waits: waits::Waits,
     /// Body ops the producer needs (scalar address arithmetic), in order.
     pub producer_ops: Vec<usize>,
     /// Iteration arguments the producer carries itself (scalar offsets the
@@ -226,7 +224,9 @@ pub fn plan(
     let (producer_ops, producer_carried) = producer_deps(ir, &loads)?;
     let taken: BTreeSet<usize> = loads.iter().flat_map(|&(l, a, _)| [l, a]).collect();
     let consumer_ops = consumer_ops(ir, &users, &taken, &producer_ops);
-    let dot = single_dot(ir, &users, &consumer_ops)?;
+    let dots = compute_dots(ir, &consumer_ops)?;
+    let allocs: BTreeSet<usize> = loads.iter().map(|&(_, a, _)| a).collect();
+    let waits = waits::plan(ir, &consumer_ops, &allocs)?;
     let prefetch = loads
         .iter()
         .filter_map(|&(l, _, _)| prefetch_of(lowered, result, l))
@@ -236,9 +236,10 @@ pub fn plan(
         .iter()
         .map(|(_, _, t)| MemDesc::parse(t).and_then(|m| m.bytes()).unwrap_or(0))
         .sum::<u64>();
+    let need = prefetch + waits.hold;
     let depth = match ring {
-        RingDepth::Schedule => prefetch + ASYNC_HOLD,
-        RingDepth::Max => deepest(slot_bytes, smem_capacity).max(prefetch + ASYNC_HOLD),
+        RingDepth::Schedule => need,
+        RingDepth::Max => deepest(slot_bytes, smem_capacity).max(need),
     };
     let rings = loads
         .iter()
@@ -259,8 +260,8 @@ pub fn plan(
         expect_bytes,
         full_count: 1,
         empty_count: 1,
-        dot,
-        pendings: 1,
+        dots,
+        waits,
         producer_ops: producer_ops.into_iter().collect(),
         producer_carried: producer_carried.into_iter().collect(),
         consumer_ops,
@@ -376,7 +377,9 @@ fn consumer_ops(
         .collect()
 }
 
-fn single_dot(ir: &LoopIr, users: &[Vec<usize>], consumer: &[usize]) -> Result<usize, LowerSkip> {
+/// The compute group's wgmmas; refuses an op with regions other than a
+/// reduction or scan, and an op making a shared-memory buffer.
+fn compute_dots(ir: &LoopIr, consumer: &[usize]) -> Result<Vec<usize>, LowerSkip> {
     let dots: Vec<usize> = consumer
         .iter()
         .copied()
@@ -384,7 +387,7 @@ fn single_dot(ir: &LoopIr, users: &[Vec<usize>], consumer: &[usize]) -> Result<u
         .collect();
     for &i in consumer {
         let o = &ir.ops[i];
-        if !o.nested.is_empty() {
+        if !o.nested.is_empty() && !matches!(o.name.as_str(), "tt.reduce" | "tt.scan") {
             return Err(LowerSkip::Shape(format!("`{}` has regions", o.name)));
         }
         let view = SMEM_VIEWS.contains(&o.name.as_str()) || o.name == WGMMA;
@@ -395,14 +398,10 @@ fn single_dot(ir: &LoopIr, users: &[Vec<usize>], consumer: &[usize]) -> Result<u
             )));
         }
     }
-    match dots.as_slice() {
-        [d] if !users[*d].is_empty() => Err(LowerSkip::Shape(
-            "the wgmma's result is read inside the loop (only a carried accumulator is supported)"
-                .into(),
-        )),
-        [d] => Ok(*d),
-        _ => Err(LowerSkip::Dots(dots.len() as u32)),
+    if dots.is_empty() {
+        return Err(LowerSkip::Dots(0));
     }
+    Ok(dots)
 }
 
 /// The most slots of `slot_bytes` (plus two barriers) that fit in shared

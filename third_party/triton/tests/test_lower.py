@@ -112,8 +112,8 @@ def test_the_tail_is_the_recorded_one():
     assert [name for name, _ in TAIL36] == recorded[start:]
 
 
-def _lowered(tmp_path):
-    before = (INPUTS / "gemm_sm90.before.mlir").read_text()
+def _lowered(tmp_path, name="gemm_sm90", scope="all"):
+    before = (INPUTS / f"{name}.before.mlir").read_text()
     version = "3.6"
     if V39:
         before = re.sub(r"!tt\.tensordesc<tensor<([^>]*)>>", r"!tt.tensordesc<\1>", before)
@@ -123,7 +123,7 @@ def _lowered(tmp_path):
     out = tmp_path / "lowered.mlir"
     run = subprocess.run(
         [TWILL_OPT, str(src), "-mlir-print-debuginfo",
-         f"--twill-schedule=lower=force scope=all arch=sm90 triton={version}", "-o", str(out)],
+         f"--twill-schedule=lower=force scope={scope} arch=sm90 triton={version}", "-o", str(out)],
         capture_output=True, text=True, check=True,
     )
     assert "twill: lowered to 1+1 partitions" in run.stderr, run.stderr
@@ -133,18 +133,43 @@ def _lowered(tmp_path):
     return path
 
 
-def test_the_lowered_gemm_compiles_with_its_waits(tmp_path):
+def _tail(path):
+    """The module at `path` through the rest of make_ttgir: (backend, module)."""
     backend = CUDABackend(GPUTarget("cuda", CAP, 32))
     ctx = ir.context()
     ir.load_dialects(ctx)
     backend.load_dialects(ctx)
-    mod = ir.parse_mlir_module(str(_lowered(tmp_path)), ctx)
+    mod = ir.parse_mlir_module(str(path), ctx)
     mod.context = ctx
     pm = ir.pass_manager(ctx)
     pm.enable_debug()
     for add in [add for _, add in TAIL36] if V36 else _tail39():
         add(pm)
     pm.run(mod, "twill-lower-tail")
+    return backend, mod
+
+
+def test_the_lowered_fa_forward_compiles(tmp_path):
+    """The FA forward (8 warps, two wgmmas, a softmax between them, the K/V
+    offset carried by the loop): the producer carries the offset, QK is
+    waited for before the softmax, PV (register A) before the trip ends."""
+    backend, mod = _tail(_lowered(tmp_path, "fa_fwd_sm90", "ws"))
+    ttgir = mod.str()
+    assert ttgir.count("ttg.warp_specialize(") + ttgir.count('"ttg.warp_specialize"(') == 1
+    waits = re.findall(r"ttng\.warp_group_dot_wait .*?\{pendings = (\d+) : i32\}", ttgir)
+    assert waits == ["0", "0"], waits
+    opts = backend.parse_options(dict(num_warps=8, num_stages=2))
+    md = {}
+    llir = backend.make_llir(mod, md, opts, CAP)
+    assert md["num_warps"] == 12
+    assert md["shared"] <= SMEM
+    ptx = backend.make_ptx(llir, md, opts, backend.target.arch)
+    assert "setmaxnreg.dec" in ptx and "setmaxnreg.inc" in ptx
+    assert len(backend.make_cubin(ptx, md, opts, backend.target.arch)) > 0
+
+
+def test_the_lowered_gemm_compiles_with_its_waits(tmp_path):
+    backend, mod = _tail(_lowered(tmp_path))
     ttgir = mod.str()
     assert ttgir.count("ttg.warp_specialize(") + ttgir.count('"ttg.warp_specialize"(') == 1
     waits = re.findall(r"ttng\.warp_group_dot_wait .*?\{pendings = (\d+) : i32\}", ttgir)
