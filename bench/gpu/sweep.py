@@ -16,11 +16,13 @@ is compiled per shape with the divisibility the JIT would specialize on
 
 Every launch writes into a NaN-poisoned C with one poisoned guard row
 below it, which must stay NaN. A launch that fails on the host (a tensor
-descriptor the hardware cannot describe, e.g. K = 0 or a row stride that
-is not a multiple of 16 bytes) is "unsupported size", for stock and twill
-alike, never a pass; the bias + ReLU kernel makes its descriptors in the
-kernel, unchecked, and is not launched where a row is not a multiple of
-16 bytes. Each (kernel, route) runs in a child process; a launch that does
+descriptor the hardware cannot describe: a row stride that is not a
+multiple of 16 bytes, 0 columns) is "unsupported size", for stock and twill
+alike, never a pass; the host kernels run K = 0 over descriptors of
+BLOCK_K columns (the loop runs no iteration), the bias + ReLU kernel (its
+descriptors made in the kernel, unchecked) as written, where a failure is
+an unsupported size too, and not where a row is not a multiple of 16
+bytes. Each (kernel, route) runs in a child process; a launch that does
 not finish within HANG_S is a "hang" (the child is killed and the next case
 runs in a new one), and cases left when the sweep's deadline passes are
 "not run". Every twill case records whether its compile lowered the loop
@@ -142,21 +144,26 @@ def lowering_record(d):
 def run_case(kernel, k, M, N, K):
     """Launches compiled `k` once on random inputs of (M, N, K) into a
     NaN-poisoned C (and guard row); returns (status, max relative error,
-    note)."""
+    note, whether the CUDA context may be broken). A host descriptor of 0
+    columns is refused on the host, so the host kernels run K = 0 (no
+    iteration) over descriptors of BLOCK_K columns; the bias + ReLU kernel
+    runs it as written, and a failure at K = 0 is an unsupported size."""
     import torch
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
-    b = torch.randn(N, K, device="cuda", dtype=torch.float16)
+    BM, BN, BK = BLOCK["BLOCK_M"], BLOCK["BLOCK_N"], BLOCK["BLOCK_K"]
+    cols = BK if K == 0 and kernel != "device bias+relu" else K
+    a = torch.randn(M, cols, device="cuda", dtype=torch.float16)
+    b = torch.randn(N, cols, device="cuda", dtype=torch.float16)
     buf = torch.full((M + 1, N), float("nan"), device="cuda", dtype=torch.float16)
     c = buf[:M]
-    ref = a.float() @ b.float().T
-    BM, BN, BK = BLOCK["BLOCK_M"], BLOCK["BLOCK_N"], BLOCK["BLOCK_K"]
+    ref = a[:, :K].float() @ b[:, :K].float().T
+    note = f"K = 0 over descriptors of {cols} columns" if cols != K else ""
     if kernel == "device bias+relu" and (K * 2 % 16 or N * 2 % 16):
         # A descriptor made in the kernel is not checked on the host: its
         # row strides must be multiples of 16 bytes, else the TMA's
         # behaviour is undefined.
-        return "unsupported size", None, "a row of A, B or C is not a multiple of 16 bytes (TMA); not launched"
+        return "unsupported size", None, "a row is not a multiple of 16 bytes (TMA); not launched", False
     try:
         if kernel == "device bias+relu":
             bias = torch.randn(N, device="cuda", dtype=torch.float32)
@@ -168,14 +175,19 @@ def run_case(kernel, k, M, N, K):
             ws = (True, ) if kernel == "host ws" else ()
             k[(triton.cdiv(M, BM) * triton.cdiv(N, BN), 1, 1)](ad, bd, cd, M, N, K, BM, BN, BK, 8, *ws)
     except Exception as e:  # refused on the host: no kernel ran
-        return "unsupported size", None, f"{type(e).__name__}: {str(e)[:160]}"
+        return "unsupported size", None, f"{type(e).__name__}: {str(e)[:160]}", False
+    if K == 0:
+        try:
+            torch.cuda.synchronize()
+        except Exception as e:
+            return "unsupported size", None, f"K = 0 failed on the device: {type(e).__name__}: {str(e)[:120]}", True
     torch.cuda.synchronize()
     if not torch.isnan(buf[M]).all():
-        return "FAIL", None, "wrote below C (guard row changed)"
+        return "FAIL", None, "wrote below C (guard row changed)", False
     if not torch.isfinite(c).all():
-        return "FAIL", None, f"{int((~torch.isfinite(c)).sum())} non-finite outputs (NaN poison left)"
+        return "FAIL", None, f"{int((~torch.isfinite(c)).sum())} non-finite outputs (NaN poison left)", False
     err = (c.float() - ref).abs().max().item() / max(ref.abs().max().item(), 1.0)
-    return ("pass" if err < 1e-2 else "FAIL"), err, ""
+    return ("pass" if err < 1e-2 else "FAIL"), err, note, False
 
 
 def child(spec):
@@ -199,9 +211,12 @@ def child(spec):
         try:
             res["twill"] = twill
             print("LAUNCH", i, flush=True)
-            res["status"], res["err"], res["note"] = run_case(kernel, k, M, N, K)
+            res["status"], res["err"], res["note"], broken = run_case(kernel, k, M, N, K)
             if twill is not None and not twill["ok"] and res["status"] == "pass":
                 res["status"], res["note"] = "FAIL", "correct but not lowered and proved by twill"
+            if broken:  # the next case in a new process
+                print("RESULT", json.dumps(res), flush=True)
+                return
         except Exception as e:
             res.update(status="error", err=None, note=f"{type(e).__name__}: {str(e)[-200:]}")
             print("RESULT", json.dumps(res), flush=True)
