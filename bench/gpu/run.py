@@ -1853,6 +1853,7 @@ def bench_all(out, with_sweep=False):
         fig.savefig(Path(out) / "results.png", dpi=100)
     except Exception as e:
         print("no chart:", e)
+    return results
 
 
 if __name__ == "__main__":
@@ -1899,4 +1900,6 @@ if __name__ == "__main__":
     elif args.dry_run:
         raise SystemExit(dry_run())
     else:
-        bench_all(args.out, with_sweep=args.sweep)
+        res = bench_all(args.out, with_sweep=args.sweep)
+        if args.sweep and not res["sweep"]["ok"]:
+            raise SystemExit("the lowered GEMMs' sweep FAILED (results.json \"sweep\")")
