@@ -4,6 +4,10 @@ kernels against stock Triton (a config grid) and cuDNN / cuBLAS via torch.
 
     python -m bench.gpu.run --plans           # on a machine with twill and twill-opt (no GPU needed)
     python -m bench.gpu.run --out DIR         # on the GPU machine, with the twill_triton wheel installed
+    python -m bench.gpu.run --out DIR --kinds gemm --sweep
+                                              # the GEMM alone, after the lowered GEMMs' sweep
+    python -m bench.gpu.run --dry-run --kinds gemm
+                                              # compile the lowered variants and the sweep for cuda:90, no GPU
 
 The GPU run schedules live: every twill variant is compiled there with the
 hook of the installed wheel and its bundled twill-opt, and each compile's
@@ -18,6 +22,13 @@ need the `twill` solver) and the model's choice of configuration
 twill, per problem size: the "twill choice" rows, one configuration with
 no autotuning on the GPU). It compares both, and every candidate's
 schedules, with the expected file (--bless accepts a difference).
+
+The "twill lowered" rows (lowered_variants) are compiled with the hook's
+lowering on (`lower=True`): each records whether its loop was lowered and
+proved (results.json "lowered"; the row's note), the fastest lowered GEMM
+is paired with the best stock configuration ("paired_lowered") and
+compared with cuBLAS ("summary_lowered"). --sweep runs the lowered GEMMs'
+correctness sweep first (bench.gpu.sweep; results.json "sweep").
 
 Every variant's output is poisoned (NaN) before it runs and checked against
 a float32 reference; NaN never passes. Times are medians of
@@ -226,6 +237,53 @@ def twill_variants(kind):
     return out
 
 
+# twill's lowering (hook `lower=True`, docs/ws-lowering.md 3.7): an sm90
+# loop becomes twill's warp-specialized code (a one-warp TMA producer, the
+# compute in the default region), proved by the verifier before it is
+# emitted; today the TMA GEMM (one wgmma) of a 4-warp module. The GEMM's
+# candidates are its loop as written and as `tl.range(...,
+# warp_specialize=True)` at 128 x 128 tiles (at BLOCK_N 256 and 4 warps the
+# accumulator alone needs 256 registers per thread: twill finds no
+# schedule and lowers nothing). Every other kind is compiled with
+# `lower=True` at its twill configuration with num_warps=4 and without
+# warp_specialize (Triton's Hopper warp specialization fails on those
+# host-descriptor loops at 4 warps: PassManager::run failed, 3.6 and 3.9),
+# a configuration of the stock grid; its row says whether anything was
+# lowered and is timed as the route the compile took.
+LOWERED_ROW = "twill lowered"
+
+
+def lowered_variants(kind):
+    """(variant name, constexprs, options) of the lowered variants of `kind`."""
+    (cx, opts), _ = dict(kinds_configs())[kind]
+    opts = dict(opts, num_warps=4)
+    if kind != "gemm":
+        cx = dict(cx, WARP_SPECIALIZE=False)
+        return [(f"{LOWERED_ROW} {name_of(kind, cx, opts)}", cx, opts)]
+    return [(f"{LOWERED_ROW} {name_of(kind, cx, opts)}", cx, opts),
+            (f"{LOWERED_ROW} ws {name_of(kind, cx, opts)}", dict(cx, WARP_SPECIALIZE=True), opts)]
+
+
+def lowered_compile(kind, cx, opts):
+    """`twill_compile` with the lowering on: (kernel, decision, record,
+    note). `record` (bench.gpu.sweep.lowering_record) says which loops were
+    lowered and whether the verifier proved them (`ok`); `note` says it, or
+    that nothing was lowered and which route the kernel took."""
+    from bench.gpu import sweep
+
+    k, d = twill_compile(kind, cx, opts, lower=True)
+    rec = sweep.lowering_record(d)
+    if rec["ok"]:
+        note = f"twill lowered {', '.join(rec['lowered'])}, proved"
+    elif rec["lowered"]:
+        note = f"twill lowered {', '.join(rec['lowered'])} but NOT proved: {rec['lowered_verified']} {rec['verification']}"
+    else:
+        route = "twill's schedule (attribute route)" if d.scheduled else "Triton's own schedule"
+        why = "; ".join(rec["refused"]) if d.lowering else "the lowering call emitted nothing"
+        note = f"NOT lowered ({why[:160]}); timed as {route}"
+    return k, d, rec, note
+
+
 def slug(label):
     """A variant label as a directory name."""
     return label.replace(" ", "_")
@@ -353,9 +411,23 @@ def kinds_configs():
             + [("gemm", gemm_configs())])
 
 
+# The kinds a run covers (--kinds; None: all).
+KINDS_ONLY = None
+
+
+def selected(kind):
+    return KINDS_ONLY is None or kind in KINDS_ONLY
+
+
 def kinds():
-    """(kind, (twill config, stock grid)) of every kernel benchmarked."""
-    return kinds_configs()
+    """(kind, (twill config, stock grid)) of every kernel benchmarked (those
+    of --kinds)."""
+    return [(k, c) for k, c in kinds_configs() if selected(k)]
+
+
+def kernel_name(kind):
+    """A kind's kernel name in the rows."""
+    return FA_ROWS.get(kind) or ("fa_" + kind if kind in BWD_KINDS else "matmul")
 
 
 ALL_VARIANTS = False
@@ -1125,9 +1197,96 @@ def summarize(results):
                   + f" | {ours['correct']}" + (" | the same code" if pair and pair.get("same_code") else ""),
                   flush=True)
     results["summary_config"] = config
+    summarize_lowered(results)
 
 
-def bench_all(out):
+def summarize_lowered(results):
+    """The lowered variants' summary (results["summary_lowered"]): per
+    kernel and size, the fastest correct row of a variant twill lowered
+    with the verifier's proof (results["lowered"]) against the best stock
+    configuration, with paired_lowered's ratio, and against cuBLAS / cuDNN
+    of the same run; kernels with lowered variants where none lowered say
+    so."""
+    lowered = results.get("lowered") or {}
+    if not lowered:
+        return
+    ok = {k.split(" ", 1)[1] for k, r in lowered.items() if r.get("ok")}
+    print("\nsummary: twill lowered (fastest lowered and proved) | best stock (config) | ratio | paired ratio "
+          "| cuBLAS / cuDNN | lowered / cuBLAS or cuDNN", flush=True)
+    out = []
+    rows_all = results["rows"]
+    for kernel in sorted({r["kernel"] for r in rows_all if r["variant"].startswith(LOWERED_ROW)}):
+        for size in sorted({r["size"] for r in rows_all if r["kernel"] == kernel}):
+            rows = [r for r in rows_all if r["kernel"] == kernel and r["size"] == size and r["tflops"]
+                    and r["correct"]]
+            stock = max((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["tflops"],
+                        default=None)
+            ref = next((r for r in rows if r["variant"].startswith(("cudnn", "cublas"))), None)
+            ours = max((r for r in rows if r["variant"] in ok), key=lambda r: r["tflops"], default=None)
+            if ours is None:
+                print(f"{kernel:16s} {size:>6} | no lowered and proved variant ran correctly", flush=True)
+                out.append(dict(kernel=kernel, size=size, lowered=None))
+                continue
+            pair = next((p for p in results.get("paired_lowered", []) if p["kernel"] == kernel
+                         and p["size"] == size), None)
+            ratio = ours["tflops"] / stock["tflops"] if stock else None
+            vs_ref = ours["tflops"] / ref["tflops"] if ref else None
+            out.append(dict(kernel=kernel, size=size, lowered=ours["variant"], lowered_tflops=ours["tflops"],
+                            stock=stock and stock["variant"], stock_tflops=stock and stock["tflops"], ratio=ratio,
+                            paired_ratio=pair["ratio"] if pair else None, reference=ref and ref["variant"],
+                            reference_tflops=ref and ref["tflops"], vs_reference=vs_ref))
+            print(f"{kernel:16s} {size:>6} | {ours['tflops']:6.1f} ({ours['variant'][len(LOWERED_ROW) + 1:]}) | "
+                  + (f"{stock['tflops']:6.1f} ({stock['variant'][7:]}) | {ratio:.3f}" if stock else "- | -")
+                  + (f" | paired {pair['ratio']:.3f}" if pair else " | -")
+                  + (f" | {ref['tflops']:.1f} | {vs_ref:.3f}" if ref else " | - | -"), flush=True)
+    results["summary_lowered"] = out
+
+
+def dry_run():
+    """--dry-run: every lowered variant of the selected kinds compiled for
+    cuda:90 here (no GPU), each decision printed, and with the GEMM every
+    case of the sweep (bench.gpu.sweep.compile_only). Returns 1 where a
+    GEMM variant or a sweep case is not lowered and proved, else 0."""
+    from bench.gpu import sweep
+
+    bad = []
+    for kind, _ in kinds():
+        for variant, cx, opts in lowered_variants(kind):
+            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-dry-run-")
+            rec = None
+            try:
+                _, _, rec, note = lowered_compile(kind, cx, opts)
+            except Exception as e:
+                note = f"does not compile: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[-1][:150]}"
+            print(f"{kind} {variant}: {note}", flush=True)
+            if kind == "gemm" and not (rec and rec["ok"]):
+                bad.append(f"{kind} {variant}: {note}")
+    if selected("gemm"):
+        bad += sweep.compile_only()
+    print(*(bad or ["dry run: every lowered GEMM variant and sweep case is lowered and proved"]), sep="\n")
+    return 1 if bad else 0
+
+
+def run_sweep(results, out):
+    """bench.gpu.sweep, before any timing (a hang there is caught and
+    reported; one in a timed lowered kernel would end the run): into
+    results["sweep"] and results.json at once. Returns the sweep's kernels
+    whose lowered route hung or failed to run."""
+    from bench.gpu import sweep
+
+    res = sweep.sweep(deadline_s=SWEEP_DEADLINE_S)
+    results["sweep"] = res
+    Path(out).mkdir(parents=True, exist_ok=True)
+    (Path(out) / "results.json").write_text(json.dumps(results, indent=1))
+    return {r["kernel"] for r in res["rows"] if r["route"] == "twill lowered"
+            and r["status"] in ("hang", "error", "compile timeout", "not run")}
+
+
+# Seconds the sweep may take in a --sweep run.
+SWEEP_DEADLINE_S = 240
+
+
+def bench_all(out, with_sweep=False):
     import torch
     from triton.testing import do_bench
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -1137,12 +1296,16 @@ def bench_all(out):
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     dev = torch.cuda.get_device_name()
     results = {"device": dev, "triton": triton.__version__, "torch": torch.__version__,
-               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": [], "config_route": CONFIG_ROUTE}
+               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": [], "config_route": CONFIG_ROUTE,
+               "kinds": [k for k, _ in kinds()]}
+    # Lowered GEMMs not timed: their sweep kernel hung or failed to run.
+    unsafe = run_sweep(results, out) if with_sweep else set()
 
     def med(fn):
         return do_bench(fn, warmup=25, rep=100, return_mode="median")
 
-    def paired(kernel, size, fns, kind, rounds=PAIRED_ROUNDS, ours_prefix="twill choice", key="paired"):
+    def paired(kernel, size, fns, kind, rounds=PAIRED_ROUNDS, ours_prefix="twill choice", key="paired",
+               among=None):
         """The best stock configuration and one of twill's rows (by default
         the model's choice) timed alternately (rounds x each, medians of at
         least PAIRED_CALLS calls), right after all variants of this kernel
@@ -1154,11 +1317,15 @@ def bench_all(out):
         `same_code`: whether the two compiled to the same instructions
         (`kind`'s compiled variants, `same_code`; None where one is not a
         compiled Triton kernel): then the ratio is 1 by construction and
-        measures the method's noise."""
+        measures the method's noise. `among` (variant names): twill's row
+        is the fastest of these instead of the first of `ours_prefix`."""
         rows = [r for r in results["rows"] if r["kernel"] == kernel and r["size"] == size and r["correct"]
                 and r["ms"] and r["variant"] in fns]
         stock = min((r for r in rows if r["variant"].startswith("triton")), key=lambda r: r["ms"], default=None)
-        ours = next((r for r in rows if r["variant"].startswith(ours_prefix)), None)
+        if among is None:
+            ours = next((r for r in rows if r["variant"].startswith(ours_prefix)), None)
+        else:
+            ours = min((r for r in rows if r["variant"] in among), key=lambda r: r["ms"], default=None)
         if stock is None or ours is None:
             return
         ts, tt = [], []
@@ -1224,6 +1391,34 @@ def bench_all(out):
         print(kind, label, note, *d.remarks, f"schedules: {diff or 'as expected'}", sep="\n  ", flush=True)
         return d
 
+    # The lowered variants that lowered and were proved (paired_lowered).
+    lowered_ok = set()
+
+    def live_lowered(kind, variant, cx, opts):
+        """A lowered variant (lowered_compile), compiled here like
+        live_compile; what was lowered and proved goes to
+        results["lowered"], and a compile that fails is a row at every size
+        (never dropped)."""
+        os.environ["TRITON_CACHE_DIR"] = str(cache / slug(variant))
+        record = results.setdefault("lowered", {})
+        try:
+            k, d, rec, note = lowered_compile(kind, cx, opts)
+        except Exception as e:
+            note = f"does not compile: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[-1][:150]}"
+            record[f"{kind} {variant}"] = dict(compiled=False, note=note)
+            print(f"lowered compile failed: {kind} {variant}: {note}", flush=True)
+            for size in kind_sizes(kind):
+                row(kernel_name(kind), size, variant, None, 0, False, None, note)
+            return
+        compiled[(kind, variant)] = (k, cx, note)
+        if rec["ok"]:
+            lowered_ok.add(variant)
+        key = variant_key(kind, variant)
+        diff = expected.compare(expect, key, expected.summaries(d))
+        results["schedules"][key] = diff or "as expected"
+        record[f"{kind} {variant}"] = dict(rec, compiled=True, note=note)
+        print(kind, variant, note, *d.remarks, f"schedules: {diff or 'as expected'}", sep="\n  ", flush=True)
+
     for kind, (tw, grid) in kinds():
         os.environ["TRITON_CACHE_DIR"] = str(cache / "stock")
         for cx, opts in grid:
@@ -1238,6 +1433,8 @@ def bench_all(out):
             if d is not None:
                 results.setdefault("twill", {})[f"{kind} {label}"] = dict(scheduled=d.scheduled, reason=d.reason,
                                                                           remarks=d.remarks)
+        for variant, cx, opts in lowered_variants(kind):
+            live_lowered(kind, variant, cx, opts)
 
     # twill's model's choice of configuration, per kind and size (made by
     # --plans): one compiled kernel per chosen candidate, run only at
@@ -1300,6 +1497,8 @@ def bench_all(out):
     # FlashAttention forward, every kind.
     Z, H = FA_SHAPE["Z"], FA_SHAPE["H"]
     for fa_kind, (cfg_name, D) in FA_KINDS.items():
+        if not selected(fa_kind):
+            continue
         causal = bool(fa_fwd.CONFIGS[cfg_name][90].get("CAUSAL"))
         for N in FA_SIZES:
             q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
@@ -1385,6 +1584,7 @@ def bench_all(out):
                 measure(variant, lambda gk=gk, gcfg=gcfg, o=o, lse=lse:
                         fa_fwd_gluon.launcher(gk, q, k, v, o, lse, sm_scale, **gcfg), o, lse, note)
             paired(FA_ROWS[fa_kind], N, fns, fa_kind)
+            paired(FA_ROWS[fa_kind], N, fns, fa_kind, key="paired_lowered", among=lowered_ok)
             if gluon_plans.get(fa_kind):
                 paired(FA_ROWS[fa_kind], N, fns, fa_kind, ours_prefix=GLUON_ROW, key="paired_gluon")
             # cuDNN through torch SDPA.
@@ -1477,6 +1677,7 @@ def bench_all(out):
                     note = f"launch failed: {str(e)[:120]}"
                 row("fa_" + bwd_kind, N, GLUON_ROW, ms, flops, ok, err, note)
             paired("fa_" + bwd_kind, N, fns, bwd_kind)
+            paired("fa_" + bwd_kind, N, fns, bwd_kind, key="paired_lowered", among=lowered_ok)
             if gk is not None:
                 paired("fa_" + bwd_kind, N, fns, bwd_kind, ours_prefix=GLUON_ROW, key="paired_gluon")
             # cuDNN backward through torch SDPA (forward + backward timed minus forward).
@@ -1499,6 +1700,8 @@ def bench_all(out):
             torch.cuda.empty_cache()
 
     for bwd_kind, cfg_name in BWD_KINDS.items():
+        if not selected(bwd_kind):
+            continue
         try:
             bench_bwd(bwd_kind, cfg_name)
         except Exception as e:  # keep the rest of the run
@@ -1534,7 +1737,7 @@ def bench_all(out):
             out.append(("ablation: gluon gemm, two consumer groups", dict(plan, CONSUMERS=2, **two)))
         return out
 
-    for S in GEMM_SIZES:
+    for S in (GEMM_SIZES if selected("gemm") else []):
         M = N = K = S
         a = torch.randn(M, K, device="cuda", dtype=torch.float16)
         b = torch.randn(N, K, device="cuda", dtype=torch.float16)
@@ -1570,6 +1773,11 @@ def bench_all(out):
         for (kind, variant), (kern, cx, note) in compiled.items():
             if kind != "gemm" or skip(kind, variant, S):
                 continue
+            sweep_kernel = "host ws" if cx.get("WARP_SPECIALIZE") else "host"
+            if variant.startswith(LOWERED_ROW) and sweep_kernel in unsafe:
+                row("matmul", S, variant, None, flops, False, None,
+                    f"{note}; not timed: its sweep kernel ({sweep_kernel}) hung or failed to run")
+                continue
             c = torch.empty(M, N, device="cuda", dtype=torch.float16)
             BM, BN, BK = cx["BLOCK_M"], cx["BLOCK_N"], cx["BLOCK_K"]
             ad = TensorDescriptor.from_tensor(a, [BM, BK])
@@ -1577,8 +1785,11 @@ def bench_all(out):
             cd = TensorDescriptor.from_tensor(c, [BM, BN])
             grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN), 1, 1)
 
-            def fn(kern=kern, grid=grid, ad=ad, bd=bd, cd=cd, BM=BM, BN=BN, BK=BK, cx=cx):
-                kern[grid](ad, bd, cd, M, N, K, BM, BN, BK, cx["GROUP_M"])
+            # matmul_tma_ws_kernel's WARP_SPECIALIZE is a launch argument too.
+            ws = (True, ) if cx.get("WARP_SPECIALIZE") else ()
+
+            def fn(kern=kern, grid=grid, ad=ad, bd=bd, cd=cd, BM=BM, BN=BN, BK=BK, cx=cx, ws=ws):
+                kern[grid](ad, bd, cd, M, N, K, BM, BN, BK, cx["GROUP_M"], *ws)
 
             ok, err, ms, failed = measure(variant, lambda fn=fn: fn, c)
             row("matmul", S, variant, ms, flops, ok, err, failed or note or "")
@@ -1593,6 +1804,7 @@ def bench_all(out):
                                           matmul_gluon.launcher(gk, a, b, c, sms, **gcfg), c)
             row("matmul", S, variant, ms, flops, ok, err, note + (f" {failed}" if failed else ""))
         paired("matmul", S, fns, "gemm")
+        paired("matmul", S, fns, "gemm", key="paired_lowered", among=lowered_ok)
         if gemm_gluon:
             paired("matmul", S, fns, "gemm", ours_prefix=GLUON_ROW, key="paired_gluon")
         f = lambda: a @ b.T  # noqa: E731
@@ -1611,9 +1823,9 @@ def bench_all(out):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        kernels = list(FA_ROWS.values()) + ["fa_" + k for k in BWD_KINDS] + ["matmul"]
-        fig, axes = plt.subplots(1, len(kernels), figsize=(5 * len(kernels), 5))
-        for ax, kernel in zip(axes, kernels):
+        kernels = [kernel_name(k) for k, _ in kinds()]
+        fig, axes = plt.subplots(1, len(kernels), figsize=(5 * len(kernels), 5), squeeze=False)
+        for ax, kernel in zip(axes[0], kernels):
             rows = [r for r in results["rows"] if r["kernel"] == kernel and r["tflops"]]
             sizes = sorted({r["size"] for r in rows})
             best_stock = {s: max((r["tflops"] for r in rows if r["size"] == s and r["variant"].startswith("triton")
@@ -1641,6 +1853,7 @@ def bench_all(out):
         fig.savefig(Path(out) / "results.png", dpi=100)
     except Exception as e:
         print("no chart:", e)
+    return results
 
 
 if __name__ == "__main__":
@@ -1656,10 +1869,22 @@ if __name__ == "__main__":
                     help="make one Gluon plan alone: hd64, causal or gemm (machine with twill)")
     ap.add_argument("--summarize", metavar="RESULTS",
                     help="print the summaries of a recorded run's results.json (or .json.gz) again")
+    ap.add_argument("--kinds", help="comma-separated kinds to run (default: all): "
+                    + ", ".join(k for k, _ in kinds_configs()))
+    ap.add_argument("--sweep", action="store_true",
+                    help="first the lowered GEMMs' correctness sweep (bench.gpu.sweep), into results.json")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="compile every lowered variant (--kinds) for cuda:90 here, no GPU, and the sweep's "
+                         "kernels; exits 1 where a GEMM variant is not lowered and proved")
     ap.add_argument("--all-variants", action="store_true",
                     help="also the twill variants of earlier runs (prefetch+1, slot order, BN64 w4 s2)")
     args = ap.parse_args()
     ALL_VARIANTS = args.all_variants
+    if args.kinds:
+        KINDS_ONLY = [k.strip() for k in args.kinds.split(",") if k.strip()]
+        unknown = set(KINDS_ONLY) - {k for k, _ in kinds_configs()}
+        if unknown:
+            raise SystemExit(f"unknown kinds {sorted(unknown)}")
     if args.summarize:
         import gzip
 
@@ -1672,5 +1897,9 @@ if __name__ == "__main__":
         record_gluon_only(args.record_gluon_only)
     elif args.plans:
         plans(bless=args.bless)
+    elif args.dry_run:
+        raise SystemExit(dry_run())
     else:
-        bench_all(args.out)
+        res = bench_all(args.out, with_sweep=args.sweep)
+        if args.sweep and not res["sweep"]["ok"]:
+            raise SystemExit("the lowered GEMMs' sweep FAILED (results.json \"sweep\")")
