@@ -240,11 +240,12 @@ def twill_variants(kind):
 # twill's lowering (hook `lower=True`, docs/ws-lowering.md 3.7): an sm90
 # loop becomes twill's warp-specialized code (a one-warp TMA producer, the
 # compute in the default region), proved by the verifier before it is
-# emitted; today the TMA GEMM (one wgmma) of a 4-warp module. The GEMM's
-# candidates are its loop as written and as `tl.range(...,
-# warp_specialize=True)` at 128 x 128 tiles (at BLOCK_N 256 and 4 warps the
-# accumulator alone needs 256 registers per thread: twill finds no
-# schedule and lowers nothing). Every other kind is compiled with
+# emitted; today loops with one compute group (the GEMM; its compute runs in
+# the default region on the module's warps). The GEMM's candidates are its
+# loop as written and as `tl.range(..., warp_specialize=True)` at 128 x 128
+# tiles and 4 warps, and 128 x 256 tiles on 8 warps (two consumer warp
+# groups; at 4 warps that accumulator alone needs 256 registers per
+# thread). Every other kind is compiled with
 # `lower=True` at its twill configuration with num_warps=4 and without
 # warp_specialize (Triton's Hopper warp specialization fails on those
 # host-descriptor loops at 4 warps: PassManager::run failed, 3.6 and 3.9),
@@ -260,8 +261,10 @@ def lowered_variants(kind):
     if kind != "gemm":
         cx = dict(cx, WARP_SPECIALIZE=False)
         return [(f"{LOWERED_ROW} {name_of(kind, cx, opts)}", cx, opts)]
+    wide, wide_opts = dict(cx, BLOCK_N=256, WARP_SPECIALIZE=True), dict(opts, num_warps=8)
     return [(f"{LOWERED_ROW} {name_of(kind, cx, opts)}", cx, opts),
-            (f"{LOWERED_ROW} ws {name_of(kind, cx, opts)}", dict(cx, WARP_SPECIALIZE=True), opts)]
+            (f"{LOWERED_ROW} ws {name_of(kind, cx, opts)}", dict(cx, WARP_SPECIALIZE=True), opts),
+            (f"{LOWERED_ROW} ws {name_of(kind, wide, wide_opts)}", wide, wide_opts)]
 
 
 def lowered_compile(kind, cx, opts):
