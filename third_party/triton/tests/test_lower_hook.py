@@ -155,6 +155,8 @@ def test_a_warp_specialized_gemm_is_lowered_by_twill_in_strict_mode(twill, make)
     # The default region's warps, and the producer's warp padded to a group.
     assert k.metadata.num_warps == src_warps(make) + 4
     assert "setmaxnreg" in k.asm["ptx"]
+    # What twill added to the compile, by step.
+    assert d.lowering_seconds > 0 and d.verify_seconds > 0 and d.schedule_seconds >= 0
 
 
 def test_without_the_lowering_tritons_hopper_ws_splits_the_loop(twill):

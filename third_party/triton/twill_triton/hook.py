@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,12 @@ class Decision:
     # The report of the lowering call (TWILL_LOWER=1, `lower=only` before
     # Triton's Hopper warp specialization), same schema; None without it.
     lowering: Optional[dict] = None
+    # Seconds twill added to the compile (wall clock; export, twill-opt and
+    # parse): the attribute route's call(s), the lowering call, and the
+    # final verification.
+    schedule_seconds: float = 0.0
+    lowering_seconds: float = 0.0
+    verify_seconds: float = 0.0
 
     def loop_records(self) -> List[dict]:
         """The loop records: the loops twill lowered (from the lowering
@@ -366,11 +373,11 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
         h = names.index(HOPPER_WS) if cfg.lower and capability // 10 == 9 and HOPPER_WS in names[:i] else None
         if h is None:
             _run(ir, mod, calls[:i], tag + "_before_twill")
-            base, lowered, rest = mod, None, i
+            base, lowered, rest, lowering_seconds = mod, None, i, 0.0
         else:
             # `rest`: where Triton's own pass list resumes on `mod` if twill
             # falls back (`mod` is untouched from there on when twill lowered).
-            base, lowered, rest = _lower_first(ir, mod, calls, h, i, capability, options, cfg, tag)
+            base, lowered, rest, lowering_seconds = _lower_first(ir, mod, calls, h, i, capability, options, cfg, tag)
         try:
             try:
                 new, decision = _schedule(ir, base, capability, options, cfg)
@@ -381,8 +388,10 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
                 # schedules the others.
                 log.info("twill: %s: no loop for the attribute route: %s", lowered.kernel, e)
                 _run(ir, base, calls[i:i + 2], tag + "_triton_schedule")
+                failed = getattr(e, "decision", None) or lowered
                 new, decision = base, Decision(kernel=lowered.kernel, capability=capability, scheduled=True,
-                                               dump=lowered.dump, report=getattr(e, "decision", lowered).report)
+                                               dump=lowered.dump, report=failed.report,
+                                               schedule_seconds=failed.schedule_seconds if failed is not lowered else 0)
             else:
                 if leaves_loops_to_triton(decision.report):
                     # Some loop keeps Triton's schedule: Triton schedules every
@@ -392,17 +401,23 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
                     _run(ir, base, calls[i:i + 2], tag + "_triton_schedule")
                     if base is mod:
                         rest = i + 2
+                    spent = decision.schedule_seconds
                     new, decision = _schedule(ir, base, capability, options, cfg)
+                    decision.schedule_seconds += spent
             if lowered is not None:
                 decision.lowering = lowered.report
                 decision.remarks = lowered.remarks + decision.remarks
+
             try:
                 _run(ir, new, calls[i + 2:], tag + "_after_twill")
             except Exception as e:  # Triton rejected the schedule
                 raise _Fallback(f"Triton rejected twill's schedule: {e}") from e
             # No pipeline built from twill's schedule reaches make_llir
             # without the verifier's proof.
+            decision.lowering_seconds = lowering_seconds
+            started = time.monotonic()
             decision.verification = _verify(ir, new, cfg, decision, "verify")
+            decision.verify_seconds = time.monotonic() - started
             unproved = [r for r in decision.verification if r.get("verdict") != "proved"]
             if unproved:
                 e = _Fallback("the pipeline verifier did not prove the pipeline Triton built from twill's "
@@ -450,18 +465,19 @@ def _lower_first(ir, mod, calls, h, i, capability, options, cfg, tag):
     point `i` (Hopper warp specialization finds those loops gone). Returns
     (the module to schedule at the split point, the lowering's Decision or
     None where nothing was lowered, where Triton's list resumes on `mod` if
-    twill falls back)."""
+    twill falls back, the lowering call's seconds)."""
     _run(ir, mod, calls[:h], tag + "_before_lowering")
+    started = time.monotonic()
     try:
         low, lowered = _schedule(ir, mod, capability, options, cfg, lower="only")
     except _Fallback as e:
         log.info("twill: %s: nothing lowered: %s", mod.get_entry_func_name(), e)
         _run(ir, mod, calls[h:i], tag + "_before_twill")
-        return mod, None, i
+        return mod, None, i, time.monotonic() - started
     for name in lowered.lowered():
         log.info("twill: lowered %s to warp-specialized code (verified)", name)
     _run(ir, low, calls[h:i], tag + "_after_lowering")
-    return low, lowered, h
+    return low, lowered, h, time.monotonic() - started
 
 
 def _private_make_ttgir(orig, backend, options, capability, recorders):
@@ -716,7 +732,20 @@ def _triton_version():
 
 def _schedule(ir, mod, capability, options, cfg, lower=None):
     """Runs twill-opt on `mod` (with `lower=...` when given); returns (new
-    module, Decision) or raises _Fallback."""
+    module, Decision) or raises _Fallback. The Decision's schedule_seconds
+    is the call's wall time."""
+    started = time.monotonic()
+    try:
+        new, decision = _schedule_once(ir, mod, capability, options, cfg, lower)
+    except _Fallback as e:
+        if getattr(e, "decision", None) is not None:
+            e.decision.schedule_seconds += time.monotonic() - started
+        raise
+    decision.schedule_seconds += time.monotonic() - started
+    return new, decision
+
+
+def _schedule_once(ir, mod, capability, options, cfg, lower):
     kernel = mod.get_entry_func_name()
     arch = _arch(capability)
     with tempfile.TemporaryDirectory(prefix="twill-") as tmp:
