@@ -124,6 +124,17 @@ impl TritonTarget {
         (self.arch == Arch::Sm100).then_some(MMA_V5)
     }
 
+    /// The op that makes the warps of one region wait for each other
+    /// (`tl.debug_barrier`), with its inherent attributes: `gpu.barrier`
+    /// before Triton 3.9, `ttg.barrier` (all address spaces) from 3.9.
+    pub fn thread_barrier(&self) -> (&'static str, &'static [(&'static str, &'static str)]) {
+        if self.version >= (3, 9) {
+            ("ttg.barrier", &[("addrSpace", "31 : i32")])
+        } else {
+            ("gpu.barrier", &[])
+        }
+    }
+
     /// Op names subject to [`Self::dots_in_last_stage`].
     pub fn last_stage_ops(&self) -> &'static [&'static str] {
         if self.dots_in_last_stage() {

@@ -723,6 +723,14 @@ fn release(
     current: MlirValue,
 ) -> Result<(), LowerSkip> {
     let count = ("count", format!("{} : i32", plan.empty_count));
+    if plan.compute_warps > 4 {
+        // One thread arrives for the region: every warp group's wgmmas
+        // must have retired (each waited for its own) before it does.
+        let (name, attrs) = &plan.thread_barrier;
+        let attrs: Vec<(&str, String)> =
+            attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        at.add(name, &[], &[], &attrs)?;
+    }
     if plan.waits.hold == 1 {
         let t = at.i1(true)?;
         let empty = at.index(sh.empty, current, sh.barrier)?;

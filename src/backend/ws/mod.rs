@@ -161,6 +161,12 @@ pub struct WsPlan {
     /// excluded: the allocs become slot views).
     pub consumer_ops: Vec<usize>,
     pub producer_warps: u32,
+    /// Warps of the default region (the module's); with more than one warp
+    /// group, a slot is released only after every warp group's waits (a
+    /// thread barrier), since one thread arrives for the region.
+    pub compute_warps: u32,
+    /// The thread barrier's op and attributes (Triton-version rule).
+    pub thread_barrier: (String, Vec<(String, String)>),
     pub producer_registers: u32,
     /// Triton >= 3.9 puts the captures on `ttg.warp_specialize.partitions`.
     pub captures_on_partitions: bool,
@@ -266,6 +272,12 @@ pub fn plan(
         producer_carried: producer_carried.into_iter().collect(),
         consumer_ops,
         producer_warps: PRODUCER_WARPS,
+        compute_warps: ir.num_warps,
+        thread_barrier: {
+            let (name, attrs) = target.thread_barrier();
+            let attrs = attrs.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+            (name.to_string(), attrs.collect())
+        },
         producer_registers: PRODUCER_REGISTERS,
         captures_on_partitions: target.version >= (3, 9),
         smem_bytes,
