@@ -6,7 +6,7 @@
 //! joins it. Retiring a read stamps it with the retiring thread's clock.
 //! The data rules compare clocks (happens-before), not the run's order.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use super::super::Rule;
 use super::trace::{Ev, Place};
@@ -28,13 +28,28 @@ struct Bar {
     arrived: i64,
     completed: u64,
     open: Clock,
+    /// Completion clocks of the last completed phase and of the one before
+    /// (zero before there is one: the initialization).
     done: Clock,
+    prev: Clock,
     copies: Vec<usize>,
+    /// The waits that observed the last completed phase: thread, the wait's
+    /// own time in that thread, op.
+    observers: Vec<(usize, u64, String)>,
 }
 
 struct Write {
     op: String,
+    slot: i64,
     landed: Option<Clock>,
+}
+
+/// The writes to one ring, in their thread's order (rule 4 checks rings
+/// written by one thread only, where that order is the program's).
+struct RingOrder {
+    thread: usize,
+    writes: Vec<usize>,
+    shared: bool,
 }
 
 struct Read {
@@ -71,13 +86,17 @@ pub struct Sim {
     writes: Vec<Write>,
     reads: Vec<Read>,
     slots: HashMap<Place, Slot>,
+    indexed: BTreeSet<usize>,
+    rings: HashMap<usize, RingOrder>,
+    /// Executions so far of each reader: (thread, op, operand, ring).
+    readers: HashMap<(usize, String, usize, usize), usize>,
     pub found: Vec<Found>,
 }
 
 impl Sim {
     /// The barriers initialized before the fork (`init`), then one thread
-    /// per trace.
-    pub fn new(init: &[Ev], traces: Vec<Vec<Ev>>) -> Sim {
+    /// per trace; `indexed`: the allocations that are rings.
+    pub fn new(init: &[Ev], traces: Vec<Vec<Ev>>, indexed: BTreeSet<usize>) -> Sim {
         let n = traces.len();
         let mut bars = HashMap::new();
         for e in init {
@@ -90,7 +109,9 @@ impl Sim {
                         completed: 0,
                         open: vec![0; n],
                         done: vec![0; n],
+                        prev: vec![0; n],
                         copies: Vec::new(),
+                        observers: Vec::new(),
                     },
                 );
             }
@@ -111,6 +132,9 @@ impl Sim {
             writes: Vec::new(),
             reads: Vec::new(),
             slots: HashMap::new(),
+            indexed,
+            rings: HashMap::new(),
+            readers: HashMap::new(),
             found: Vec::new(),
         }
     }
@@ -186,8 +210,8 @@ impl Sim {
         let Some(ev) = th.ev.get(th.pc).cloned() else {
             return Step::Done;
         };
-        if let Ev::Wait { bar, parity, .. } = &ev {
-            if !self.wait(t, *bar, *parity) {
+        if let Ev::Wait { bar, parity, op } = &ev {
+            if !self.wait(t, *bar, *parity, op) {
                 return Step::Blocked;
             }
         }
@@ -197,7 +221,12 @@ impl Sim {
         match ev {
             Ev::Arrive { bar, count, op } => self.arrive(t, bar, count, op),
             Ev::Tma { dst, bar, op } => self.tma(t, dst, bar, op),
-            Ev::Read { src, op, async_ } => self.read(t, src, op, async_),
+            Ev::Read {
+                src,
+                operand,
+                op,
+                async_,
+            } => self.read(t, (src, operand), op, async_),
             Ev::DotIssued => {
                 let th = &mut self.threads[t];
                 let group = std::mem::take(&mut th.pending);
@@ -209,8 +238,12 @@ impl Sim {
         Step::Ran
     }
 
-    /// Whether the wait returns now (and its effects if so).
-    fn wait(&mut self, t: usize, bar: Place, parity: i64) -> bool {
+    /// Whether the wait returns now (and its effects if so). It observes
+    /// the last completed phase k once it returns; rule 8 wants phase k − 1
+    /// completed before it and, when phase k + 1 completes, one of its
+    /// arrivals after it.
+    fn wait(&mut self, t: usize, bar: Place, parity: i64, op: &str) -> bool {
+        let before = self.threads[t].clock.clone();
         let Some(b) = self.bars.get_mut(&bar) else {
             return true;
         };
@@ -218,14 +251,37 @@ impl Sim {
             if b.arrived < b.count {
                 return false;
             }
+            let done = std::mem::replace(&mut b.open, vec![0; before.len()]);
+            for (u, at, other) in std::mem::take(&mut b.observers) {
+                if done[u] < at {
+                    let text = format!(
+                        "phase {} of barrier slot {} can complete before {other} returns, which observes phase {}: no arrival of it happens after that wait, so the wait can see either phase",
+                        b.completed,
+                        bar.1,
+                        b.completed - 1
+                    );
+                    self.found
+                        .push((Rule::PhaseRace, bar, other, Some(op.to_string()), text));
+                }
+            }
             b.completed += 1;
             b.arrived = 0;
-            b.done = std::mem::take(&mut b.open);
-            b.open = vec![0; b.done.len()];
+            b.prev = std::mem::replace(&mut b.done, done);
             for w in std::mem::take(&mut b.copies) {
                 self.writes[w].landed = Some(b.done.clone());
             }
         }
+        if !leq(&b.prev, &before) {
+            let text = format!(
+                "{op} observes phase {} of barrier slot {} without the completion of phase {} happening before it: in another interleaving it observes an earlier phase",
+                b.completed as i64 - 1,
+                bar.1,
+                b.completed as i64 - 2
+            );
+            self.found
+                .push((Rule::PhaseRace, bar, op.to_string(), None, text));
+        }
+        b.observers.push((t, before[t] + 1, op.to_string()));
         let done = b.done.clone();
         join(&mut self.threads[t].clock, &done);
         true
@@ -292,21 +348,33 @@ impl Sim {
             }
         }
         let w = self.writes.len();
-        self.writes.push(Write { op, landed: None });
+        self.writes.push(Write {
+            op,
+            slot: dst.1,
+            landed: None,
+        });
         slot.latest = Some(w);
         slot.reads.clear();
+        let ring = self.rings.entry(dst.0).or_insert(RingOrder {
+            thread: t,
+            writes: Vec::new(),
+            shared: false,
+        });
+        ring.shared |= ring.thread != t;
+        ring.writes.push(w);
         if let Some(b) = self.bars.get_mut(&bar) {
             b.copies.push(w);
             join(&mut b.open, &clock);
         }
     }
 
-    fn read(&mut self, t: usize, src: Place, op: String, async_: bool) {
+    fn read(&mut self, t: usize, (src, operand): (Place, usize), op: String, async_: bool) {
         let clock = self.threads[t].clock.clone();
         let slot = self.slots.entry(src).or_default();
-        let landed = slot.latest.and_then(|w| self.writes[w].landed.clone());
+        let latest = slot.latest;
+        let landed = latest.and_then(|w| self.writes[w].landed.clone());
         if landed.as_ref().is_none_or(|c| !leq(c, &clock)) {
-            let other = slot.latest.map(|w| self.writes[w].op.clone());
+            let other = latest.map(|w| self.writes[w].op.clone());
             let text = format!(
                 "{op} reads slot {} before the write it reads has landed (or with none)",
                 src.1
@@ -316,11 +384,54 @@ impl Sim {
         }
         let r = self.reads.len();
         let retired = (!async_).then_some(clock);
-        self.reads.push(Read { op, retired });
-        slot.reads.push(r);
+        self.reads.push(Read {
+            op: op.clone(),
+            retired,
+        });
+        self.slots.entry(src).or_default().reads.push(r);
         if async_ {
             self.threads[t].pending.push(r);
         }
+        if self.indexed.contains(&src.0) {
+            self.ring_order(t, (src, operand), op, latest);
+        }
+    }
+
+    /// Rule 4, per reader and thread: the k-th execution of a reader reads
+    /// the k-th value written to its ring (by the ring's one writer thread),
+    /// from the slot it went to, not overwritten since.
+    fn ring_order(
+        &mut self,
+        t: usize,
+        (src, operand): (Place, usize),
+        op: String,
+        latest: Option<usize>,
+    ) {
+        let key = (t, op.clone(), operand, src.0);
+        let k = *self.readers.get(&key).unwrap_or(&0);
+        self.readers.insert(key, k + 1);
+        let Some(ring) = self.rings.get(&src.0).filter(|r| !r.shared) else {
+            return;
+        };
+        let why = match ring.writes.get(k).copied() {
+            None if latest.is_some() => format!(
+                "read #{k} of the ring, which has only {} writes so far",
+                ring.writes.len()
+            ),
+            None => return,
+            Some(w) if self.writes[w].slot != src.1 => format!(
+                "read #{k} of the ring reads slot {}, the value #{k} was written to slot {}",
+                src.1, self.writes[w].slot
+            ),
+            Some(w) if latest != Some(w) => format!(
+                "read #{k} of the ring reads slot {} after the value #{k} was overwritten",
+                src.1
+            ),
+            Some(_) => return,
+        };
+        let other = ring.writes.get(k).map(|&w| self.writes[w].op.clone());
+        let text = format!("{op}: {why}");
+        self.found.push((Rule::WrongSlot, src, op, other, text));
     }
 
     fn dot_wait(&mut self, t: usize, pendings: i64) {
