@@ -8,6 +8,8 @@
 //! least common multiple of the rings' depths) plus twice the deepest ring;
 //! each loop's events must repeat with that period.
 
+#[cfg(test)]
+mod oracle;
 mod sim;
 mod trace;
 

@@ -17,6 +17,17 @@ fn leq(a: &Clock, b: &Clock) -> bool {
     a.iter().zip(b).all(|(x, y)| x <= y)
 }
 
+/// Whether a phase that completed at `done` happens before `clock`: a
+/// phase with copies completes when they land, which only a wait (its
+/// barrier's component `lane`) tells; one without completes with its last
+/// arrival.
+fn after(done: &Clock, clock: &Clock, copied: bool, lane: usize) -> bool {
+    done.iter()
+        .zip(clock)
+        .enumerate()
+        .all(|(i, (x, y))| (i == lane && !copied) || x <= y)
+}
+
 fn join(a: &mut Clock, b: &Clock) {
     for (x, y) in a.iter_mut().zip(b) {
         *x = (*x).max(*y);
@@ -24,6 +35,9 @@ fn join(a: &mut Clock, b: &Clock) {
 }
 
 struct Bar {
+    /// Its component of the clocks (after the threads'): the phases whose
+    /// completion a thread has observed, directly or through others.
+    lane: usize,
     count: i64,
     arrived: i64,
     completed: u64,
@@ -32,16 +46,24 @@ struct Bar {
     /// (zero before there is one: the initialization).
     done: Clock,
     prev: Clock,
+    /// Whether the last completed phase and the one before had copies
+    /// (then their completion is the copies' landing, which a thread knows
+    /// only through a wait); else their arrivals complete them.
+    copied: bool,
+    prev_copied: bool,
     copies: Vec<usize>,
     /// The waits that observed the last completed phase: thread, the wait's
     /// own time in that thread, op.
     observers: Vec<(usize, u64, String)>,
+    /// The latest phase a wait observed.
+    observed: Option<u64>,
 }
 
 struct Write {
     op: String,
     slot: i64,
-    landed: Option<Clock>,
+    /// When it landed: the clock, barrier and phase it landed with.
+    landed: Option<(Clock, Place, u64)>,
 }
 
 /// The writes to one ring, in their thread's order (rule 4 checks rings
@@ -97,21 +119,27 @@ impl Sim {
     /// The barriers initialized before the fork (`init`), then one thread
     /// per trace; `indexed`: the allocations that are rings.
     pub fn new(init: &[Ev], traces: Vec<Vec<Ev>>, indexed: BTreeSet<usize>) -> Sim {
-        let n = traces.len();
+        let inits = init.iter().filter(|e| matches!(e, Ev::Init { .. }));
+        let n = traces.len() + inits.count();
         let mut bars = HashMap::new();
         for e in init {
             if let Ev::Init { bar, count } = e {
+                let lane = traces.len() + bars.len();
                 bars.insert(
                     *bar,
                     Bar {
+                        lane,
                         count: *count,
                         arrived: 0,
                         completed: 0,
                         open: vec![0; n],
                         done: vec![0; n],
                         prev: vec![0; n],
+                        copied: false,
+                        prev_copied: false,
                         copies: Vec::new(),
                         observers: Vec::new(),
+                        observed: None,
                     },
                 );
             }
@@ -186,10 +214,13 @@ impl Sim {
     fn drained(&mut self) {
         for (place, s) in &self.slots {
             if let Some(w) = s.latest {
-                if self.writes[w].landed.is_none() {
+                let seen = |(_, bar, k): &(Clock, Place, u64)| {
+                    self.bars.get(bar).and_then(|b| b.observed) >= Some(*k)
+                };
+                if !self.writes[w].landed.as_ref().is_some_and(seen) {
                     let op = self.writes[w].op.clone();
                     let text = format!(
-                        "the copy of {op} into slot {} never lands (its phase is never waited for)",
+                        "the landing of the copy of {op} into slot {} is never waited for: it may still be in flight at the join",
                         place.1
                     );
                     self.found.push((Rule::NotDrained, *place, op, None, text));
@@ -219,7 +250,10 @@ impl Sim {
         th.pc += 1;
         th.clock[t] += 1;
         match ev {
-            Ev::Arrive { bar, count, op } => self.arrive(t, bar, count, op),
+            Ev::Arrive { bar, count, op } => {
+                self.copies_of(t, bar);
+                self.arrive(t, bar, count, op)
+            }
             Ev::Tma { dst, bar, op } => self.tma(t, dst, bar, op),
             Ev::Read {
                 src,
@@ -238,40 +272,20 @@ impl Sim {
         Step::Ran
     }
 
-    /// Whether the wait returns now (and its effects if so). It observes
-    /// the last completed phase k once it returns; rule 8 wants phase k − 1
-    /// completed before it and, when phase k + 1 completes, one of its
-    /// arrivals after it.
+    /// Whether the wait returns now (and its effects if so): once the open
+    /// phase's parity is not `parity`, observing the last completed phase
+    /// k. Rule 8 wants phase k − 1 completed before it (else another
+    /// interleaving has it observe an earlier phase); the check that phase
+    /// k + 1 completes after it is made when that phase completes.
     fn wait(&mut self, t: usize, bar: Place, parity: i64, op: &str) -> bool {
         let before = self.threads[t].clock.clone();
         let Some(b) = self.bars.get_mut(&bar) else {
             return true;
         };
         if (b.completed % 2) as i64 == parity {
-            if b.arrived < b.count {
-                return false;
-            }
-            let done = std::mem::replace(&mut b.open, vec![0; before.len()]);
-            for (u, at, other) in std::mem::take(&mut b.observers) {
-                if done[u] < at {
-                    let text = format!(
-                        "phase {} of barrier slot {} can complete before {other} returns, which observes phase {}: no arrival of it happens after that wait, so the wait can see either phase",
-                        b.completed,
-                        bar.1,
-                        b.completed - 1
-                    );
-                    self.found
-                        .push((Rule::PhaseRace, bar, other, Some(op.to_string()), text));
-                }
-            }
-            b.completed += 1;
-            b.arrived = 0;
-            b.prev = std::mem::replace(&mut b.done, done);
-            for w in std::mem::take(&mut b.copies) {
-                self.writes[w].landed = Some(b.done.clone());
-            }
+            return false;
         }
-        if !leq(&b.prev, &before) {
+        if !after(&b.prev, &before, b.prev_copied, b.lane) {
             let text = format!(
                 "{op} observes phase {} of barrier slot {} without the completion of phase {} happening before it: in another interleaving it observes an earlier phase",
                 b.completed as i64 - 1,
@@ -281,10 +295,62 @@ impl Sim {
             self.found
                 .push((Rule::PhaseRace, bar, op.to_string(), None, text));
         }
+        if b.completed > 0 {
+            b.observed = b.observed.max(Some(b.completed - 1));
+        }
         b.observers.push((t, before[t] + 1, op.to_string()));
         let done = b.done.clone();
         join(&mut self.threads[t].clock, &done);
         true
+    }
+
+    /// The copies that follow an arrival of thread `t` on `bar` (a
+    /// `barrier_expect` and its copies): the phase cannot complete before
+    /// they are issued, so they join it first.
+    fn copies_of(&mut self, t: usize, bar: Place) {
+        loop {
+            let th = &mut self.threads[t];
+            let Some(Ev::Tma { dst, bar: b, op }) = th.ev.get(th.pc).cloned() else {
+                return;
+            };
+            if b != bar {
+                return;
+            }
+            th.pc += 1;
+            th.clock[t] += 1;
+            self.tma(t, dst, b, op);
+        }
+    }
+
+    /// Phase `completed` of `bar` has all its arrivals: it completes (its
+    /// copies land). Rule 8: every wait that observed the phase before has
+    /// an arrival of this one happening after it, else this phase can
+    /// complete before that wait returns and the wait sees two phases on.
+    fn complete(&mut self, bar: Place) {
+        let Some(b) = self.bars.get_mut(&bar) else {
+            return;
+        };
+        let copied = !b.copies.is_empty();
+        let mut done = std::mem::replace(&mut b.open, vec![0; b.done.len()]);
+        done[b.lane] = b.completed + 1;
+        for (u, at, other) in std::mem::take(&mut b.observers) {
+            if done[u] < at {
+                let text = format!(
+                    "phase {} of barrier slot {} can complete before {other} returns, which observes phase {}: no arrival of it happens after that wait, so the wait can see either phase",
+                    b.completed,
+                    bar.1,
+                    b.completed as i64 - 1
+                );
+                self.found.push((Rule::PhaseRace, bar, other, None, text));
+            }
+        }
+        b.completed += 1;
+        b.arrived = 0;
+        b.prev = std::mem::replace(&mut b.done, done);
+        b.prev_copied = std::mem::replace(&mut b.copied, copied);
+        for w in std::mem::take(&mut b.copies) {
+            self.writes[w].landed = Some((b.done.clone(), bar, b.completed - 1));
+        }
     }
 
     fn arrive(&mut self, t: usize, bar: Place, count: i64, op: String) {
@@ -300,7 +366,7 @@ impl Sim {
             self.found.push((Rule::PhaseOverrun, bar, op, None, text));
             return;
         }
-        if b.completed > 0 && !leq(&b.done, &clock) {
+        if b.completed > 0 && !after(&b.done, &clock, b.copied, b.lane) {
             let text = format!(
                 "{op} arrives on barrier slot {} without the completion of its previous phase happening before",
                 bar.1
@@ -310,6 +376,9 @@ impl Sim {
         }
         b.arrived += count;
         join(&mut b.open, &clock);
+        if b.arrived == b.count {
+            self.complete(bar);
+        }
     }
 
     fn tma(&mut self, t: usize, dst: Place, bar: Place, op: String) {
@@ -333,7 +402,7 @@ impl Sim {
         }
         if let Some(w) = slot.latest {
             let prev = &self.writes[w];
-            if prev.landed.as_ref().is_none_or(|c| !leq(c, &clock)) {
+            if prev.landed.as_ref().is_none_or(|c| !leq(&c.0, &clock)) {
                 let text = format!(
                     "{op} writes slot {} while the write of {} may be in flight",
                     dst.1, prev.op
@@ -373,7 +442,7 @@ impl Sim {
         let slot = self.slots.entry(src).or_default();
         let latest = slot.latest;
         let landed = latest.and_then(|w| self.writes[w].landed.clone());
-        if landed.as_ref().is_none_or(|c| !leq(c, &clock)) {
+        if landed.as_ref().is_none_or(|c| !leq(&c.0, &clock)) {
             let other = latest.map(|w| self.writes[w].op.clone());
             let text = format!(
                 "{op} reads slot {} before the write it reads has landed (or with none)",

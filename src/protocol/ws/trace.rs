@@ -240,6 +240,9 @@ impl Tracer {
                 let parity = self.int(op.operands[1]);
                 if self.pred(op, 2) == Some(true) {
                     match (self.place(op, op.operands[0]), parity) {
+                        (_, Some(p)) if p != 0 && p != 1 => {
+                            self.unsupported(op, "a wait parity other than 0 or 1")
+                        }
                         (Some(bar), Some(parity)) => self.events.push(Ev::Wait {
                             bar,
                             parity,
