@@ -1,7 +1,7 @@
-//! Oracle test of the machine ([`super::sim`]): on tiny traces of two
-//! threads (a producer/consumer family with rings of depth 1 or 2 and at
-//! most three iterations, and random traces over one slot and two
-//! barriers), every interleaving of the threads' events runs under mbarrier
+//! Oracle test of the machine ([`super::sim`]): on tiny traces (a
+//! producer/consumer family of two threads with rings of depth 1 or 2 and
+//! at most three iterations; random traces of two or three threads over one
+//! slot and two barriers), every interleaving of the threads' events runs under mbarrier
 //! semantics: a copy lands at any time after it is issued; a phase
 //! completes once it has all its arrivals and its copies have landed; a
 //! wait on parity p returns once the open phase's parity is not p. Some
@@ -161,8 +161,9 @@ struct St {
     bars: Vec<BarSt>,
     slots: Vec<SlotSt>,
     written: u8,
-    /// Per thread: the values it has read (its reader's executions).
-    read: Vec<u8>,
+    /// Per thread and reader (synchronous, async wgmma): the values it has
+    /// read (the reader's executions).
+    read: Vec<[u8; 2]>,
     /// Copies in flight: slot, barrier.
     flight: Vec<(i64, usize)>,
     /// Whether one thread writes the ring (its order is checked then).
@@ -232,10 +233,10 @@ impl St {
     fn read(&mut self, t: usize, slot: i64, async_: bool) -> bool {
         let s = &mut self.slots[slot as usize];
         match s.latest {
-            Some((v, true)) if v == self.read[t] || !self.one_writer => {}
+            Some((v, true)) if v == self.read[t][async_ as usize] || !self.one_writer => {}
             _ => return false,
         }
-        self.read[t] += 1;
+        self.read[t][async_ as usize] += 1;
         if async_ {
             s.unretired += 1;
             self.pending.push(slot);
@@ -355,7 +356,7 @@ fn oracle_of(init: &[Ev], traces: &[Vec<Ev>], d: usize) -> bool {
         bars,
         slots: vec![SlotSt::default(); d],
         written: 0,
-        read: vec![0; traces.len()],
+        read: vec![[0; 2]; traces.len()],
         flight: Vec::new(),
         one_writer: traces
             .iter()
@@ -434,8 +435,9 @@ fn machine_rejects_exactly_what_some_interleaving_breaks() {
 }
 
 /// Random two-thread traces over one slot and two barriers of count 1
-/// (`full`, whose arrival carries the slot's copy, and `empty`).
-fn random_traces(seed: &mut u64) -> Vec<Vec<Ev>> {
+/// (`full`, whose arrival carries the slot's copy, and `empty`); reads
+/// synchronous or by an async wgmma, and wgmma waits.
+fn random_traces(seed: &mut u64, threads: usize) -> Vec<Vec<Ev>> {
     let mut next = |m: u64| {
         *seed = seed
             .wrapping_mul(6364136223846793005)
@@ -443,11 +445,11 @@ fn random_traces(seed: &mut u64) -> Vec<Vec<Ev>> {
         (*seed >> 33) % m
     };
     let op = |x: &str| x.to_string();
-    (0..2)
+    (0..threads)
         .map(|_| {
             let mut ev = Vec::new();
             for _ in 0..next(6) {
-                match next(6) {
+                match next(8) {
                     0 | 1 => ev.push(Ev::Wait {
                         bar: (if next(2) == 0 { FULL } else { EMPTY }, 0),
                         parity: next(2) as i64,
@@ -470,6 +472,18 @@ fn random_traces(seed: &mut u64) -> Vec<Vec<Ev>> {
                             op: op("copy"),
                         });
                     }
+                    6 => {
+                        ev.push(Ev::Read {
+                            src: (RING, 0),
+                            operand: 0,
+                            op: op("wgmma"),
+                            async_: true,
+                        });
+                        ev.push(Ev::DotIssued);
+                    }
+                    7 => ev.push(Ev::DotWait {
+                        pendings: next(2) as i64,
+                    }),
                     _ => ev.push(Ev::Read {
                         src: (RING, 0),
                         operand: 0,
@@ -483,30 +497,33 @@ fn random_traces(seed: &mut u64) -> Vec<Vec<Ev>> {
         .collect()
 }
 
+/// Two threads with `empty` counting one arrival, and three with it
+/// counting two (a barrier shared by several partitions).
 #[test]
 fn machine_never_proves_what_some_random_interleaving_breaks() {
-    let init = vec![
-        Ev::Init {
-            bar: (FULL, 0),
-            count: 1,
-        },
-        Ev::Init {
-            bar: (EMPTY, 0),
-            count: 1,
-        },
-    ];
     let mut seed = 7;
     let (mut unsound, mut strict, mut agree) = (Vec::new(), 0, 0);
-    for _ in 0..20000 {
-        let traces = random_traces(&mut seed);
-        let wrong = oracle_of(&init, &traces, 1);
-        let mut m = Sim::new(&init, traces.clone(), BTreeSet::from([RING]));
-        m.run();
-        let found = !m.found.is_empty();
-        match (wrong, found) {
-            (true, false) => unsound.push(format!("{traces:?}")),
-            (false, true) => strict += 1,
-            _ => agree += 1,
+    for (threads, empty, samples) in [(2, 1, 20000), (3, 2, 10000)] {
+        let init = vec![
+            Ev::Init {
+                bar: (FULL, 0),
+                count: 1,
+            },
+            Ev::Init {
+                bar: (EMPTY, 0),
+                count: empty,
+            },
+        ];
+        for _ in 0..samples {
+            let traces = random_traces(&mut seed, threads);
+            let wrong = oracle_of(&init, &traces, 1);
+            let mut m = Sim::new(&init, traces.clone(), BTreeSet::from([RING]));
+            m.run();
+            match (wrong, !m.found.is_empty()) {
+                (true, false) => unsound.push(format!("{traces:?}")),
+                (false, true) => strict += 1,
+                _ => agree += 1,
+            }
         }
     }
     eprintln!("{agree} agree, {strict} rejected though no interleaving breaks");
