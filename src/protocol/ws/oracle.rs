@@ -102,6 +102,7 @@ fn traces(s: &Shape) -> (Vec<Ev>, Vec<Vec<Ev>>) {
             cons.push(Ev::Arrive {
                 bar: (EMPTY, (i - s.lag) % s.d),
                 count: 1,
+                tx: false,
                 op: op("release"),
             });
         }
@@ -121,6 +122,7 @@ fn traces(s: &Shape) -> (Vec<Ev>, Vec<Vec<Ev>>) {
         prod.push(Ev::Arrive {
             bar: (FULL, slot),
             count: 1,
+            tx: true,
             op: op("expect"),
         });
         prod.push(Ev::Tma {
@@ -261,10 +263,10 @@ impl St {
                 }
                 true
             }
-            Ev::Arrive { bar, count, .. } => {
+            Ev::Arrive { bar, count, tx, .. } => {
                 let mut ok = true;
                 while let Some(Ev::Tma { dst, bar: b2, .. }) = ev.get(s.pc[t] + 1) {
-                    if b2 != bar {
+                    if b2 != bar || !tx {
                         break;
                     }
                     ok &= s.copy(dst.1, *b2);
@@ -434,9 +436,10 @@ fn machine_rejects_exactly_what_some_interleaving_breaks() {
     );
 }
 
-/// Random two-thread traces over one slot and two barriers of count 1
-/// (`full`, whose arrival carries the slot's copy, and `empty`); reads
-/// synchronous or by an async wgmma, and wgmma waits.
+/// Random traces of `threads` threads over one slot and two barriers
+/// (`full`, whose `barrier_expect` carries the slot's copy, and `empty`);
+/// copies without an expect, reads synchronous or by an async wgmma, and
+/// wgmma waits.
 fn random_traces(seed: &mut u64, threads: usize) -> Vec<Vec<Ev>> {
     let mut next = |m: u64| {
         *seed = seed
@@ -449,7 +452,7 @@ fn random_traces(seed: &mut u64, threads: usize) -> Vec<Vec<Ev>> {
         .map(|_| {
             let mut ev = Vec::new();
             for _ in 0..next(6) {
-                match next(8) {
+                match next(9) {
                     0 | 1 => ev.push(Ev::Wait {
                         bar: (if next(2) == 0 { FULL } else { EMPTY }, 0),
                         parity: next(2) as i64,
@@ -458,12 +461,14 @@ fn random_traces(seed: &mut u64, threads: usize) -> Vec<Vec<Ev>> {
                     2 => ev.push(Ev::Arrive {
                         bar: (EMPTY, 0),
                         count: 1,
+                        tx: false,
                         op: op("release"),
                     }),
                     3 => {
                         ev.push(Ev::Arrive {
                             bar: (FULL, 0),
                             count: 1,
+                            tx: true,
                             op: op("expect"),
                         });
                         ev.push(Ev::Tma {
@@ -481,6 +486,11 @@ fn random_traces(seed: &mut u64, threads: usize) -> Vec<Vec<Ev>> {
                         });
                         ev.push(Ev::DotIssued);
                     }
+                    8 => ev.push(Ev::Tma {
+                        dst: (RING, 0),
+                        bar: (FULL, 0),
+                        op: op("copy"),
+                    }),
                     7 => ev.push(Ev::DotWait {
                         pendings: next(2) as i64,
                     }),
@@ -556,6 +566,7 @@ fn a_release_count_shared_by_two_consumers() {
                 Ev::Arrive {
                     bar: (EMPTY, 0),
                     count: 1,
+                    tx: false,
                     op: op("release"),
                 },
             ]
@@ -572,6 +583,7 @@ fn a_release_count_shared_by_two_consumers() {
                 Ev::Arrive {
                     bar: (FULL, 0),
                     count: 1,
+                    tx: true,
                     op: op("expect"),
                 },
                 Ev::Tma {

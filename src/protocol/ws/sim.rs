@@ -250,8 +250,10 @@ impl Sim {
         th.pc += 1;
         th.clock[t] += 1;
         match ev {
-            Ev::Arrive { bar, count, op } => {
-                self.copies_of(t, bar);
+            Ev::Arrive { bar, count, tx, op } => {
+                if tx {
+                    self.copies_of(t, bar);
+                }
                 self.arrive(t, bar, count, op)
             }
             Ev::Tma { dst, bar, op } => self.tma(t, dst, bar, op),
@@ -304,9 +306,10 @@ impl Sim {
         true
     }
 
-    /// The copies that follow an arrival of thread `t` on `bar` (a
-    /// `barrier_expect` and its copies): the phase cannot complete before
-    /// they are issued, so they join it first.
+    /// The copies that directly follow a `barrier_expect` of thread `t` on
+    /// `bar`: the phase cannot complete before they land, so they join it
+    /// before the arrival (a copy issued later joins the open phase then:
+    /// the next one, if this arrival completed it).
     fn copies_of(&mut self, t: usize, bar: Place) {
         loop {
             let th = &mut self.threads[t];

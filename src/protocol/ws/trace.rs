@@ -19,9 +19,12 @@ pub enum Ev {
         bar: Place,
         count: i64,
     },
+    /// An arrival; `tx` for a `barrier_expect`, whose phase then waits for
+    /// the copies that follow it (they join the phase first).
     Arrive {
         bar: Place,
         count: i64,
+        tx: bool,
         op: String,
     },
     Tma {
@@ -231,6 +234,7 @@ impl Tracer {
                         self.events.push(Ev::Arrive {
                             bar,
                             count,
+                            tx: op.name == "ttng.barrier_expect",
                             op: name,
                         });
                     }
