@@ -6,7 +6,9 @@
 //! traced ([`trace`]) and interleaved by the machine ([`sim`]) for every
 //! trip count of the default region's loop from 0 to its period (twice the
 //! least common multiple of the rings' depths) plus twice the deepest ring;
-//! each loop's events must repeat with that period.
+//! each loop's events must repeat with that period. At the join, the
+//! threads that run loops must have run them the same numbers of times
+//! (rule 9).
 
 #[cfg(test)]
 mod oracle;

@@ -1,10 +1,20 @@
 //! The machine that interleaves the threads of a `ttg.warp_specialize`
-//! (their event traces) under mbarrier semantics. Every thread carries a
-//! vector clock: an arrival joins the arriver's clock into the barrier's
-//! open phase, a TMA copy joins its issuer's; the phase's clock when it
-//! completes is the landing time of its copies, and a wait that returns
-//! joins it. Retiring a read stamps it with the retiring thread's clock.
-//! The data rules compare clocks (happens-before), not the run's order.
+//! (their event traces) under mbarrier semantics: round-robin, each thread
+//! until it blocks or ends. A phase completes with its last arrival (a
+//! `barrier_expect` first issues the copies that follow it: the phase
+//! waits for them to land, and they land as it completes); a wait on
+//! parity p returns once the open phase's parity is not p and observes the
+//! last completed phase.
+//!
+//! Every thread carries a vector clock with one component per thread and
+//! one per barrier. An arrival or a TMA copy joins its thread's clock into
+//! the open phase; a completing phase takes that join with its barrier's
+//! component set to its number, so that only a wait that observes it (or
+//! a thread that learns from one) knows its copies landed; a wait joins
+//! the phase it observes. Retiring a read stamps it with the retiring
+//! thread's clock. The data rules compare clocks (happens-before), not the
+//! run's order; rule 8 checks that each wait's phase is forced by
+//! happens-before, so that every interleaving has the run's outcomes.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
