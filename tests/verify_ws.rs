@@ -355,3 +355,18 @@ fn events_that_stop_repeating_are_not_verified() {
         "{err}"
     );
 }
+
+/// `full[0]` never initialized: a barrier the machine cannot model.
+#[test]
+fn barrier_without_init_is_not_verified() {
+    let m = lowered("3.6");
+    let m: Vec<&str> = m
+        .lines()
+        .filter(|l| !l.contains("\"ttng.init_barrier\"(%22)"))
+        .collect();
+    let err = verify(&m.join("\n"));
+    assert!(
+        err.contains("twill: pipeline not verified: an mbarrier used without a ttng.init_barrier"),
+        "{err}"
+    );
+}

@@ -118,7 +118,39 @@ fn trace_all(
         out.indexed.extend(t.indexed);
         out.threads.push((t.events, t.trips));
     }
+    initialized(ws, &out)?;
     Ok(out)
+}
+
+/// Every barrier the threads use is initialized before the ws op, and
+/// none inside it.
+fn initialized(ws: &Op, tr: &Traces) -> Result<(), Unsupported> {
+    let inits: BTreeSet<trace::Place> = tr
+        .init
+        .iter()
+        .filter_map(|e| match e {
+            trace::Ev::Init { bar, .. } => Some(*bar),
+            _ => None,
+        })
+        .collect();
+    let why = tr.threads.iter().flat_map(|t| &t.0).find_map(|e| match e {
+        trace::Ev::Init { .. } => Some("a ttng.init_barrier inside the ttg.warp_specialize"),
+        trace::Ev::Arrive { bar, .. }
+        | trace::Ev::Tma { bar, .. }
+        | trace::Ev::Wait { bar, .. }
+            if !inits.contains(bar) =>
+        {
+            Some("an mbarrier used without a ttng.init_barrier before the ttg.warp_specialize")
+        }
+        _ => None,
+    });
+    match why {
+        Some(why) => Err(Unsupported {
+            op: op_name(ws),
+            why: why.to_string(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The pins of every run: each root of the default loop's bounds takes the
