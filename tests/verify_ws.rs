@@ -144,10 +144,27 @@ fn release_before_the_wgmma_retires_is_a_race() {
     assert_rejected(&m, "rule 1 (WriteWhileRead)");
 }
 
-/// The consumer waits on `full` with the wrong parity: it returns at once
-/// and its wgmma reads a slot whose copy has not landed.
+/// The consumer waits on `full` with the other parity (its phase off by
+/// one): it returns at once and its wgmma reads a slot whose copy has not
+/// landed; the phases its waits observe are not fixed by happens-before
+/// (rule 8).
 #[test]
 fn consumer_phase_off_by_one_reads_before_the_copy_lands() {
+    let m = lowered("3.6");
+    let m = mutate(
+        &m,
+        "\"ttng.wait_barrier\"(%42, %41, %true)",
+        "%flip = arith.xori %41, %c1_i32_8 : i32\n        \"ttng.wait_barrier\"(%42, %flip, %true)",
+        0,
+    );
+    assert_rejected(&m, "rule 3 (ReadBeforeWrite)");
+    assert_rejected(&m, "rule 8 (PhaseRace)");
+}
+
+/// The consumer's phase without its `& 1`: from iteration 6 on it waits
+/// with parity 2, which `mbarrier.try_wait.parity` does not define.
+#[test]
+fn parity_outside_0_1_is_not_verified() {
     let m = lowered("3.6");
     let m = mutate(
         &m,
@@ -155,7 +172,11 @@ fn consumer_phase_off_by_one_reads_before_the_copy_lands() {
         "\"ttng.wait_barrier\"(%42, %40, %true)",
         0,
     );
-    assert_rejected(&m, "rule 3 (ReadBeforeWrite)");
+    let err = verify(&m);
+    assert!(
+        err.contains("twill: pipeline not verified: a wait parity other than 0 or 1"),
+        "{err}"
+    );
 }
 
 /// Two wgmmas left in flight: the release of the slot of iteration i - 1
@@ -190,6 +211,162 @@ fn slot_outside_the_ring_is_not_verified() {
     let err = verify(&m);
     assert!(
         err.contains("twill: pipeline not verified: a slot index outside its ring"),
+        "{err}"
+    );
+}
+
+/// `full[0]` wants two arrivals per phase (the consumer count of the
+/// producer side wrong by one): the consumer hangs on it.
+#[test]
+fn full_init_count_off_by_one_deadlocks() {
+    let m = lowered("3.6");
+    let m = mutate(
+        &m,
+        "\"ttng.init_barrier\"(%22) {count = 1 : i32}",
+        "\"ttng.init_barrier\"(%22) {count = 2 : i32}",
+        0,
+    );
+    assert_rejected(&m, "rule 5 (WaitWithoutArrival)");
+}
+
+/// The release arrives twice on an `empty` phase that wants one arrival
+/// (the arrival count wrong by one): the phase overruns.
+#[test]
+fn release_count_off_by_one_overruns() {
+    let m = lowered("3.6");
+    let m = mutate(
+        &m,
+        "\"ttng.arrive_barrier\"(%51, %48) {count = 1 : i32}",
+        "\"ttng.arrive_barrier\"(%51, %48) {count = 2 : i32}",
+        0,
+    );
+    assert_rejected(&m, "rule 6 (PhaseOverrun)");
+}
+
+/// The producer never waits on `empty`: it runs ahead of the consumer by
+/// more than the ring, overwriting slots in flight and overrunning `full`.
+#[test]
+fn producer_running_ahead_of_the_ring_is_rejected() {
+    let m = lowered("3.6");
+    let m = mutate(
+        &m,
+        "\"ttng.wait_barrier\"(%42, %41, %true)",
+        "\"ttng.wait_barrier\"(%42, %41, %false_w)",
+        1,
+    );
+    let m = mutate(
+        &m,
+        "%41 = arith.xori",
+        "%false_w = arith.constant false\n          %41 = arith.xori",
+        0,
+    );
+    assert_rejected(&m, "rule 2 (WriteWhileWriting)");
+    assert_rejected(&m, "rule 6 (PhaseOverrun)");
+}
+
+/// The ws op's captured upper bound of the producer's loop, before it.
+const WS_OP: &str = "%28 = \"ttg.warp_specialize\"(%c64_i32, %arg0, %14, %arg5, %15, %c0_i32, %17,";
+
+/// The producer runs one iteration more than the consumer (its bound plus
+/// its step): its last copy never lands, and the trip counts differ at the
+/// join (rule 9).
+#[test]
+fn producer_one_iteration_more_is_an_exit_imbalance() {
+    let m = lowered("3.6");
+    let m = mutate(
+        &m,
+        WS_OP,
+        &format!(
+            "%ubp = arith.addi %17, %c1_i32 : i32\n    {}",
+            WS_OP.replace("%17,", "%ubp,")
+        ),
+        0,
+    );
+    assert_rejected(&m, "rule 9 (ExitImbalance)");
+    assert_rejected(&m, "rule 7 (NotDrained)");
+}
+
+/// The consumer runs one iteration fewer than the producer.
+#[test]
+fn consumer_one_iteration_fewer_is_an_exit_imbalance() {
+    let m = lowered("3.6");
+    let m = mutate(
+        &m,
+        "scf.for %arg18 = %c0_i32 to %17 step",
+        "scf.for %arg18 = %c0_i32 to %ubm step",
+        0,
+    );
+    let m = mutate(
+        &m,
+        WS_OP,
+        &format!("%ubm = arith.subi %17, %c1_i32 : i32\n    {WS_OP}"),
+        0,
+    );
+    assert_rejected(&m, "rule 9 (ExitImbalance)");
+}
+
+/// The consumer's wgmma reads `a` from the slot after the one it waited
+/// for: the k-th read is not of the k-th value of the ring (rule 4).
+#[test]
+fn reading_the_next_slot_is_the_wrong_slot() {
+    let m = lowered("3.6");
+    let m = mutate(
+        &m,
+        "\"ttg.memdesc_index\"(%18, %39)",
+        "\"ttg.memdesc_index\"(%18, %rs)",
+        0,
+    );
+    let m = mutate(
+        &m,
+        "%43 = \"ttg.memdesc_index\"(%18",
+        "%rot = arith.addi %arg20, %c1_i32_8 : i32\n        %rs = arith.remsi %rot, %c3_i32 : i32\n        %43 = \"ttg.memdesc_index\"(%18",
+        0,
+    );
+    assert_rejected(&m, "rule 4 (WrongSlot)");
+}
+
+/// A second `full` wait, predicated on the first five iterations only: it
+/// changes nothing in the protocol, but the consumer's events stop
+/// repeating, so the runs do not cover every trip count: not verified.
+#[test]
+fn events_that_stop_repeating_are_not_verified() {
+    let m = lowered("3.6");
+    let wait = "\"ttng.wait_barrier\"(%42, %41, %true) {operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (!ttg.memdesc<1xi64, #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, #smem, mutable>, i32, i1) -> ()";
+    let m = mutate(
+        &m,
+        wait,
+        &format!(
+            "{wait}\n        %early = arith.cmpi slt, %arg18, %c5_e : i32\n        {}",
+            wait.replace("%true", "%early")
+        ),
+        0,
+    );
+    let m = mutate(
+        &m,
+        "%c3_i32 = arith.constant 3 : i32",
+        "%c3_i32 = arith.constant 3 : i32\n        %c5_e = arith.constant 5 : i32",
+        0,
+    );
+    let err = verify(&m);
+    assert!(
+        err.contains(
+            "twill: pipeline not verified: the events of a loop do not repeat every 6 iterations"
+        ),
+        "{err}"
+    );
+}
+
+/// `full[0]` never initialized: a barrier the machine cannot model.
+#[test]
+fn barrier_without_init_is_not_verified() {
+    let m = lowered("3.6");
+    let m: Vec<&str> = m
+        .lines()
+        .filter(|l| !l.contains("\"ttng.init_barrier\"(%22)"))
+        .collect();
+    let err = verify(&m.join("\n"));
+    assert!(
+        err.contains("twill: pipeline not verified: an mbarrier used without a ttng.init_barrier"),
         "{err}"
     );
 }

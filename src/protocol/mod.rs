@@ -59,6 +59,15 @@
 //! 7. **drained** ([`Rule::NotDrained`]): nothing is in flight on a buffer
 //!    when it is deallocated or the function returns.
 //!
+//! Warp-specialized code (`ws`) adds two rules between its threads:
+//!
+//! 8. **phase race** ([`Rule::PhaseRace`]): a wait that observed phase k of
+//!    a barrier has the completion of phase k − 1 happening before it, and
+//!    phase k + 1 completes only after it (one of that phase's arrivals
+//!    happens after the wait), so it observes phase k in every interleaving;
+//! 9. **exit imbalance** ([`Rule::ExitImbalance`]): at the join, the threads
+//!    that run loops have run them the same numbers of times.
+//!
 //! A loop whose pipeline touches what the machine does not model (an op it
 //! does not know on a ring, a slot index it cannot evaluate, warp
 //! specialization, a predicate it cannot decide) is [`Verdict::Unsupported`]:
@@ -128,6 +137,8 @@ pub enum Rule {
     WaitWithoutArrival,
     PhaseOverrun,
     NotDrained,
+    PhaseRace,
+    ExitImbalance,
 }
 
 impl Rule {

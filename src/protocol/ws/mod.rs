@@ -6,15 +6,19 @@
 //! traced ([`trace`]) and interleaved by the machine ([`sim`]) for every
 //! trip count of the default region's loop from 0 to its period (twice the
 //! least common multiple of the rings' depths) plus twice the deepest ring;
-//! each loop's events must repeat with that period.
+//! each loop's events must repeat with that period. At the join, the
+//! threads that run loops must have run them the same numbers of times
+//! (rule 9).
 
+#[cfg(test)]
+mod oracle;
 mod sim;
 mod trace;
 
 use std::collections::{BTreeSet, HashMap};
 
 use super::run::{pin_plans, roots_of, scalar_defs, trip_count};
-use super::{Block, Function, LoopReport, Op, Unsupported, Verdict, Violation};
+use super::{Block, Function, LoopReport, Op, Rule, Unsupported, Verdict, Violation};
 use trace::{op_name, Tracer};
 
 /// The function's `ttg.warp_specialize`, where it holds one at its top
@@ -61,10 +65,18 @@ fn rings(f: &Function) -> Vec<(usize, String, i64)> {
         .collect()
 }
 
-/// The events of every thread under `pins`: the barriers' initialization,
-/// the per-thread traces and the trip counts of each thread's loops.
-/// And whether every thread's loops repeat their events with `period`.
-type Traces = (Vec<trace::Ev>, Vec<Vec<trace::Ev>>, Vec<u64>, bool);
+/// The events of every thread under `pins`.
+struct Traces {
+    /// The barriers' initialization (the code before the ws op).
+    init: Vec<trace::Ev>,
+    /// Per thread (default region first): its events and the trip counts
+    /// of its loops, in the order they ran.
+    threads: Vec<(Vec<trace::Ev>, Vec<u64>)>,
+    /// The allocations indexed as rings.
+    indexed: BTreeSet<usize>,
+    /// Whether every thread's loops repeat their events with the period.
+    periodic: bool,
+}
 
 fn trace_all(
     f: &Function,
@@ -92,17 +104,53 @@ fn trace_all(
         t.block(p);
         threads.push(t);
     }
-    let mut trips = Vec::new();
-    let mut traces = Vec::new();
     let periodic = threads.iter().all(|t| t.periodic(period, warm));
+    let mut out = Traces {
+        init: main.events,
+        threads: Vec::new(),
+        indexed: main.indexed,
+        periodic,
+    };
     for t in threads {
         if let Some(u) = t.unsupported {
             return Err(u);
         }
-        trips.extend(t.trips);
-        traces.push(t.events);
+        out.indexed.extend(t.indexed);
+        out.threads.push((t.events, t.trips));
     }
-    Ok((main.events, traces, trips, periodic))
+    initialized(ws, &out)?;
+    Ok(out)
+}
+
+/// Every barrier the threads use is initialized before the ws op, and
+/// none inside it.
+fn initialized(ws: &Op, tr: &Traces) -> Result<(), Unsupported> {
+    let inits: BTreeSet<trace::Place> = tr
+        .init
+        .iter()
+        .filter_map(|e| match e {
+            trace::Ev::Init { bar, .. } => Some(*bar),
+            _ => None,
+        })
+        .collect();
+    let why = tr.threads.iter().flat_map(|t| &t.0).find_map(|e| match e {
+        trace::Ev::Init { .. } => Some("a ttng.init_barrier inside the ttg.warp_specialize"),
+        trace::Ev::Arrive { bar, .. }
+        | trace::Ev::Tma { bar, .. }
+        | trace::Ev::Wait { bar, .. }
+            if !inits.contains(bar) =>
+        {
+            Some("an mbarrier used without a ttng.init_barrier before the ttg.warp_specialize")
+        }
+        _ => None,
+    });
+    match why {
+        Some(why) => Err(Unsupported {
+            op: op_name(ws),
+            why: why.to_string(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The pins of every run: each root of the default loop's bounds takes the
@@ -144,6 +192,66 @@ fn lcm(a: u64, b: u64) -> u64 {
     a / x.max(1) * b
 }
 
+/// Interleaves the threads of one run; the violations it finds.
+fn run(ws: &Op, tr: Traces, locs: &HashMap<usize, &str>) -> Vec<Violation> {
+    let trips: Vec<u64> = tr.threads.iter().flat_map(|t| t.1.clone()).collect();
+    let mut out = exit_imbalance(ws, &tr, &trips);
+    let traces = tr.threads.into_iter().map(|t| t.0).collect();
+    let mut m = sim::Sim::new(&tr.init, traces, tr.indexed);
+    m.run();
+    for (rule, place, op, other, text) in m.found {
+        out.push(Violation {
+            rule,
+            buffer: locs.get(&place.0).copied().unwrap_or("?").to_string(),
+            slot: Some(place.1),
+            op,
+            other,
+            trip_counts: trips.clone(),
+            iteration: None,
+            text,
+        });
+    }
+    out
+}
+
+/// Rule 9: every thread that runs loops runs them the same numbers of
+/// times as the default region, so none exits while another still needs
+/// its arrivals (or leaves phases no one waits for).
+fn exit_imbalance(ws: &Op, tr: &Traces, trips: &[u64]) -> Vec<Violation> {
+    let Some((_, main)) = tr.threads.first() else {
+        return Vec::new();
+    };
+    let loop_of = |i: usize| {
+        let region = match i {
+            0 => ws.regions.first(),
+            _ => partitions(ws).and_then(|(p, _)| p.get(i - 1)),
+        };
+        region
+            .and_then(first_loop)
+            .map_or_else(|| op_name(ws), op_name)
+    };
+    let mut out = Vec::new();
+    for (i, (_, own)) in tr.threads.iter().enumerate().skip(1) {
+        if own.is_empty() || own == main {
+            continue;
+        }
+        out.push(Violation {
+            rule: Rule::ExitImbalance,
+            buffer: format!("partition {}", i - 1),
+            slot: None,
+            op: loop_of(i),
+            other: Some(loop_of(0)),
+            trip_counts: trips.to_vec(),
+            iteration: None,
+            text: format!(
+                "partition {} runs its loops {own:?} times where the default region runs {main:?}: at the join one side exits with phases the other still needs or leaves unconsumed",
+                i - 1
+            ),
+        });
+    }
+    out
+}
+
 /// Verifies the `ttg.warp_specialize` of `f` (None: `f` holds none).
 pub fn verify_ws(f: &Function) -> Option<LoopReport> {
     let ws = ws_op(f)?;
@@ -172,7 +280,7 @@ pub fn verify_ws(f: &Function) -> Option<LoopReport> {
     let mut seen = BTreeSet::new();
     for pins in plans(f, l, bound) {
         let shape = (period as usize, deepest as usize);
-        let (init, traces, trips, periodic) = match trace_all(f, ws, &pins, shape) {
+        let tr = match trace_all(f, ws, &pins, shape) {
             Ok(x) => x,
             Err(u) => {
                 report.verdict = Verdict::Unsupported;
@@ -181,27 +289,15 @@ pub fn verify_ws(f: &Function) -> Option<LoopReport> {
                 return Some(report);
             }
         };
-        if !periodic && report.unsupported.is_none() {
+        if !tr.periodic && report.unsupported.is_none() {
             report.unsupported = Some(Unsupported {
                 op: op_name(ws),
                 why: format!("the events of a loop do not repeat every {period} iterations"),
             });
         }
-        let mut m = sim::Sim::new(&init, traces);
-        m.run();
-        for (rule, place, op, other, text) in m.found {
-            let buffer = locs.get(&place.0).copied().unwrap_or("?").to_string();
-            if seen.insert((rule, buffer.clone(), place.1, op.clone())) {
-                report.violations.push(Violation {
-                    rule,
-                    buffer,
-                    slot: Some(place.1),
-                    op,
-                    other,
-                    trip_counts: trips.clone(),
-                    iteration: None,
-                    text,
-                });
+        for v in run(ws, tr, &locs) {
+            if seen.insert((v.rule, v.buffer.clone(), v.slot, v.op.clone())) {
+                report.violations.push(v);
             }
         }
     }

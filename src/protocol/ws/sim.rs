@@ -1,12 +1,22 @@
 //! The machine that interleaves the threads of a `ttg.warp_specialize`
-//! (their event traces) under mbarrier semantics. Every thread carries a
-//! vector clock: an arrival joins the arriver's clock into the barrier's
-//! open phase, a TMA copy joins its issuer's; the phase's clock when it
-//! completes is the landing time of its copies, and a wait that returns
-//! joins it. Retiring a read stamps it with the retiring thread's clock.
-//! The data rules compare clocks (happens-before), not the run's order.
+//! (their event traces) under mbarrier semantics: round-robin, each thread
+//! until it blocks or ends. A phase completes with its last arrival (a
+//! `barrier_expect` first issues the copies that follow it: the phase
+//! waits for them to land, and they land as it completes); a wait on
+//! parity p returns once the open phase's parity is not p and observes the
+//! last completed phase.
+//!
+//! Every thread carries a vector clock with one component per thread and
+//! one per barrier. An arrival or a TMA copy joins its thread's clock into
+//! the open phase; a completing phase takes that join with its barrier's
+//! component set to its number, so that only a wait that observes it (or
+//! a thread that learns from one) knows its copies landed; a wait joins
+//! the phase it observes. Retiring a read stamps it with the retiring
+//! thread's clock. The data rules compare clocks (happens-before), not the
+//! run's order; rule 8 checks that each wait's phase is forced by
+//! happens-before, so that every interleaving has the run's outcomes.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use super::super::Rule;
 use super::trace::{Ev, Place};
@@ -17,6 +27,17 @@ fn leq(a: &Clock, b: &Clock) -> bool {
     a.iter().zip(b).all(|(x, y)| x <= y)
 }
 
+/// Whether a phase that completed at `done` happens before `clock`: a
+/// phase with copies completes when they land, which only a wait (its
+/// barrier's component `lane`) tells; one without completes with its last
+/// arrival.
+fn after(done: &Clock, clock: &Clock, copied: bool, lane: usize) -> bool {
+    done.iter()
+        .zip(clock)
+        .enumerate()
+        .all(|(i, (x, y))| (i == lane && !copied) || x <= y)
+}
+
 fn join(a: &mut Clock, b: &Clock) {
     for (x, y) in a.iter_mut().zip(b) {
         *x = (*x).max(*y);
@@ -24,17 +45,43 @@ fn join(a: &mut Clock, b: &Clock) {
 }
 
 struct Bar {
+    /// Its component of the clocks (after the threads'): the phases whose
+    /// completion a thread has observed, directly or through others.
+    lane: usize,
     count: i64,
     arrived: i64,
     completed: u64,
     open: Clock,
+    /// Completion clocks of the last completed phase and of the one before
+    /// (zero before there is one: the initialization).
     done: Clock,
+    prev: Clock,
+    /// Whether the last completed phase and the one before had copies
+    /// (then their completion is the copies' landing, which a thread knows
+    /// only through a wait); else their arrivals complete them.
+    copied: bool,
+    prev_copied: bool,
     copies: Vec<usize>,
+    /// The waits that observed the last completed phase: thread, the wait's
+    /// own time in that thread, op.
+    observers: Vec<(usize, u64, String)>,
+    /// The latest phase a wait observed.
+    observed: Option<u64>,
 }
 
 struct Write {
     op: String,
-    landed: Option<Clock>,
+    slot: i64,
+    /// When it landed: the clock, barrier and phase it landed with.
+    landed: Option<(Clock, Place, u64)>,
+}
+
+/// The writes to one ring, in their thread's order (rule 4 checks rings
+/// written by one thread only, where that order is the program's).
+struct RingOrder {
+    thread: usize,
+    writes: Vec<usize>,
+    shared: bool,
 }
 
 struct Read {
@@ -71,26 +118,38 @@ pub struct Sim {
     writes: Vec<Write>,
     reads: Vec<Read>,
     slots: HashMap<Place, Slot>,
+    indexed: BTreeSet<usize>,
+    rings: HashMap<usize, RingOrder>,
+    /// Executions so far of each reader: (thread, op, operand, ring).
+    readers: HashMap<(usize, String, usize, usize), usize>,
     pub found: Vec<Found>,
 }
 
 impl Sim {
     /// The barriers initialized before the fork (`init`), then one thread
-    /// per trace.
-    pub fn new(init: &[Ev], traces: Vec<Vec<Ev>>) -> Sim {
-        let n = traces.len();
+    /// per trace; `indexed`: the allocations that are rings.
+    pub fn new(init: &[Ev], traces: Vec<Vec<Ev>>, indexed: BTreeSet<usize>) -> Sim {
+        let inits = init.iter().filter(|e| matches!(e, Ev::Init { .. }));
+        let n = traces.len() + inits.count();
         let mut bars = HashMap::new();
         for e in init {
             if let Ev::Init { bar, count } = e {
+                let lane = traces.len() + bars.len();
                 bars.insert(
                     *bar,
                     Bar {
+                        lane,
                         count: *count,
                         arrived: 0,
                         completed: 0,
                         open: vec![0; n],
                         done: vec![0; n],
+                        prev: vec![0; n],
+                        copied: false,
+                        prev_copied: false,
                         copies: Vec::new(),
+                        observers: Vec::new(),
+                        observed: None,
                     },
                 );
             }
@@ -111,6 +170,9 @@ impl Sim {
             writes: Vec::new(),
             reads: Vec::new(),
             slots: HashMap::new(),
+            indexed,
+            rings: HashMap::new(),
+            readers: HashMap::new(),
             found: Vec::new(),
         }
     }
@@ -162,10 +224,13 @@ impl Sim {
     fn drained(&mut self) {
         for (place, s) in &self.slots {
             if let Some(w) = s.latest {
-                if self.writes[w].landed.is_none() {
+                let seen = |(_, bar, k): &(Clock, Place, u64)| {
+                    self.bars.get(bar).and_then(|b| b.observed) >= Some(*k)
+                };
+                if !self.writes[w].landed.as_ref().is_some_and(seen) {
                     let op = self.writes[w].op.clone();
                     let text = format!(
-                        "the copy of {op} into slot {} never lands (its phase is never waited for)",
+                        "the landing of the copy of {op} into slot {} is never waited for: it may still be in flight at the join",
                         place.1
                     );
                     self.found.push((Rule::NotDrained, *place, op, None, text));
@@ -186,8 +251,8 @@ impl Sim {
         let Some(ev) = th.ev.get(th.pc).cloned() else {
             return Step::Done;
         };
-        if let Ev::Wait { bar, parity, .. } = &ev {
-            if !self.wait(t, *bar, *parity) {
+        if let Ev::Wait { bar, parity, op } = &ev {
+            if !self.wait(t, *bar, *parity, op) {
                 return Step::Blocked;
             }
         }
@@ -195,9 +260,19 @@ impl Sim {
         th.pc += 1;
         th.clock[t] += 1;
         match ev {
-            Ev::Arrive { bar, count, op } => self.arrive(t, bar, count, op),
+            Ev::Arrive { bar, count, tx, op } => {
+                if tx {
+                    self.copies_of(t, bar);
+                }
+                self.arrive(t, bar, count, op)
+            }
             Ev::Tma { dst, bar, op } => self.tma(t, dst, bar, op),
-            Ev::Read { src, op, async_ } => self.read(t, src, op, async_),
+            Ev::Read {
+                src,
+                operand,
+                op,
+                async_,
+            } => self.read(t, (src, operand), op, async_),
             Ev::DotIssued => {
                 let th = &mut self.threads[t];
                 let group = std::mem::take(&mut th.pending);
@@ -209,26 +284,86 @@ impl Sim {
         Step::Ran
     }
 
-    /// Whether the wait returns now (and its effects if so).
-    fn wait(&mut self, t: usize, bar: Place, parity: i64) -> bool {
+    /// Whether the wait returns now (and its effects if so): once the open
+    /// phase's parity is not `parity`, observing the last completed phase
+    /// k. Rule 8 wants phase k − 1 completed before it (else another
+    /// interleaving has it observe an earlier phase); the check that phase
+    /// k + 1 completes after it is made when that phase completes.
+    fn wait(&mut self, t: usize, bar: Place, parity: i64, op: &str) -> bool {
+        let before = self.threads[t].clock.clone();
         let Some(b) = self.bars.get_mut(&bar) else {
             return true;
         };
         if (b.completed % 2) as i64 == parity {
-            if b.arrived < b.count {
-                return false;
-            }
-            b.completed += 1;
-            b.arrived = 0;
-            b.done = std::mem::take(&mut b.open);
-            b.open = vec![0; b.done.len()];
-            for w in std::mem::take(&mut b.copies) {
-                self.writes[w].landed = Some(b.done.clone());
-            }
+            return false;
         }
+        if !after(&b.prev, &before, b.prev_copied, b.lane) {
+            let text = format!(
+                "{op} observes phase {} of barrier slot {} without the completion of phase {} happening before it: in another interleaving it observes an earlier phase",
+                b.completed as i64 - 1,
+                bar.1,
+                b.completed as i64 - 2
+            );
+            self.found
+                .push((Rule::PhaseRace, bar, op.to_string(), None, text));
+        }
+        if b.completed > 0 {
+            b.observed = b.observed.max(Some(b.completed - 1));
+        }
+        b.observers.push((t, before[t] + 1, op.to_string()));
         let done = b.done.clone();
         join(&mut self.threads[t].clock, &done);
         true
+    }
+
+    /// The copies that directly follow a `barrier_expect` of thread `t` on
+    /// `bar`: the phase cannot complete before they land, so they join it
+    /// before the arrival (a copy issued later joins the open phase then:
+    /// the next one, if this arrival completed it).
+    fn copies_of(&mut self, t: usize, bar: Place) {
+        loop {
+            let th = &mut self.threads[t];
+            let Some(Ev::Tma { dst, bar: b, op }) = th.ev.get(th.pc).cloned() else {
+                return;
+            };
+            if b != bar {
+                return;
+            }
+            th.pc += 1;
+            th.clock[t] += 1;
+            self.tma(t, dst, b, op);
+        }
+    }
+
+    /// Phase `completed` of `bar` has all its arrivals: it completes (its
+    /// copies land). Rule 8: every wait that observed the phase before has
+    /// an arrival of this one happening after it, else this phase can
+    /// complete before that wait returns and the wait sees two phases on.
+    fn complete(&mut self, bar: Place) {
+        let Some(b) = self.bars.get_mut(&bar) else {
+            return;
+        };
+        let copied = !b.copies.is_empty();
+        let mut done = std::mem::replace(&mut b.open, vec![0; b.done.len()]);
+        done[b.lane] = b.completed + 1;
+        for (u, at, other) in std::mem::take(&mut b.observers) {
+            if done[u] < at {
+                let text = format!(
+                    "phase {} of barrier slot {} can complete before {other} returns, which observes phase {}: no arrival of it happens after that wait, so the wait can see either phase",
+                    b.completed,
+                    bar.1,
+                    b.completed as i64 - 1
+                );
+                self.found.push((Rule::PhaseRace, bar, other, None, text));
+            }
+        }
+        b.completed += 1;
+        b.arrived = 0;
+        b.prev = std::mem::replace(&mut b.done, done);
+        b.prev_copied = std::mem::replace(&mut b.copied, copied);
+        for w in std::mem::take(&mut b.copies) {
+            self.writes[w].landed = Some((b.done.clone(), bar, b.completed - 1));
+        }
     }
 
     fn arrive(&mut self, t: usize, bar: Place, count: i64, op: String) {
@@ -244,7 +379,7 @@ impl Sim {
             self.found.push((Rule::PhaseOverrun, bar, op, None, text));
             return;
         }
-        if b.completed > 0 && !leq(&b.done, &clock) {
+        if b.completed > 0 && !after(&b.done, &clock, b.copied, b.lane) {
             let text = format!(
                 "{op} arrives on barrier slot {} without the completion of its previous phase happening before",
                 bar.1
@@ -254,6 +389,9 @@ impl Sim {
         }
         b.arrived += count;
         join(&mut b.open, &clock);
+        if b.arrived == b.count {
+            self.complete(bar);
+        }
     }
 
     fn tma(&mut self, t: usize, dst: Place, bar: Place, op: String) {
@@ -277,7 +415,7 @@ impl Sim {
         }
         if let Some(w) = slot.latest {
             let prev = &self.writes[w];
-            if prev.landed.as_ref().is_none_or(|c| !leq(c, &clock)) {
+            if prev.landed.as_ref().is_none_or(|c| !leq(&c.0, &clock)) {
                 let text = format!(
                     "{op} writes slot {} while the write of {} may be in flight",
                     dst.1, prev.op
@@ -292,21 +430,33 @@ impl Sim {
             }
         }
         let w = self.writes.len();
-        self.writes.push(Write { op, landed: None });
+        self.writes.push(Write {
+            op,
+            slot: dst.1,
+            landed: None,
+        });
         slot.latest = Some(w);
         slot.reads.clear();
+        let ring = self.rings.entry(dst.0).or_insert(RingOrder {
+            thread: t,
+            writes: Vec::new(),
+            shared: false,
+        });
+        ring.shared |= ring.thread != t;
+        ring.writes.push(w);
         if let Some(b) = self.bars.get_mut(&bar) {
             b.copies.push(w);
             join(&mut b.open, &clock);
         }
     }
 
-    fn read(&mut self, t: usize, src: Place, op: String, async_: bool) {
+    fn read(&mut self, t: usize, (src, operand): (Place, usize), op: String, async_: bool) {
         let clock = self.threads[t].clock.clone();
         let slot = self.slots.entry(src).or_default();
-        let landed = slot.latest.and_then(|w| self.writes[w].landed.clone());
-        if landed.as_ref().is_none_or(|c| !leq(c, &clock)) {
-            let other = slot.latest.map(|w| self.writes[w].op.clone());
+        let latest = slot.latest;
+        let landed = latest.and_then(|w| self.writes[w].landed.clone());
+        if landed.as_ref().is_none_or(|c| !leq(&c.0, &clock)) {
+            let other = latest.map(|w| self.writes[w].op.clone());
             let text = format!(
                 "{op} reads slot {} before the write it reads has landed (or with none)",
                 src.1
@@ -316,11 +466,54 @@ impl Sim {
         }
         let r = self.reads.len();
         let retired = (!async_).then_some(clock);
-        self.reads.push(Read { op, retired });
-        slot.reads.push(r);
+        self.reads.push(Read {
+            op: op.clone(),
+            retired,
+        });
+        self.slots.entry(src).or_default().reads.push(r);
         if async_ {
             self.threads[t].pending.push(r);
         }
+        if self.indexed.contains(&src.0) {
+            self.ring_order(t, (src, operand), op, latest);
+        }
+    }
+
+    /// Rule 4, per reader and thread: the k-th execution of a reader reads
+    /// the k-th value written to its ring (by the ring's one writer thread),
+    /// from the slot it went to, not overwritten since.
+    fn ring_order(
+        &mut self,
+        t: usize,
+        (src, operand): (Place, usize),
+        op: String,
+        latest: Option<usize>,
+    ) {
+        let key = (t, op.clone(), operand, src.0);
+        let k = *self.readers.get(&key).unwrap_or(&0);
+        self.readers.insert(key, k + 1);
+        let Some(ring) = self.rings.get(&src.0).filter(|r| !r.shared) else {
+            return;
+        };
+        let why = match ring.writes.get(k).copied() {
+            None if latest.is_some() => format!(
+                "read #{k} of the ring, which has only {} writes so far",
+                ring.writes.len()
+            ),
+            None => return,
+            Some(w) if self.writes[w].slot != src.1 => format!(
+                "read #{k} of the ring reads slot {}, the value #{k} was written to slot {}",
+                src.1, self.writes[w].slot
+            ),
+            Some(w) if latest != Some(w) => format!(
+                "read #{k} of the ring reads slot {} after the value #{k} was overwritten",
+                src.1
+            ),
+            Some(_) => return,
+        };
+        let other = ring.writes.get(k).map(|&w| self.writes[w].op.clone());
+        let text = format!("{op}: {why}");
+        self.found.push((Rule::WrongSlot, src, op, other, text));
     }
 
     fn dot_wait(&mut self, t: usize, pendings: i64) {

@@ -3,7 +3,7 @@
 //! depends only on scalars, so a thread's events do not depend on how the
 //! threads interleave; the machine ([`super::sim`]) interleaves them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use super::super::run::arith;
 use super::super::{Block, Op, Unsupported};
@@ -19,9 +19,12 @@ pub enum Ev {
         bar: Place,
         count: i64,
     },
+    /// An arrival; `tx` for a `barrier_expect`, whose phase then waits for
+    /// the copies that follow it (they join the phase first).
     Arrive {
         bar: Place,
         count: i64,
+        tx: bool,
         op: String,
     },
     Tma {
@@ -36,6 +39,8 @@ pub enum Ev {
     },
     Read {
         src: Place,
+        /// The operand of `op` read (a reader may read several rings).
+        operand: usize,
         op: String,
         async_: bool,
     },
@@ -73,6 +78,8 @@ pub struct Tracer {
     /// Per `scf.for` run: the index of the first event of each iteration,
     /// then the index past the last.
     pub iters: Vec<Vec<usize>>,
+    /// Allocations indexed by `ttg.memdesc_index` (rings).
+    pub indexed: BTreeSet<usize>,
     pub unsupported: Option<Unsupported>,
 }
 
@@ -227,6 +234,7 @@ impl Tracer {
                         self.events.push(Ev::Arrive {
                             bar,
                             count,
+                            tx: op.name == "ttng.barrier_expect",
                             op: name,
                         });
                     }
@@ -236,6 +244,9 @@ impl Tracer {
                 let parity = self.int(op.operands[1]);
                 if self.pred(op, 2) == Some(true) {
                     match (self.place(op, op.operands[0]), parity) {
+                        (_, Some(p)) if p != 0 && p != 1 => {
+                            self.unsupported(op, "a wait parity other than 0 or 1")
+                        }
                         (Some(bar), Some(parity)) => self.events.push(Ev::Wait {
                             bar,
                             parity,
@@ -259,6 +270,7 @@ impl Tracer {
                 if let Some(src) = self.place(op, op.operands[0]) {
                     self.events.push(Ev::Read {
                         src,
+                        operand: 0,
                         op: name,
                         async_: false,
                     });
@@ -271,6 +283,7 @@ impl Tracer {
     fn index(&mut self, op: &Op) {
         let x = match (self.val(op.operands[0]), self.int(op.operands[1])) {
             (V::Mem(b, None), Some(i)) => {
+                self.indexed.insert(b);
                 let depth = self.depth.get(&b).copied().unwrap_or(i64::MAX);
                 if !(0..depth).contains(&i) {
                     self.unsupported(op, "a slot index outside its ring");
@@ -328,6 +341,7 @@ impl Tracer {
                 if let Some(src) = self.place(op, v) {
                     self.events.push(Ev::Read {
                         src,
+                        operand: i,
                         op: op_name(op),
                         async_,
                     });
