@@ -370,3 +370,58 @@ fn barrier_without_init_is_not_verified() {
         "{err}"
     );
 }
+
+/// The FA forward lowered at 8 warps (two wgmmas, Q read from a buffer
+/// allocated with its contents before the loop).
+fn lowered_fa(triton: &str) -> String {
+    let input = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("test/Inputs/triton36/fa_fwd_sm90.before.mlir");
+    let text = std::fs::read_to_string(input).expect("read input");
+    let pass = format!("--twill-schedule=lower=force arch=sm90 triton={triton}");
+    let (ok, out, err) = twill_opt(&text, &pass);
+    assert!(ok, "{err}");
+    assert!(err.contains("twill: lowered"), "{err}");
+    out
+}
+
+#[test]
+fn lowered_fa_forward_is_proved_for_3_6_and_3_9() {
+    for triton in ["3.6", "3.9"] {
+        let err = verify(&lowered_fa(triton));
+        assert!(
+            err.contains("twill: pipeline proved safe: 4 rings (2, 2, 2, 2), trip counts 0..=8"),
+            "{triton}: {err}"
+        );
+    }
+}
+
+/// Eight warps are two warp groups, each waiting for its own wgmmas; one
+/// thread arrives for the region. Without the barrier of the region's
+/// warps before the release, the producer may refill a slot the other
+/// warp group's wgmma still reads.
+#[test]
+fn a_release_without_the_region_barrier_at_two_warp_groups_is_rejected() {
+    let m = lowered_fa("3.6");
+    assert_eq!(m.matches("\"gpu.barrier\"() : () -> ()").count(), 1);
+    assert_rejected(
+        &m.replace("\"gpu.barrier\"() : () -> ()", ""),
+        "WriteWhileRead",
+    );
+    let m = lowered_fa("3.9");
+    assert_rejected(
+        &m.replace("\"ttg.barrier\"() {addrSpace = 31 : i32} : () -> ()", ""),
+        "WriteWhileRead",
+    );
+}
+
+/// At 4 warps (one warp group) the GEMM needs no such barrier; the same
+/// module read as 8 warps does.
+#[test]
+fn the_region_barrier_depends_on_the_modules_warps() {
+    let m = lowered("3.6");
+    assert!(!m.contains("gpu.barrier"));
+    assert_rejected(
+        &m.replace("\"ttg.num-warps\" = 4 : i32", "\"ttg.num-warps\" = 8 : i32"),
+        "WriteWhileRead",
+    );
+}

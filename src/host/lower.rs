@@ -8,8 +8,12 @@
 //! the module. The clone is dropped either way, so a refusal leaves the
 //! module exactly as it was (the loop then takes the attribute route).
 
-use mlir_sys::{mlirOperationClone, mlirOperationDestroy, MlirOperation};
+use mlir_sys::{
+    mlirAttributeIsAInteger, mlirIntegerAttrGetValueInt, mlirOperationClone, mlirOperationDestroy,
+    mlirOperationGetAttributeByName, mlirOperationGetParentOperation, MlirOperation,
+};
 
+use crate::backend::mlir::string_ref;
 use crate::backend::ws::emit::emit;
 use crate::backend::ws::{LowerSkip, WsPlan};
 use crate::frontend::mlir::{enclosing_function, nested_ops, op_name};
@@ -41,9 +45,10 @@ fn verify_in_clone(for_op: MlirOperation, plan: &WsPlan, ops: usize) -> Result<(
         .ok_or_else(|| not_verified("the loop is not in its function's walk"))?;
     // SAFETY: `func` is live; the clone is detached and destroyed below.
     let clone = unsafe { mlirOperationClone(func) };
+    let warps = module_warps(func);
     let verdict = match loops(clone).get(index) {
         None => Err(not_verified("the clone lost the loop")),
-        Some(&copy) => emit(copy, plan, ops).and_then(|_| verdict(clone)),
+        Some(&copy) => emit(copy, plan, ops).and_then(|_| verdict(clone, warps)),
     };
     // SAFETY: the clone was never attached to a block.
     unsafe { mlirOperationDestroy(clone) };
@@ -58,9 +63,26 @@ fn loops(op: MlirOperation) -> Vec<MlirOperation> {
     all
 }
 
-/// The verifier's verdict on a lowered function.
-fn verdict(func: MlirOperation) -> Result<(), LowerSkip> {
-    let reports: Vec<_> = protocol::read::functions(func)
+/// `ttg.num-warps` of the module around `op`, if any.
+fn module_warps(op: MlirOperation) -> Option<u32> {
+    let mut o = op;
+    // SAFETY: walking the parents of a live op.
+    unsafe {
+        while !o.ptr.is_null() {
+            let a = mlirOperationGetAttributeByName(o, string_ref("ttg.num-warps"));
+            if !a.ptr.is_null() && mlirAttributeIsAInteger(a) {
+                return Some(mlirIntegerAttrGetValueInt(a) as u32);
+            }
+            o = mlirOperationGetParentOperation(o);
+        }
+    }
+    None
+}
+
+/// The verifier's verdict on a lowered function (detached: `warps` are
+/// its module's).
+fn verdict(func: MlirOperation, warps: Option<u32>) -> Result<(), LowerSkip> {
+    let reports: Vec<_> = protocol::read::functions_with(func, warps)
         .iter()
         .flat_map(protocol::verify_function)
         .collect();
@@ -88,12 +110,12 @@ mod tests {
     use crate::host::passes::ScheduleOptions;
     use crate::machine::Machine;
 
-    /// The captured TMA GEMM, parsed in a context with every upstream
-    /// dialect (Triton's ops unregistered, as in `twill-opt`).
-    fn gemm_module() -> (MlirContext, MlirModule) {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/test/Inputs/triton36/gemm_sm90.before.mlir"
+    /// Capture `name`, parsed in a context with every upstream dialect
+    /// (Triton's ops unregistered, as in `twill-opt`).
+    fn module(name: &str) -> (MlirContext, MlirModule) {
+        let path = format!(
+            "{}/test/Inputs/triton36/{name}.before.mlir",
+            env!("CARGO_MANIFEST_DIR")
         );
         let text = std::fs::read_to_string(path).unwrap();
         // SAFETY: a fresh context and registry; the text outlives the parse.
@@ -124,11 +146,15 @@ mod tests {
             .count()
     }
 
-    /// Schedules the GEMM's loop under `lower=on`, handing the gate the
-    /// plan as `mutate` leaves it: what the gate answered, and the ws ops
-    /// the module holds afterwards.
     fn gate(mutate: impl FnOnce(&mut WsPlan)) -> (Result<(), LowerSkip>, usize) {
-        let (ctx, m) = gemm_module();
+        gate_on("gemm_sm90", mutate)
+    }
+
+    /// Schedules the first loop of capture `name` under `lower=on`, handing
+    /// the gate the plan as `mutate` leaves it: what the gate answered, and
+    /// the ws ops the module holds afterwards.
+    fn gate_on(name: &str, mutate: impl FnOnce(&mut WsPlan)) -> (Result<(), LowerSkip>, usize) {
+        let (ctx, m) = module(name);
         // SAFETY: the module is live until destroyed below.
         let body = unsafe { mlirModuleGetOperation(m) };
         let o = ScheduleOptions::parse("lower=on\nscope=all\narch=sm90\ntriton=3.6").unwrap();
@@ -186,5 +212,19 @@ mod tests {
             assert!(why.contains("rule"), "{why}");
             assert_eq!(ws, 0, "the module is left as it was");
         }
+    }
+
+    /// The FA forward at 8 warps is proved with the barrier of its two warp
+    /// groups before a release, and refused without it.
+    #[test]
+    fn two_warp_groups_release_after_their_barrier() {
+        let (answer, ws) = gate_on("fa_fwd_sm90", |_| {});
+        assert_eq!((answer, ws), (Ok(()), 1));
+        let (answer, ws) = gate_on("fa_fwd_sm90", |p| p.compute_warps = 4);
+        assert!(
+            matches!(&answer, Err(LowerSkip::NotVerified(why)) if why.contains("rule")),
+            "{answer:?}"
+        );
+        assert_eq!(ws, 0);
     }
 }

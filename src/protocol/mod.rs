@@ -107,6 +107,8 @@ pub struct Op {
     /// For an allocation: the shape of its result's memory descriptor and
     /// whether it is mutable.
     pub alloc: Option<(Vec<i64>, bool)>,
+    /// For a `ttg.warp_specialize`: the warps of each partition.
+    pub warps: Vec<i64>,
     pub regions: Vec<Block>,
     /// Source location, as the IR prints it.
     pub loc: String,
@@ -124,6 +126,8 @@ pub struct Block {
 pub struct Function {
     pub name: String,
     pub body: Block,
+    /// Warps of the CTA (`ttg.num-warps` of the module), where known.
+    pub num_warps: Option<u32>,
 }
 
 /// The safety rules (module documentation).

@@ -147,6 +147,15 @@ impl Reader {
                     .map(|i| i64::from(mlirDenseI32ArrayGetElement(seg, i)))
                     .collect();
             }
+            let warps = mlirOperationGetAttributeByName(
+                o,
+                mlirStringRefCreateFromCString(c"partitionNumWarps".as_ptr()),
+            );
+            if !warps.ptr.is_null() && mlirAttributeIsADenseI32Array(warps) {
+                op.warps = (0..mlirDenseArrayGetNumElements(warps))
+                    .map(|i| i64::from(mlirDenseI32ArrayGetElement(warps, i)))
+                    .collect();
+            }
             if op.name == "ttg.local_alloc" && op.results.len() == 1 {
                 op.alloc =
                     memdesc_shape(&type_text(mlirValueGetType(mlirOperationGetResult(o, 0))));
@@ -187,12 +196,27 @@ fn symbol(o: MlirOperation) -> String {
 /// Every function (`tt.func`, `func.func`) of `module`, with its own value
 /// and op numbering.
 pub fn functions(module: MlirOperation) -> Vec<Function> {
+    functions_with(module, None)
+}
+
+/// [`functions`] of `root` (a module, or a function not in one), where
+/// `num_warps` is the CTA's warps when no module above says.
+pub fn functions_with(root: MlirOperation, num_warps: Option<u32>) -> Vec<Function> {
     let mut out = Vec::new();
-    let mut stack = vec![module];
-    while let Some(o) = stack.pop() {
+    let mut stack = vec![(root, num_warps)];
+    while let Some((o, warps)) = stack.pop() {
         // SAFETY: walking the live module.
         unsafe {
             let name = text(mlirIdentifierStr(mlirOperationGetName(o)));
+            let own = mlirOperationGetAttributeByName(
+                o,
+                mlirStringRefCreateFromCString(c"ttg.num-warps".as_ptr()),
+            );
+            let warps = if !own.ptr.is_null() && mlirAttributeIsAInteger(own) {
+                Some(mlirIntegerAttrGetValueInt(own) as u32)
+            } else {
+                warps
+            };
             if name == "tt.func" || name == "func.func" {
                 let region = mlirOperationGetRegion(o, 0);
                 let first = mlirRegionGetFirstBlock(region);
@@ -204,6 +228,7 @@ pub fn functions(module: MlirOperation) -> Vec<Function> {
                     out.push(Function {
                         name: symbol(o),
                         body: r.block(first),
+                        num_warps: warps,
                     });
                 }
                 continue;
@@ -213,7 +238,7 @@ pub fn functions(module: MlirOperation) -> Vec<Function> {
                 while !b.ptr.is_null() {
                     let mut c = mlirBlockGetFirstOperation(b);
                     while !c.ptr.is_null() {
-                        stack.push(c);
+                        stack.push((c, warps));
                         c = mlirOperationGetNextInBlock(c);
                     }
                     b = mlirBlockGetNextInRegion(b);

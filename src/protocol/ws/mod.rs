@@ -97,11 +97,18 @@ fn trace_all(
             why: "a ttg.warp_specialize without its partitions".to_string(),
         });
     };
+    // Warp groups per region: the default region has the CTA's warps
+    // (unknown: taken as several), partition k its `partitionNumWarps`.
+    let groups = |warps: i64| (warps + 3) / 4;
     let mut threads = vec![main.fork(&[], &[])];
+    threads[0].warp_groups = groups(f.num_warps.map_or(8, i64::from));
     threads[0].block(&ws.regions[0]);
-    for p in parts {
+    threads[0].region_sync();
+    for (k, p) in parts.iter().enumerate() {
         let mut t = main.fork(&p.args, captures);
+        t.warp_groups = groups(ws.warps.get(k).copied().unwrap_or(8));
         t.block(p);
+        t.region_sync();
         threads.push(t);
     }
     let periodic = threads.iter().all(|t| t.periodic(period, warm));

@@ -55,8 +55,16 @@ pub enum Ev {
 pub enum V {
     Int(i64),
     Mem(usize, Option<i64>),
+    /// A read-only buffer: allocated with its contents (`local_alloc` with
+    /// an operand, an immutable type) before any thread reads it; nothing
+    /// can write it, so its reads need no event.
+    Const,
     Unknown,
 }
+
+/// Ops whose shared-memory operands are only read (a read-only buffer
+/// needs no event there).
+const READERS: &[&str] = &["ttng.warp_group_dot", "ttg.local_load"];
 
 /// Ops that give another view of the same memory.
 const VIEWS: &[&str] = &[
@@ -81,7 +89,18 @@ pub struct Tracer {
     /// Allocations indexed by `ttg.memdesc_index` (rings).
     pub indexed: BTreeSet<usize>,
     pub unsupported: Option<Unsupported>,
+    /// Warp groups of the region this thread runs. Each issues and waits
+    /// for its own wgmmas, and one thread arrives for the region: with
+    /// more than one, a wait retires the reads for the region only at the
+    /// next barrier of its warps (or at the join).
+    pub warp_groups: i64,
+    /// Waits not yet retiring for the whole region: (pendings, wgmmas
+    /// issued since).
+    delayed: Vec<(i64, i64)>,
 }
+
+/// The ops that make the warps of one region wait for each other.
+const THREAD_BARRIERS: &[&str] = &["gpu.barrier", "ttg.barrier"];
 
 pub fn op_name(op: &Op) -> String {
     format!("{} @ {}", op.name, op.loc)
@@ -97,6 +116,14 @@ impl Tracer {
 
     /// A thread that starts from this one's values, with `args` bound to
     /// `captures`.
+    /// A barrier of the region's warps (or the join): every wait so far
+    /// now retires its reads for the whole region.
+    pub fn region_sync(&mut self) {
+        if let Some(pendings) = self.delayed.drain(..).map(|(p, since)| p + since).min() {
+            self.events.push(Ev::DotWait { pendings });
+        }
+    }
+
     pub fn fork(&self, args: &[usize], captures: &[usize]) -> Tracer {
         let mut t = Tracer {
             env: self.env.clone(),
@@ -133,6 +160,7 @@ impl Tracer {
     fn place(&mut self, op: &Op, v: usize) -> Option<Place> {
         match self.val(v) {
             V::Mem(b, s) => Some((b, s.unwrap_or(0))),
+            V::Const if READERS.contains(&op.name.as_str()) => None,
             _ => {
                 self.unsupported(op, "a shared-memory operand the verifier cannot place");
                 None
@@ -180,6 +208,11 @@ impl Tracer {
         match n {
             "scf.for" => self.for_loop(op),
             "scf.if" => self.if_op(op),
+            "ttg.local_alloc"
+                if op.operands.len() == 1 && op.alloc.as_ref().is_some_and(|a| !a.1) =>
+            {
+                self.set(op, V::Const)
+            }
             "ttg.local_alloc" if op.operands.is_empty() => {
                 let depth = op.alloc.as_ref().and_then(|a| a.0.first().copied());
                 self.depth.insert(op.results[0], depth.unwrap_or(1));
@@ -258,9 +291,14 @@ impl Tracer {
             }
             "ttng.async_tma_copy_global_to_local" => self.tma(op),
             "ttng.warp_group_dot" => self.dot(op),
+            _ if THREAD_BARRIERS.contains(&op.name.as_str()) => self.region_sync(),
             "ttng.warp_group_dot_wait" => {
                 let pendings = op.attrs.get("pendings").copied().unwrap_or(0);
-                self.events.push(Ev::DotWait { pendings });
+                if self.warp_groups > 1 {
+                    self.delayed.push((pendings, 0));
+                } else {
+                    self.events.push(Ev::DotWait { pendings });
+                }
                 for (&r, &a) in op.results.iter().zip(&op.operands) {
                     let x = self.val(a);
                     self.env.insert(r, x);
@@ -299,7 +337,7 @@ impl Tracer {
         let on_memory = op
             .operands
             .iter()
-            .any(|&v| matches!(self.val(v), V::Mem(..)));
+            .any(|&v| matches!(self.val(v), V::Mem(..) | V::Const));
         if on_memory && op.name != "ttng.inval_barrier" && op.name != "ttg.local_dealloc" {
             self.unsupported(
                 op,
@@ -350,6 +388,9 @@ impl Tracer {
         }
         if async_ {
             self.events.push(Ev::DotIssued);
+            for d in &mut self.delayed {
+                d.1 += 1;
+            }
         }
         self.set(op, V::Unknown);
     }
