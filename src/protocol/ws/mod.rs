@@ -19,7 +19,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::run::{pin_plans, roots_of, scalar_defs, trip_count};
 use super::{Block, Function, LoopReport, Op, Rule, Unsupported, Verdict, Violation};
-use trace::{op_name, Tracer};
+use trace::{op_name, Ev, Tracer};
 
 /// The function's `ttg.warp_specialize`, where it holds one at its top
 /// level.
@@ -48,21 +48,66 @@ fn first_loop(b: &Block) -> Option<&Op> {
 }
 
 /// Rings of the function: (allocation result, location, depth).
+/// A buffer indexed by no `ttg.memdesc_index` (anywhere, a partition's
+/// capture included) is one slot deep.
 fn rings(f: &Function) -> Vec<(usize, String, i64)> {
+    let indexed = indexed_buffers(&f.body);
     f.body
         .ops
         .iter()
         .filter_map(|o| {
             let (shape, mutable) = o.alloc.as_ref()?;
             (*mutable && o.operands.is_empty()).then(|| {
-                (
-                    o.results[0],
-                    o.loc.clone(),
-                    shape.first().copied().unwrap_or(1),
-                )
+                let depth = if indexed.contains(&o.results[0]) {
+                    shape.first().copied().unwrap_or(1)
+                } else {
+                    1
+                };
+                (o.results[0], o.loc.clone(), depth)
             })
         })
         .collect()
+}
+
+/// The values some `ttg.memdesc_index` indexes, with the captures of the
+/// partition arguments it indexes.
+fn indexed_buffers(body: &Block) -> BTreeSet<usize> {
+    fn walk(b: &Block, out: &mut BTreeSet<usize>) {
+        for o in &b.ops {
+            if o.name == "ttg.memdesc_index" {
+                out.insert(o.operands[0]);
+            }
+            o.regions.iter().for_each(|r| walk(r, out));
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(body, &mut out);
+    let mut captured = Vec::new();
+    let mut ws_ops = Vec::new();
+    fn find<'a>(b: &'a Block, ws: &mut Vec<&'a Op>) {
+        for o in &b.ops {
+            if o.name == "ttg.warp_specialize" {
+                ws.push(o);
+            }
+            o.regions.iter().for_each(|r| find(r, ws));
+        }
+    }
+    find(body, &mut ws_ops);
+    for ws in ws_ops {
+        if let Some((parts, captures)) = partitions(ws) {
+            for p in parts {
+                captured.extend(
+                    p.args
+                        .iter()
+                        .zip(captures)
+                        .filter(|(a, _)| out.contains(a))
+                        .map(|(_, &c)| c),
+                );
+            }
+        }
+    }
+    out.extend(captured);
+    out
 }
 
 /// The events of every thread under `pins`.
@@ -112,8 +157,12 @@ fn trace_all(
         threads.push(t);
     }
     let periodic = threads.iter().all(|t| t.periodic(period, warm));
+    let (init, prefix): (Vec<Ev>, Vec<Ev>) = main
+        .events
+        .into_iter()
+        .partition(|e| matches!(e, Ev::Init { .. }));
     let mut out = Traces {
-        init: main.events,
+        init,
         threads: Vec::new(),
         indexed: main.indexed,
         periodic,
@@ -125,8 +174,45 @@ fn trace_all(
         out.indexed.extend(t.indexed);
         out.threads.push((t.events, t.trips));
     }
+    fork(&mut out, prefix, &op_name(ws));
     initialized(ws, &out)?;
     Ok(out)
+}
+
+/// The barrier standing for the fork of the ws op's threads.
+const FORK: trace::Place = (usize::MAX, 0);
+
+/// The code before the ws op (beyond initializing barriers: a TMA copy of
+/// a buffer every region reads, and its wait) runs first, in the default
+/// region's thread; every other thread starts after it: the default
+/// region arrives on a barrier of one arrival, which the others wait for.
+fn fork(out: &mut Traces, prefix: Vec<Ev>, op: &str) {
+    if prefix.is_empty() {
+        return;
+    }
+    out.init.push(Ev::Init {
+        bar: FORK,
+        count: 1,
+    });
+    let arrive = Ev::Arrive {
+        bar: FORK,
+        count: 1,
+        tx: false,
+        op: format!("the fork of {op}"),
+    };
+    for (k, (events, _)) in out.threads.iter_mut().enumerate() {
+        let mut head = if k == 0 {
+            prefix.iter().cloned().chain([arrive.clone()]).collect()
+        } else {
+            vec![Ev::Wait {
+                bar: FORK,
+                parity: 0,
+                op: format!("the fork of {op}"),
+            }]
+        };
+        head.append(events);
+        *events = head;
+    }
 }
 
 /// Every barrier the threads use is initialized before the ws op, and

@@ -8,9 +8,10 @@ warp specialization splits its loop before twill's step and strict mode
 raises. With TWILL_LOWER=1 the hook runs twill-opt (`lower=only`) before
 that pass: the loop becomes twill's warp-specialized code, proved by the
 pipeline verifier before it is emitted, and the module Triton finishes is
-verified again. Also the host-descriptor GEMM of kernels/matmul.py, and a
-kernel the lowering refuses (FA forward at 8 warps), which keeps today's
-route.
+verified again. Also the host-descriptor GEMM of kernels/matmul.py, a GEMM
+whose K offset the loop carries, the FA forward at 8 warps, and a kernel
+the lowering refuses (the sub-tiled FA forward: two compute groups), which
+keeps today's route.
 
 Needs twill-opt (TWILL_OPT, or target/release/twill-opt of this checkout).
 """
@@ -99,9 +100,9 @@ def _host_descriptors(cap):
     return matmul.make_ast_source(**cfg), dict(opts, num_warps=4)
 
 
-def _fa_8_warps(cap):
-    kwargs, opts = fa_fwd.split_config(fa_fwd.CONFIGS["default"][cap])
-    return fa_fwd.make_ast_source(**dict(kwargs, WARP_SPECIALIZE=True)), opts
+def _fa_subtiled(cap):
+    kwargs, opts = fa_fwd.split_config(fa_fwd.CONFIGS["subtile"][cap])
+    return fa_fwd.make_ast_source(**kwargs), opts
 
 
 @pytest.fixture
@@ -135,8 +136,13 @@ def _lowered_dump(d):
     return dirs[0]
 
 
-@pytest.mark.parametrize("make", [_bias_relu, _host_descriptors, _carried_offset],
-                         ids=["device_descriptors", "host_descriptors", "carried_offset_8_warps"])
+def _fa_forward(cap):
+    kwargs, opts = fa_fwd.split_config(fa_fwd.CONFIGS["default"][cap])
+    return fa_fwd.make_ast_source(**kwargs), opts
+
+
+@pytest.mark.parametrize("make", [_bias_relu, _host_descriptors, _carried_offset, _fa_forward],
+                         ids=["device_descriptors", "host_descriptors", "carried_offset_8_warps", "fa_forward_8_warps"])
 def test_a_warp_specialized_gemm_is_lowered_by_twill_in_strict_mode(twill, make):
     twill(strict=True, lower=True)
     k = _compile(make)
@@ -151,6 +157,8 @@ def test_a_warp_specialized_gemm_is_lowered_by_twill_in_strict_mode(twill, make)
     assert d.verification and all(r["verdict"] == "proved" for r in d.verification), d.verification
     ttgir = k.asm["ttgir"]
     assert ttgir.count("ttg.warp_specialize") >= 1 and "twill.lowered" in ttgir
+    # GEMM: in the loop and after it; FA: before the softmax and at the
+    # trip's end.
     assert ttgir.count("ttng.warp_group_dot_wait") == 2
     # The default region's warps, and the producer's warp padded to a group.
     assert k.metadata.num_warps == src_warps(make) + 4
@@ -182,7 +190,7 @@ def test_the_dump_keeps_the_lowered_module_and_twill_opt_reproduces_it(twill):
 
 def test_a_loop_the_lowering_refuses_keeps_the_attribute_route(twill):
     twill(lower=True)
-    _compile(_fa_8_warps)
+    _compile(_fa_subtiled)
     d = twill_triton.decisions()[-1]
     assert not d.lowered()
     assert d.lowering is None or all(r["reason"] == "lowering_refused" for r in d.lowering["loops"]), d.lowering
