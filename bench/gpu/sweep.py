@@ -8,7 +8,7 @@ same kernels and a float32 torch reference.
 Kernels (KERNELS): the host-descriptor TMA GEMM of kernels/matmul.py, with
 the loop as written and as `tl.range(..., warp_specialize=True)`, and a
 GEMM that makes its descriptors in the kernel with a bias + ReLU epilogue
-(`gemm_bias_relu`, the kernel of third_party/triton/tests/test_lower_hook.py).
+(`gemm_bias_relu` of kernels/matmul.py).
 Each runs on SHAPES: K of 0 to 5 iterations of BLOCK_K, K not a multiple
 of BLOCK_K, M and N not multiples of the tile, and a square 1024. A kernel
 is compiled per shape with the divisibility the JIT would specialize on
@@ -41,7 +41,6 @@ import time
 from pathlib import Path
 
 import triton
-import triton.language as tl
 from triton.backends.compiler import GPUTarget
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,25 +57,6 @@ ROUTES = ("stock", "twill lowered")
 HANG_S, COMPILE_S = 20, 240
 
 
-@triton.jit
-def gemm_bias_relu(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                   BLOCK_K: tl.constexpr):
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BLOCK_N, BLOCK_K])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, BLOCK_N])
-    off_m = tl.program_id(0) * BLOCK_M
-    off_n = tl.program_id(1) * BLOCK_N
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=True):
-        a = a_desc.load([off_m, k * BLOCK_K])
-        b = b_desc.load([off_n, k * BLOCK_K])
-        acc = tl.dot(a, b.T, acc)
-    cols = off_n + tl.arange(0, BLOCK_N)
-    bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0)
-    out = tl.maximum(acc + bias[None, :], 0.0)
-    c_desc.store([off_m, off_n], out.to(tl.float16))
-
-
 def source(kernel, M, N, K):
     """The ASTSource of `kernel` (KERNELS) specialized for (M, N, K) as the
     JIT would: `tt.divisibility` 16 on the pointers and on M, N, K where
@@ -87,11 +67,10 @@ def source(kernel, M, N, K):
 
     div = [["tt.divisibility", 16]]
     if kernel == "device bias+relu":
-        sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "bias_ptr": "*fp32", "M": "i32", "N": "i32",
-               "K": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
         attrs = {(i, ): div for i in range(4)}
         attrs.update({(4 + i, ): div for i, v in enumerate((M, N, K)) if v % 16 == 0})
-        return ASTSource(fn=gemm_bias_relu, signature=sig, constexprs=dict(BLOCK), attrs=attrs)
+        return ASTSource(fn=matmul.gemm_bias_relu, signature=matmul.BIAS_RELU_SIGNATURE, constexprs=dict(BLOCK),
+                         attrs=attrs)
     sig, cx, _ = matmul.ast_source_args(**BLOCK, GROUP_M=8, WARP_SPECIALIZE=kernel == "host ws")
     names = list(sig)
     attrs = {(names.index(n), ): div for n, v in zip("MNK", (M, N, K)) if v % 16 == 0}

@@ -19,7 +19,6 @@ import time
 
 import torch
 import triton
-import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.testing import do_bench
 from triton.tools.tensor_descriptor import TensorDescriptor
@@ -28,25 +27,6 @@ import twill_triton
 from third_party.triton.tests.kernels import matmul
 
 TARGET = GPUTarget("cuda", 90, 32)
-
-
-@triton.jit
-def gemm_bias_relu(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                   BLOCK_K: tl.constexpr):
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BLOCK_N, BLOCK_K])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, BLOCK_N])
-    off_m = tl.program_id(0) * BLOCK_M
-    off_n = tl.program_id(1) * BLOCK_N
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=True):
-        a = a_desc.load([off_m, k * BLOCK_K])
-        b = b_desc.load([off_n, k * BLOCK_K])
-        acc = tl.dot(a, b.T, acc)
-    cols = off_n + tl.arange(0, BLOCK_N)
-    bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0)
-    out = tl.maximum(acc + bias[None, :], 0.0)
-    c_desc.store([off_m, off_n], out.to(tl.float16))
 
 
 def compile_gemm(bn, nw, ns, ws, lower, ring="schedule"):
@@ -60,9 +40,8 @@ def compile_gemm(bn, nw, ns, ws, lower, ring="schedule"):
 def compile_bias_relu(bn, nw, lower, ring="schedule"):
     from triton.compiler import ASTSource
 
-    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "bias_ptr": "*fp32", "M": "i32", "N": "i32",
-           "K": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
-    src = ASTSource(fn=gemm_bias_relu, signature=sig, constexprs={"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": 64},
+    src = ASTSource(fn=matmul.gemm_bias_relu, signature=matmul.BIAS_RELU_SIGNATURE,
+                    constexprs={"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": 64},
                     attrs={(i, ): [["tt.divisibility", 16]] for i in range(4)})
     return _compile(src, dict(num_warps=nw, num_stages=3), lower, ring)
 

@@ -212,3 +212,37 @@ def matmul_tma_subtile_kernel(
 
     c_desc.store([off_m, off_n], acc0.to(tl.float16))
     c_desc.store([off_m + HALF, off_n], acc1.to(tl.float16))
+
+
+# A user's warp-specialized TMA GEMM as written without Triton's help: the
+# descriptors are made in the kernel (`tl.make_tensor_descriptor`, which
+# needs `triton.set_allocator` at launch), the K loop is
+# `tl.range(..., warp_specialize=True)`, and the epilogue adds a bias
+# vector (fp32, a pointer load) and applies ReLU. Launch on a
+# (cdiv(M, BLOCK_M), cdiv(N, BLOCK_N)) grid with row-major A [M, K],
+# B [N, K], C [M, N]. Appended after the kernels above so that their
+# locations do not move.
+@triton.jit
+def gemm_bias_relu(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   BLOCK_K: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BLOCK_N, BLOCK_K])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, BLOCK_N])
+    off_m = tl.program_id(0) * BLOCK_M
+    off_n = tl.program_id(1) * BLOCK_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=True):
+        a = a_desc.load([off_m, k * BLOCK_K])
+        b = b_desc.load([off_n, k * BLOCK_K])
+        acc = tl.dot(a, b.T, acc)
+    cols = off_n + tl.arange(0, BLOCK_N)
+    bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0)
+    out = tl.maximum(acc + bias[None, :], 0.0)
+    c_desc.store([off_m, off_n], out.to(tl.float16))
+
+
+# `gemm_bias_relu`'s signature for `triton.compiler.ASTSource` (argument
+# order: the four pointers, then M, N, K).
+BIAS_RELU_SIGNATURE = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "bias_ptr": "*fp32", "M": "i32",
+                       "N": "i32", "K": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
+                       "BLOCK_K": "constexpr"}
