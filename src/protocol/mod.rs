@@ -114,6 +114,20 @@ pub struct Op {
     pub loc: String,
 }
 
+impl Op {
+    /// Whether operand `i` is a shared-memory descriptor.
+    pub fn is_memdesc(&self, i: usize) -> bool {
+        self.memdesc.get(i).copied().unwrap_or(false)
+    }
+
+    /// The positions of the shared-memory operands, in order.
+    pub fn memdesc_operands(&self) -> Vec<usize> {
+        (0..self.operands.len())
+            .filter(|&i| self.is_memdesc(i))
+            .collect()
+    }
+}
+
 /// A block: its arguments and operations.
 #[derive(Debug, Clone, Default)]
 pub struct Block {

@@ -698,7 +698,7 @@ impl Machine<'_> {
                 let async_ = op.attrs.get("isAsync").copied().unwrap_or(0) != 0;
                 let mut group = Vec::new();
                 for i in 0..op.operands.len().min(2) {
-                    if op.memdesc.get(i).copied().unwrap_or(false) {
+                    if op.is_memdesc(i) {
                         if let Some((b, s)) = self.place(op, op.operands[i]) {
                             group.push(self.read(op, i, b, s, async_));
                         }
@@ -741,9 +741,7 @@ impl Machine<'_> {
                 }
             }
             "ttng.async_tma_copy_local_to_global" => {
-                let src = (0..op.operands.len())
-                    .rev()
-                    .find(|&i| op.memdesc.get(i).copied().unwrap_or(false));
+                let src = (0..op.operands.len()).rev().find(|&i| op.is_memdesc(i));
                 if let Some(i) = src {
                     if let Some((b, s)) = self.place(op, op.operands[i]) {
                         let r = self.read(op, i, b, s, true);
@@ -813,7 +811,7 @@ impl Machine<'_> {
             return;
         }
         for i in 0..2 {
-            if op.memdesc.get(i).copied().unwrap_or(false) {
+            if op.is_memdesc(i) {
                 if let Some((b, s)) = self.place(op, op.operands[i]) {
                     let r = self.read(op, i, b, s, true);
                     self.mmas.push(r);
@@ -841,10 +839,7 @@ impl Machine<'_> {
     }
 
     fn tma_load(&mut self, op: &Op) {
-        let mems: Vec<usize> = (0..op.operands.len())
-            .filter(|&i| op.memdesc.get(i).copied().unwrap_or(false))
-            .collect();
-        let [bar, dst] = mems[..] else {
+        let [bar, dst] = op.memdesc_operands()[..] else {
             self.unsupported(op, "a TMA copy without its barrier and destination");
             return;
         };

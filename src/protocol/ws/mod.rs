@@ -72,40 +72,27 @@ fn rings(f: &Function) -> Vec<(usize, String, i64)> {
 /// The values some `ttg.memdesc_index` indexes, with the captures of the
 /// partition arguments it indexes.
 fn indexed_buffers(body: &Block) -> BTreeSet<usize> {
-    fn walk(b: &Block, out: &mut BTreeSet<usize>) {
+    fn walk<'a>(b: &'a Block, out: &mut BTreeSet<usize>, ws: &mut Vec<&'a Op>) {
         for o in &b.ops {
-            if o.name == "ttg.memdesc_index" {
-                out.insert(o.operands[0]);
+            match o.name.as_str() {
+                "ttg.memdesc_index" => {
+                    out.insert(o.operands[0]);
+                }
+                "ttg.warp_specialize" => ws.push(o),
+                _ => {}
             }
-            o.regions.iter().for_each(|r| walk(r, out));
+            o.regions.iter().for_each(|r| walk(r, out, ws));
         }
     }
-    let mut out = BTreeSet::new();
-    walk(body, &mut out);
-    let mut captured = Vec::new();
-    let mut ws_ops = Vec::new();
-    fn find<'a>(b: &'a Block, ws: &mut Vec<&'a Op>) {
-        for o in &b.ops {
-            if o.name == "ttg.warp_specialize" {
-                ws.push(o);
-            }
-            o.regions.iter().for_each(|r| find(r, ws));
-        }
-    }
-    find(body, &mut ws_ops);
-    for ws in ws_ops {
-        if let Some((parts, captures)) = partitions(ws) {
-            for p in parts {
-                captured.extend(
-                    p.args
-                        .iter()
-                        .zip(captures)
-                        .filter(|(a, _)| out.contains(a))
-                        .map(|(_, &c)| c),
-                );
-            }
-        }
-    }
+    let (mut out, mut ws_ops) = (BTreeSet::new(), Vec::new());
+    walk(body, &mut out, &mut ws_ops);
+    let captured: Vec<usize> = ws_ops
+        .into_iter()
+        .filter_map(partitions)
+        .flat_map(|(parts, captures)| parts.iter().flat_map(move |p| p.args.iter().zip(captures)))
+        .filter(|(a, _)| out.contains(a))
+        .map(|(_, &c)| c)
+        .collect();
     out.extend(captured);
     out
 }

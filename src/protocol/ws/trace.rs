@@ -350,10 +350,7 @@ impl Tracer {
     }
 
     fn tma(&mut self, op: &Op) {
-        let mems: Vec<usize> = (0..op.operands.len())
-            .filter(|&i| op.memdesc.get(i).copied().unwrap_or(false))
-            .collect();
-        let [bar, dst] = mems[..] else {
+        let [bar, dst] = op.memdesc_operands()[..] else {
             self.unsupported(op, "a TMA copy without its barrier and destination");
             return;
         };
@@ -375,7 +372,7 @@ impl Tracer {
     fn dot(&mut self, op: &Op) {
         let async_ = op.attrs.get("isAsync").copied().unwrap_or(0) != 0;
         for (i, &v) in op.operands.iter().enumerate() {
-            if op.memdesc.get(i).copied().unwrap_or(false) {
+            if op.is_memdesc(i) {
                 if let Some(src) = self.place(op, v) {
                     self.events.push(Ev::Read {
                         src,
