@@ -496,6 +496,11 @@ impl At<'_> {
     }
 }
 
+/// `v` as `map` renames it (the value itself where it does not).
+fn remapped(v: MlirValue, map: &HashMap<usize, MlirValue>) -> MlirValue {
+    map.get(&(v.ptr as usize)).copied().unwrap_or(v)
+}
+
 /// One producer trip at counter `it`.
 fn producer_trip(
     at: &At,
@@ -505,27 +510,24 @@ fn producer_trip(
     map: &mut HashMap<usize, MlirValue>,
     it: MlirValue,
 ) -> Result<(), LowerSkip> {
-    let remap = |v: MlirValue, map: &HashMap<usize, MlirValue>| {
-        map.get(&(v.ptr as usize)).copied().unwrap_or(v)
-    };
     let (s, ph) = trip(at, it, plan.depth)?;
     let (one, t) = (at.i32(1)?, at.i1(true)?);
     let free = at.arith("xori", ph, one)?;
-    let empty = at.index(remap(sh.empty, map), s, sh.barrier)?;
+    let empty = at.index(remapped(sh.empty, map), s, sh.barrier)?;
     wait(at, empty, free, t)?;
-    let full = at.index(remap(sh.full, map), s, sh.barrier)?;
+    let full = at.index(remapped(sh.full, map), s, sh.barrier)?;
     let size = ("size", format!("{} : i32", plan.expect_bytes));
     at.add("ttng.barrier_expect", &[full, t], &[], &[size])?;
     for &i in &plan.producer_ops {
         clone_into(at, body[i], map)?;
     }
     for (k, l) in plan.loads.iter().enumerate() {
-        let slot = at.index(remap(sh.rings[k], map), s, sh.slots[k])?;
+        let slot = at.index(remapped(sh.rings[k], map), s, sh.slots[k])?;
         // SAFETY: a descriptor load's operands are the descriptor, then
         // its coordinates.
         let mut operands: Vec<MlirValue> = unsafe {
             (0..mlirOperationGetNumOperands(body[l.load]))
-                .map(|j| remap(mlirOperationGetOperand(body[l.load], j), map))
+                .map(|j| remapped(mlirOperationGetOperand(body[l.load], j), map))
                 .collect()
         };
         let coords = operands.len() - 1;
@@ -557,7 +559,7 @@ fn producer_trip(
     // operand per iteration argument.
     let old_yield = unsafe { mlirBlockGetTerminator(mlirOperationGetBlock(body[0])) };
     for &k in &plan.producer_carried {
-        next.push(remap(
+        next.push(remapped(
             unsafe { mlirOperationGetOperand(old_yield, k as isize) },
             map,
         ));
@@ -697,10 +699,7 @@ fn wait_point(
                 }
             }
         }
-        let new: Vec<MlirValue> = old
-            .iter()
-            .map(|v| map.get(&(v.ptr as usize)).copied().unwrap_or(*v))
-            .collect();
+        let new: Vec<MlirValue> = old.iter().map(|&v| remapped(v, map)).collect();
         let tys: Vec<MlirType> = new.iter().map(|&v| mlirValueGetType(v)).collect();
         let pend = ("pendings", format!("{} : i32", w.pendings));
         let op = at.add("ttng.warp_group_dot_wait", &new, &tys, &[pend])?;
@@ -774,7 +773,7 @@ fn yield_trip(
     unsafe {
         for k in 0..mlirOperationGetNumOperands(term) {
             let v = mlirOperationGetOperand(term, k);
-            values.push(map.get(&(v.ptr as usize)).copied().unwrap_or(v));
+            values.push(remapped(v, map));
         }
     }
     values.push(next);
