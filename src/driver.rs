@@ -27,7 +27,7 @@ use crate::checker::{self, WarpConfig};
 use crate::frontend::lower::{colocation, lower, Lowered};
 use crate::frontend::LoopIr;
 use crate::graph::{Graph, SameGroup};
-use crate::joint::{self, Encoding, JointOptions, JointResult};
+use crate::joint::{self, Encoding, JointError, JointOptions, JointResult};
 use crate::machine::Machine;
 use crate::modulo::mii;
 use crate::normalize::Normalization;
@@ -36,6 +36,12 @@ use crate::report::schedule::{
     cycles, Bounds, Loads, Lowering, Partitions, PartitionsCode, Placement, Prefetch, Proof,
     ScheduledLoop, Sharing, SkipReason, SlackRecord, UnitCycles,
 };
+
+/// The pass's default work budget per kernel, z3 resource units
+/// ([`joint::work`]): z3 spends about 8 million a second on one core of the
+/// development machine (2 cores, x86-64), so that a kernel's solves add at
+/// most about 2 s to its compile there (`BENCHMARKS.md`).
+pub const DEFAULT_BUDGET: u64 = 16_000_000;
 
 /// At most this many seconds go to the search under the target's
 /// colocation rules before the loop is solved without them (stages only).
@@ -46,7 +52,12 @@ const COLOCATED_SECONDS: f64 = 10.0;
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoopOptions {
     pub target: TritonTarget,
+    /// Wall-clock guard per loop, seconds (the budget decides; this stops a
+    /// runaway query).
     pub timeout: f64,
+    /// Deterministic work budget per kernel, z3 resource units (0: none;
+    /// the pass shares it among the kernel's loops, [`LoopJob::budget`]).
+    pub budget: u64,
     pub u: u64,
     pub encoding: Encoding,
     pub groups: u32,
@@ -140,6 +151,8 @@ pub struct LoopJob<'a> {
     pub stages_only: Option<&'a str>,
     /// Under `loads=auto`: the mixed loop whose rotation applies here.
     pub mixed: Option<&'a str>,
+    /// This loop's share of the kernel's work budget (0: none).
+    pub budget: u64,
 }
 
 /// How the loop is solved: warp specialization and the graph as priced.
@@ -182,7 +195,8 @@ pub fn planned_graph(job: &LoopJob, lowered: &Lowered) -> Graph {
     }
     // Partitions that are written must be ones the code generator can
     // build: the target's colocation sets. When no schedule meets them
-    // (within a third of the budget, at most COLOCATED_SECONDS), the loop
+    // (within two thirds of the work budget, at most COLOCATED_SECONDS of
+    // time), the loop
     // is solved without them and only its stages are written.
     if job.warp_specialized() && job.o.partitions && job.stages_only.is_none() {
         if let Some(mmas) = job.o.target.partition_mma_ops() {
@@ -238,8 +252,12 @@ pub struct SolveRequest {
     pub seed: u32,
     /// Threads searching initiation intervals at once (0: one per core).
     pub threads: u32,
-    /// Seconds for the whole solve, both attempts.
+    /// Seconds for the whole solve, both attempts (a guard: the budget
+    /// decides where it is set).
     pub timeout: f64,
+    /// Deterministic work budget of the whole solve, both attempts, z3
+    /// resource units (0: none).
+    pub budget: u64,
 }
 
 /// The solver's answer.
@@ -251,6 +269,10 @@ pub struct Solved {
     /// Why no schedule met the colocation sets, when some were asked for
     /// and none did (the schedule is then of the problem without them).
     pub without_colocation: Option<String>,
+    /// Work spent by both attempts, z3 resource units.
+    pub work: u64,
+    /// The budget of the solve (0: none).
+    pub budget: u64,
 }
 
 /// The partitions a scheduled loop gets.
@@ -284,6 +306,7 @@ pub fn schedule_loop(
         seed: 0,
         threads: 0,
         timeout: o.timeout,
+        budget: job.budget,
     };
     let mut solved = solve(&problem, &plan.colocated, &request, started)?;
     let partitioning = plan.partitioning(job, &solved);
@@ -433,7 +456,8 @@ pub fn price(
 }
 
 /// The joint search, under the colocation sets first where some are given
-/// (within a third of the budget, at most COLOCATED_SECONDS), without them
+/// (within two thirds of the work budget, and a third of the time, at most
+/// COLOCATED_SECONDS), without them
 /// when none meets them; no schedule at all is a `no_schedule` skip with
 /// the problem's bounds.
 pub fn solve(
@@ -442,7 +466,7 @@ pub fn solve(
     request: &SolveRequest,
     started: Instant,
 ) -> Result<Solved, Skip> {
-    let run = |p: &Problem, seconds: f64| {
+    let run = |p: &Problem, seconds: f64, budget: u64| {
         joint::solve(
             p,
             JointOptions {
@@ -452,52 +476,63 @@ pub fn solve(
                 seed: request.seed,
                 threads: request.threads,
                 objective: request.objective,
+                budget,
             },
         )
-        .map_err(|e| format!("no schedule: {e}"))
     };
     let left = || (request.timeout - started.elapsed().as_secs_f64()).max(0.01);
     let mut colocated_problem = None;
     let mut without_colocation = None;
+    let mut work = 0;
     let answer = if colocated.is_empty() {
-        run(problem, left())
+        run(problem, left(), request.budget)
     } else {
         let mut with = problem.clone();
         with.same_group = colocated.iter().map(|set| set.ops.clone()).collect();
-        let budget = (left() / 3.0).min(COLOCATED_SECONDS);
-        match run(&with, budget) {
+        let seconds = (left() / 3.0).min(COLOCATED_SECONDS);
+        // Two thirds of the work budget: the rules are what Triton can
+        // build, and the attempt without them keeps a third.
+        let budget = request.budget / 3 * 2;
+        match run(&with, seconds, budget) {
             Ok(r) => {
                 colocated_problem = Some(with);
                 Ok(r)
             }
-            Err(why) => {
-                tracing::debug!(target: "twill", "under the colocation rules: {why}");
+            Err(e) => {
+                tracing::debug!(target: "twill", "under the colocation rules: {e}");
+                // The attempt spent its whole share only when it ran out.
+                work = budget;
                 // One line: remarks are read line by line.
-                let why = why.replace('\n', " ");
-                without_colocation = Some(if why.contains("timed out") {
-                    format!(
-                        "no schedule under Triton's partition rules within {budget:.0} s: {why}"
-                    )
-                } else {
-                    format!("none that Triton can build: {why}")
+                let why = format!("no schedule: {e}").replace('\n', " ");
+                without_colocation = Some(match e {
+                    JointError::Timeout { .. } => format!(
+                        "no schedule under Triton's partition rules within {seconds:.0} s: {why}"
+                    ),
+                    JointError::Budget { .. } => format!(
+                        "no schedule under Triton's partition rules within the work budget: {why}"
+                    ),
+                    _ => format!("none that Triton can build: {why}"),
                 });
-                run(problem, left())
+                run(problem, left(), request.budget.saturating_sub(budget))
             }
         }
     };
-    let result = answer.map_err(|why| Skip {
+    let result = answer.map_err(|e| Skip {
         reason: SkipReason::NoSchedule,
-        text: why.replace('\n', " "),
+        text: format!("no schedule: {e}").replace('\n', " "),
         bounds: Some(Bounds {
             resource_cycles: cycles(f64::from(mii::res_mii(problem)) * problem.cycle_scale),
             sequential_cycles: sequential_cycles(problem),
         }),
         units: units(problem),
     })?;
+    work += result.work;
     Ok(Solved {
         result,
         colocated_problem,
         without_colocation,
+        work,
+        budget: request.budget,
     })
 }
 
@@ -735,6 +770,9 @@ impl Facts<'_> {
                 ii_proven: result.ii_proven,
                 length_proven: result.length_proven,
                 under_partition_rules: self.solved.colocated_problem.is_some(),
+                work: self.solved.work,
+                budget: self.solved.budget,
+                budget_spent: result.budget_spent,
             },
             prefetch: result
                 .streaming
@@ -862,6 +900,7 @@ mod tests {
                 version: (3, 6),
             },
             timeout: 30.0,
+            budget: DEFAULT_BUDGET,
             u: 30,
             encoding: Encoding::Default,
             groups: 2,
@@ -888,6 +927,7 @@ mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            budget: DEFAULT_BUDGET,
         };
         let mut written = None;
         let pass = schedule_loop(
@@ -918,6 +958,7 @@ mod tests {
             seed: 0,
             threads: 0,
             timeout: o.timeout,
+            budget: DEFAULT_BUDGET,
         };
         let solved = solve(&problem, &[], &request, Instant::now()).unwrap();
         check(&problem, &solved.result, &request.warps).unwrap();
@@ -960,6 +1001,7 @@ mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            budget: DEFAULT_BUDGET,
         };
         let mut planned = None;
         let scheduled = schedule_loop(
@@ -984,6 +1026,7 @@ mod tests {
             seed: 0,
             threads: 0,
             timeout: o.timeout,
+            budget: DEFAULT_BUDGET,
         };
         let solved = solve(&problem, &[], &request, Instant::now()).unwrap();
         (planned.unwrap(), lowered, solved.result, scheduled)
@@ -1129,6 +1172,7 @@ mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            budget: DEFAULT_BUDGET,
         };
         let s = schedule_loop(&job, |_| Ok(()), |_| unreachable!()).unwrap();
         assert!(s.schedule.lowering.is_none());
@@ -1154,6 +1198,7 @@ mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            budget: DEFAULT_BUDGET,
         };
         let skip = schedule_loop(&job, |_| Ok(()), |_| unreachable!()).unwrap_err();
         assert_eq!(skip.reason, SkipReason::CtasUnfit);

@@ -1226,6 +1226,7 @@ mod tests {
                 seed: 0,
                 threads: 1,
                 objective: Default::default(),
+                budget: 0,
             },
         )
         .unwrap();

@@ -235,6 +235,18 @@ pub struct Proof {
     pub length_proven: bool,
     /// The optimum is under Triton's colocation rules, not of the loop alone.
     pub under_partition_rules: bool,
+    /// Work the search spent, in z3 resource units (deterministic: the same
+    /// on any machine and under any load).
+    #[serde(default)]
+    pub work: u64,
+    /// The loop's share of the kernel's work budget (0: none).
+    #[serde(default)]
+    pub budget: u64,
+    /// The budget ran out before the search was complete: the schedule is
+    /// the best found within it, and `ii_proven` / `length_proven` say what
+    /// was proven by then.
+    #[serde(default)]
+    pub budget_spent: bool,
 }
 
 /// One streaming load's prefetch.
@@ -358,6 +370,13 @@ impl ScheduledLoop {
         if self.proof.under_partition_rules {
             msg.push_str(" under Triton's partition rules");
         }
+        if self.proof.budget_spent {
+            let _ = write!(
+                msg,
+                "; work budget of {} spent: the best schedule found within it",
+                work_words(self.proof.budget)
+            );
+        }
         if !self.prefetch.is_empty() {
             let pf: Vec<String> = self.prefetch.iter().map(Prefetch::words).collect();
             let _ = write!(msg, "; {}", pf.join(", "));
@@ -409,6 +428,11 @@ impl ScheduledLoop {
             ),
         }
     }
+}
+
+/// A work amount in z3 resource units, in millions (`12.5M units`).
+pub fn work_words(units: u64) -> String {
+    format!("{:.1}M units", units as f64 / 1e6)
 }
 
 impl Proof {
@@ -517,6 +541,9 @@ mod tests {
                     ii_proven: true,
                     length_proven: true,
                     under_partition_rules: false,
+                    work: 0,
+                    budget: 0,
+                    budget_spent: false,
                 },
                 prefetch: vec![Prefetch {
                     op: "a".into(),
