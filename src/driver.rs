@@ -34,7 +34,7 @@ use crate::normalize::Normalization;
 use crate::problem::{BuildOptions, Problem};
 use crate::report::schedule::{
     cycles, Bounds, Loads, Lowering, Partitions, PartitionsCode, Placement, Prefetch, Proof,
-    ScheduledLoop, Sharing, SkipReason, SlackRecord, UnitCycles,
+    ScheduledLoop, Sharing, SkipReason, SlackRecord, TritonSchedule, UnitCycles,
 };
 
 /// The pass's default work budget per kernel, z3 resource units
@@ -308,14 +308,16 @@ pub fn schedule_loop(
         timeout: o.timeout,
         budget: job.budget,
     };
-    let mut solved = solve(&problem, &plan.colocated, &request, started)?;
+    let mut solved =
+        solve(&problem, &plan.colocated, &request, started).map_err(|s| kept(job, s))?;
     let partitioning = plan.partitioning(job, &solved);
     let iteration = redepth(&mut solved.result, o.ctas, problem.cycle_scale);
-    check(
-        solved.colocated_problem.as_ref().unwrap_or(&problem),
-        &solved.result,
-        &plan.warps,
-    )?;
+    let solved_problem = solved.colocated_problem.as_ref().unwrap_or(&problem);
+    check(solved_problem, &solved.result, &plan.warps)?;
+    let triton = triton_schedule(job, &lowered, solved_problem, &solved, &plan.warps);
+    if let Some(t) = &triton {
+        prefer_triton(t, &solved, problem.cycle_scale)?;
+    }
     let decided = decide(job, &lowered, &solved.result, partitioning.written);
     validate(job, machine, &lowered, &decided)?;
     let lowering =
@@ -352,6 +354,7 @@ pub fn schedule_loop(
         partitioning: &partitioning,
         decided: &decided,
         iteration,
+        triton,
     };
     let mut schedule = facts.schedule();
     if lowering.as_ref().is_some_and(|l| l.lowered) {
@@ -534,6 +537,86 @@ pub fn solve(
         work,
         budget: request.budget,
     })
+}
+
+/// The least work the evaluation of Triton's schedule gets (z3 resource
+/// units), whatever the loop's share of the budget.
+const TRITON_BUDGET_FLOOR: u64 = 1_000_000;
+
+/// A loop without a schedule of twill's keeps Triton's own where it has
+/// one: the skip says so.
+fn kept(job: &LoopJob, mut skip: Skip) -> Skip {
+    if let Some(max) = job.ir.triton_max_stage {
+        skip.text.push_str(&format!(
+            " (the loop carries Triton's own schedule: {} stages)",
+            max + 1
+        ));
+    }
+    skip
+}
+
+/// The loop carried Triton's own schedule (every node's op has a
+/// `loop.stage`): that schedule in twill's model ([`joint::fixed`]), from
+/// the smallest I twill did not refute, within a quarter of the loop's
+/// budget (at least [`TRITON_BUDGET_FLOOR`]).
+fn triton_schedule(
+    job: &LoopJob,
+    lowered: &Lowered,
+    problem: &Problem,
+    solved: &Solved,
+    warps: &WarpConfig,
+) -> Option<TritonSchedule> {
+    let max = job.ir.triton_max_stage?;
+    let stages: Vec<u32> = lowered
+        .op_of_node
+        .iter()
+        .map(|&op| job.ir.ops[op].triton_stage)
+        .collect::<Option<_>>()?;
+    // Every I twill refuted is refuted for Triton's stages too.
+    let from = solved.result.refuted_below;
+    let cap = crate::modulo::search_cap(problem);
+    let timeout_ms = (job.o.timeout * 1000.0 / 4.0).max(1.0) as u32;
+    let budget = if job.budget == 0 {
+        0
+    } else {
+        (job.budget / 4).max(TRITON_BUDGET_FLOOR)
+    };
+    let answer =
+        joint::fixed::smallest_ii(problem, *warps, &stages, (from, cap), (budget, timeout_ms));
+    tracing::debug!(target: "twill", ?answer, "Triton's stages in twill's model");
+    let scale = problem.cycle_scale;
+    let (ii, at_least) = match answer {
+        joint::fixed::StagesAnswer::At(ii, _) => (Some(ii), ii),
+        joint::fixed::StagesAnswer::Unknown(ii) => (None, ii),
+        joint::fixed::StagesAnswer::Infeasible => (None, cap + 1),
+        // Not a schedule of this graph (Triton's graph has other edges).
+        joint::fixed::StagesAnswer::Inconsistent { .. } => return None,
+    };
+    Some(TritonSchedule {
+        stages: max + 1,
+        ii,
+        ii_cycles: ii.map(|ii| cycles(f64::from(ii) * scale)),
+        at_least,
+    })
+}
+
+/// Never worse than Triton: where Triton's schedule reaches a smaller I in
+/// twill's model than the schedule twill found (cut short by its budget),
+/// Triton's is kept.
+fn prefer_triton(triton: &TritonSchedule, solved: &Solved, scale: f64) -> Result<(), Skip> {
+    let ours = solved.result.schedule.schedule.ii;
+    match triton.ii {
+        Some(theirs) if theirs < ours => Err(Skip::new(
+            SkipReason::TritonBetter,
+            format!(
+                "Triton's own schedule is better in twill's model: I={theirs} (~{} cycles, {} stages) against twill's I={ours} (~{} cycles, not proven within its budget)",
+                cycles(f64::from(theirs) * scale),
+                triton.stages,
+                cycles(f64::from(ours) * scale),
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The ops back to back, raw cycles.
@@ -749,6 +832,8 @@ struct Facts<'a> {
     decided: &'a Decided,
     /// An iteration's raw cycles (with the SM shared by `ctas` CTAs).
     iteration: f64,
+    /// Triton's own schedule in twill's model, when the loop carried it.
+    triton: Option<TritonSchedule>,
 }
 
 impl Facts<'_> {
@@ -806,6 +891,7 @@ impl Facts<'_> {
                 iteration_cycles: cycles(self.iteration),
             }),
             lowering: None,
+            triton: self.triton.clone(),
         }
     }
 

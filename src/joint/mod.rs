@@ -15,6 +15,7 @@
 //! Streaming ops (section 5.3) get zero latency: their outgoing edges have
 //! delay 0, and the prefetch depth they need is reported as a tunable.
 
+pub mod fixed;
 pub mod int_encoding;
 pub mod paper_encoding;
 pub mod sat_encoding;
@@ -88,6 +89,9 @@ pub struct Query<'a> {
     pub max_cross: Option<u32>,
     /// A lower bound on the latency slack.
     pub slack: Option<SlackBound<'a>>,
+    /// Every op's stage fixed (stage `s`: its start in [s * I, (s + 1) * I)):
+    /// another scheduler's stage assignment evaluated in twill's model.
+    pub stages: Option<&'a [u32]>,
     /// z3's deterministic resource budget (`rlimit`; 0: none).
     pub rlimit: u32,
     /// Wall-clock limit of the query in milliseconds.
@@ -102,8 +106,18 @@ impl<'a> Query<'a> {
             max_group: None,
             max_cross: None,
             slack: None,
+            stages: None,
             rlimit: 0,
             timeout_ms,
+        }
+    }
+
+    /// The same query with every op's stage fixed to `stages` (indexed as
+    /// the problem's ops).
+    pub fn fixed_stages(self, stages: &'a [u32]) -> Self {
+        Query {
+            stages: Some(stages),
+            ..self
         }
     }
 
@@ -133,7 +147,7 @@ impl<'a> Query<'a> {
     /// Whether the query bounds more than the length and the groups (the
     /// refinements only [`Encoding::Default`] states).
     pub fn refines(&self) -> bool {
-        self.max_cross.is_some() || self.slack.is_some()
+        self.max_cross.is_some() || self.slack.is_some() || self.stages.is_some()
     }
 }
 
@@ -157,7 +171,7 @@ pub trait JointEncoding {
 /// The answer of an encoding to a query with a bound it does not state.
 fn unsupported(encoding: &dyn JointEncoding) -> EncodingOutcome {
     EncodingOutcome::Unknown(format!(
-        "the {} encoding bounds neither crossings nor latency slack",
+        "the {} encoding bounds neither crossings nor latency slack nor stages",
         encoding.name()
     ))
 }
@@ -267,6 +281,9 @@ pub struct JointResult {
     pub certificate: Vec<JointRefuted>,
     /// I is minimal: every smaller I is refuted in the certificate.
     pub ii_proven: bool,
+    /// Every I below this one is refuted (the schedule's I when
+    /// `ii_proven`).
+    pub refuted_below: u32,
     /// L is minimal at this I within Algorithm 1's range; under
     /// [`Objective::Slack`], L is the shortest with the most latency slack
     /// (and Algorithm 1's shortest L, `latency_slack.shortest_length`, is
@@ -658,6 +675,7 @@ fn answer(
         modulo_length: f.modulo_length,
         certificate: merge_ranges(certificate),
         ii_proven: walk.ii_proven,
+        refuted_below: if walk.ii_proven { ii } else { walk.lower_bound },
         // Under Objective::Slack, L is the shortest with the most slack:
         // proven when Algorithm 1's shortest L is, the slack is, and every
         // shorter L with it is refuted.

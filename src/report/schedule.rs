@@ -75,6 +75,10 @@ pub enum SkipReason {
     /// `lower=only`: the loop could not be lowered (the record's text says
     /// why), and that option writes no attributes.
     LoweringRefused,
+    /// Triton's own schedule of the loop (on it when the pass ran) is
+    /// better in twill's model than the schedule twill found within its
+    /// budget: Triton's is kept (the record's text gives both).
+    TritonBetter,
     /// A loop twill lowered earlier (marked `twill.lowered`): it runs as
     /// twill's warp-specialized code, not as a candidate.
     LoweredByTwill,
@@ -159,6 +163,41 @@ pub struct ScheduledLoop {
     /// TTGIR, or why not (it then has the attributes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lowering: Option<Lowering>,
+    /// Present when the loop carried Triton's own schedule: that schedule
+    /// in twill's model, next to twill's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triton: Option<TritonSchedule>,
+}
+
+/// Triton's own schedule of a loop (`loop.stage` of each op, written by its
+/// `schedule_loops`) evaluated in twill's model: the smallest I at which a
+/// joint schedule keeps every op in Triton's stage.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TritonSchedule {
+    /// Triton's stages (its last stage + 1).
+    pub stages: u32,
+    /// The smallest such I, normalized and in raw cycles; absent when the
+    /// evaluation's budget ran out first (`at_least` then bounds it).
+    pub ii: Option<u32>,
+    pub ii_cycles: Option<i64>,
+    /// Every smaller I is refuted for Triton's stages.
+    pub at_least: u32,
+}
+
+impl TritonSchedule {
+    /// ` [Triton's schedule: 3 stages, I=40 (~4000 cycles) in twill's model]`.
+    pub fn words(&self) -> String {
+        match (self.ii, self.ii_cycles) {
+            (Some(ii), Some(c)) => format!(
+                " [Triton's schedule: {} stages, I={ii} (~{c} cycles) in twill's model]",
+                self.stages
+            ),
+            _ => format!(
+                " [Triton's schedule: {} stages, I >= {} in twill's model (not evaluated further within the budget)]",
+                self.stages, self.at_least
+            ),
+        }
+    }
 }
 
 /// What `lower=` made of a scheduled loop (docs/ws-lowering.md).
@@ -383,6 +422,9 @@ impl ScheduledLoop {
         }
         msg.push(')');
         self.objective_note(&mut msg);
+        if let Some(t) = &self.triton {
+            msg.push_str(&t.words());
+        }
         if let Some(l) = &self.loads {
             l.note(name, &mut msg);
         }
@@ -561,6 +603,7 @@ mod tests {
                 ctas: 1,
                 sharing: None,
                 lowering: None,
+                triton: None,
             }),
             solve_seconds: 0.041,
         }
