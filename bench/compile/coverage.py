@@ -50,8 +50,7 @@ def _pointer(module, kernel, config):
 
 def kernels():
     """(name, make(cap) -> (source, options)) of every fixture kernel."""
-    out = [("matmul_tma", _gemm()), ("matmul_tma_ws", _gemm(WARP_SPECIALIZE=True)),
-           ("matmul_tma_subtile", _gemm(SUBTILE=True))]
+    out = [("matmul_tma", _gemm())]
     out += [(f"fa_fwd_{name}", _config(fa_fwd, name)) for name in fa_fwd.CONFIGS]
     out += [(f"fa_bwd_{name}", _config(fa_bwd, name)) for name in fa_bwd.CONFIGS]
     out += [(f"pointer_matmul_{name}", _pointer(pointer_matmul, "matmul", c))
