@@ -556,7 +556,7 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
                 )
             }
         };
-        shares.spent(&found, &outcome);
+        shares.spent(&outcome);
         let record = loop_record(index as u32, &found, place, outcome, started);
         records.push((loc, record));
     }
@@ -582,8 +582,10 @@ struct BudgetShares {
     budget: u64,
     /// Per kernel (function): work left, loops left.
     left: HashMap<usize, (u64, u64)>,
-    /// The share handed out last.
+    /// The share handed out last, and its kernel's key until the loop is
+    /// accounted.
     share: u64,
+    pending: Option<usize>,
 }
 
 impl BudgetShares {
@@ -597,6 +599,7 @@ impl BudgetShares {
             budget,
             left,
             share: 0,
+            pending: None,
         }
     }
 
@@ -604,27 +607,31 @@ impl BudgetShares {
         enclosing_function(op).map_or(0, |f| f.ptr as usize)
     }
 
-    /// The share of the loop `op` (0 without a budget).
+    /// The share of the loop `op` (0 without a budget). Called before the
+    /// loop is scheduled: `lower=force` may replace the loop's op.
     fn next(&mut self, op: MlirOperation) -> u64 {
-        self.share = match self.left.get(&Self::key(op)) {
+        let kernel = Self::key(op);
+        self.pending = Some(kernel);
+        self.share = match self.left.get(&kernel) {
             Some(&(work, loops)) if self.budget > 0 => (work / loops.max(1)).max(1),
             _ => 0,
         };
         self.share
     }
 
-    /// Accounts the loop just solved: the work its schedule reports, or
-    /// the whole share when the search found none.
-    fn spent(&mut self, found: &FoundLoop, outcome: &Result<Scheduled, Skip>) {
-        if found.ir.is_err() {
+    /// Accounts the loop just solved (the one [`BudgetShares::next`] was
+    /// last called for; its op may be gone): the work its schedule
+    /// reports, or the whole share when the search found none.
+    fn spent(&mut self, outcome: &Result<Scheduled, Skip>) {
+        let Some(kernel) = self.pending.take() else {
             return;
-        }
+        };
         let spent = match outcome {
             Ok(s) => s.schedule.proof.work,
             Err(skip) if skip.reason == SkipReason::NoSchedule => self.share,
             Err(_) => 0,
         };
-        if let Some((work, loops)) = self.left.get_mut(&Self::key(found.op)) {
+        if let Some((work, loops)) = self.left.get_mut(&kernel) {
             *work = work.saturating_sub(spent);
             *loops = loops.saturating_sub(1);
         }
