@@ -153,6 +153,10 @@ pub struct ScheduledLoop {
     pub latency_slack: Option<SlackRecord>,
     /// CTAs per SM the loop was solved for (`ctas`).
     pub ctas: u32,
+    /// The solver's answer came from the schedule cache (`cache=`; checked
+    /// again, as a fresh one).
+    #[serde(default)]
+    pub cached: bool,
     /// Present when `ctas` > 1: the share of the SM it was solved within.
     pub sharing: Option<Sharing>,
     /// Present under `lower=force`: the loop lowered to warp-specialized
@@ -362,6 +366,9 @@ impl ScheduledLoop {
             let pf: Vec<String> = self.prefetch.iter().map(Prefetch::words).collect();
             let _ = write!(msg, "; {}", pf.join(", "));
         }
+        if self.cached {
+            msg.push_str("; from the cache");
+        }
         msg.push(')');
         self.objective_note(&mut msg);
         if let Some(l) = &self.loads {
@@ -532,6 +539,7 @@ mod tests {
                 objective: "length".into(),
                 latency_slack: None,
                 ctas: 1,
+                cached: false,
                 sharing: None,
                 lowering: None,
             }),

@@ -822,15 +822,17 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
             e = _Fallback(f"no twill-opt and no cache entry for key {ckey[:16]}")
             e.decision = decision
             raise e
-        found = _run_twill_opt(exported, work, arch, lowering, cfg, decision)
+        found = _run_twill_opt(exported, work, arch, lowering, cfg, decision, store)
         cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), found)
         return _answer(ir, mod, work, found, decision, cfg)
 
 
-def _run_twill_opt(exported, work, arch, lowering, cfg, decision):
-    """Runs twill-opt on the exported module: the cache value of its answer
-    (`module`: the scheduled module's text, None where no loop was
-    scheduled; `stderr`; `report`). Raises _Fallback where twill-opt fails."""
+def _run_twill_opt(exported, work, arch, lowering, cfg, decision, store):
+    """Runs twill-opt on the exported module, with its per-loop cache in
+    `store` (none where that is off or a replay directory): the cache value
+    of its answer (`module`: the scheduled module's text, None where no loop
+    was scheduled; `stderr`; `report`). Raises _Fallback where twill-opt
+    fails."""
     inp = work / "input.mlir"
     out = work / "output.mlir"
     pass_opts = f"arch={arch} triton={_triton_version()} scope={cfg.scope} timeout={cfg.timeout:g}"
@@ -847,6 +849,7 @@ def _run_twill_opt(exported, work, arch, lowering, cfg, decision):
     report_path = work / "report.json"
     # Quoted: a dump directory's path may hold spaces.
     pass_opts += f' report="{report_path}"'
+    pass_opts += f' cache="{store.root}"' if store is not None and not store.read_only else " cache=off"
     cmd = [
         cfg.twill_opt,
         str(inp),
