@@ -851,12 +851,12 @@ impl Facts<'_> {
                 ),
             }),
             ctas: o.ctas,
-            cached: self.solved.cached,
             sharing: (o.ctas > 1).then(|| Sharing {
                 regs_per_thread: self.machine.warps.max_regs_per_thread,
                 smem_bytes: self.machine.memory("smem").map_or(0, |m| m.capacity),
                 iteration_cycles: cycles(self.iteration),
             }),
+            cached: self.solved.cached,
             lowering: None,
         }
     }

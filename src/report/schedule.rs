@@ -153,12 +153,12 @@ pub struct ScheduledLoop {
     pub latency_slack: Option<SlackRecord>,
     /// CTAs per SM the loop was solved for (`ctas`).
     pub ctas: u32,
+    /// Present when `ctas` > 1: the share of the SM it was solved within.
+    pub sharing: Option<Sharing>,
     /// The solver's answer came from the schedule cache (`cache=`; checked
     /// again, as a fresh one).
     #[serde(default)]
     pub cached: bool,
-    /// Present when `ctas` > 1: the share of the SM it was solved within.
-    pub sharing: Option<Sharing>,
     /// Present under `lower=force`: the loop lowered to warp-specialized
     /// TTGIR, or why not (it then has the attributes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
