@@ -184,6 +184,13 @@ struct TwillSchedulePass
                      "deep as shared memory allows, at most 8)"),
       llvm::cl::init("schedule")};
 
+  Option<std::string> cache{
+      *this, "cache",
+      llvm::cl::desc("Schedule cache directory (off: none; empty: "
+                     "$TWILL_CACHE_DIR, none without it); a cached "
+                     "schedule is checked again before it is written"),
+      llvm::cl::init("")};
+
   void runOnOperation() override {
     std::string o;
     render(o, "arch", arch);
@@ -208,6 +215,7 @@ struct TwillSchedulePass
     render(o, "report", report);
     render(o, "lower", lower);
     render(o, "ring", ring);
+    render(o, "cache", cache);
     runBody(*this, gCallbacks ? gCallbacks->schedule : nullptr,
             getOperation(), o,
             [](Pass &p) { static_cast<TwillSchedulePass &>(p).fail(); });

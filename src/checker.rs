@@ -86,7 +86,7 @@ use std::fmt;
 use crate::problem::{Problem, Schedule};
 
 /// Warp-specialization parameters of the joint problem.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WarpConfig {
     /// Number of compute warp groups (group 0 is reserved for
     /// variable-latency ops and comes on top). Serialized as
@@ -114,7 +114,7 @@ impl WarpConfig {
 }
 
 /// A joint modulo schedule with a warp-group assignment.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct JointSchedule {
     pub schedule: Schedule,
     /// A(v): warp group of every op; 0 is the variable-latency group.

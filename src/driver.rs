@@ -23,6 +23,7 @@ use std::time::Instant;
 
 use crate::backend::ws::{self, LowerSkip, WsPlan};
 use crate::backend::{self, LoopDecision, Placement as LoadSide, TritonTarget};
+use crate::cache::{self, LoopCache, LoopEntry};
 use crate::checker::{self, WarpConfig};
 use crate::frontend::lower::{colocation, lower, Lowered};
 use crate::frontend::LoopIr;
@@ -72,6 +73,8 @@ pub struct LoopOptions {
     pub lower: Lower,
     /// `ring=`: how deep the lowering's rings are.
     pub ring: ws::RingDepth,
+    /// `cache=` (or `TWILL_CACHE_DIR`): where solved loops are cached.
+    pub cache: Option<LoopCache>,
 }
 
 /// The pass's `lower=` option (docs/ws-lowering.md).
@@ -273,6 +276,9 @@ pub struct Solved {
     pub work: u64,
     /// The budget of the solve (0: none).
     pub budget: u64,
+    /// The answer came from the schedule cache (and the checker accepted
+    /// it again).
+    pub cached: bool,
 }
 
 /// The partitions a scheduled loop gets.
@@ -308,8 +314,8 @@ pub fn schedule_loop(
         timeout: o.timeout,
         budget: job.budget,
     };
-    let mut solved =
-        solve(&problem, &plan.colocated, &request, started).map_err(|s| kept(job, s))?;
+    let mut solved = solve_through_cache(job, machine, &plan, &problem, &request, started)
+        .map_err(|s| kept(job, s))?;
     let partitioning = plan.partitioning(job, &solved);
     let iteration = redepth(&mut solved.result, o.ctas, problem.cycle_scale);
     let solved_problem = solved.colocated_problem.as_ref().unwrap_or(&problem);
@@ -490,8 +496,7 @@ pub fn solve(
     let answer = if colocated.is_empty() {
         run(problem, left(), request.budget)
     } else {
-        let mut with = problem.clone();
-        with.same_group = colocated.iter().map(|set| set.ops.clone()).collect();
+        let with = with_colocation(problem, colocated);
         let seconds = (left() / 3.0).min(COLOCATED_SECONDS);
         // Two thirds of the work budget: the rules are what Triton can
         // build, and the attempt without them keeps a third.
@@ -536,6 +541,99 @@ pub fn solve(
         without_colocation,
         work,
         budget: request.budget,
+        cached: false,
+    })
+}
+
+/// `problem` with the colocation sets.
+fn with_colocation(problem: &Problem, colocated: &[SameGroup]) -> Problem {
+    let mut with = problem.clone();
+    with.same_group = colocated.iter().map(|set| set.ops.clone()).collect();
+    with
+}
+
+/// [`solve`], through the loop's cache where `cache=` gives one: an entry
+/// the checker accepts again is the answer; otherwise the loop is solved
+/// and its answer stored.
+fn solve_through_cache(
+    job: &LoopJob,
+    machine: &Machine,
+    plan: &Plan,
+    problem: &Problem,
+    request: &SolveRequest,
+    started: Instant,
+) -> Result<Solved, Skip> {
+    let Some(store) = &job.o.cache else {
+        return solve(problem, &plan.colocated, request, started);
+    };
+    let mut graph = plan.graph.clone();
+    graph.same_group = plan.colocated.clone();
+    // The loop's share of the kernel's budget decides where a search cut
+    // short stops: a loop with another share is another entry.
+    let options = format!("{}\nshare={}", store.options, request.budget);
+    let key = cache::key(&options, machine, &graph, &plan.warps);
+    if let Some(hit) = store
+        .load(&key)
+        .and_then(|e| reuse(e, problem, &plan.colocated, &plan.warps, request.budget))
+    {
+        tracing::debug!(target: "twill", "{}: schedule from the cache (key {})", job.ir.name, &key[..16]);
+        return Ok(hit);
+    }
+    let solved = solve(problem, &plan.colocated, request, started)?;
+    store.store(&LoopEntry {
+        schema: cache::SCHEMA.to_string(),
+        key,
+        result: solved.result.clone(),
+        colocated: solved.colocated_problem.is_some(),
+        without_colocation: solved.without_colocation.clone(),
+        work: solved.work,
+    });
+    Ok(solved)
+}
+
+/// A cache entry as the solver's answer, if it is one for `problem`: a
+/// schedule of its ops, under the same warp configuration, that the
+/// independent checker accepts (with the colocation sets where the entry
+/// says it meets them). Otherwise None, with a warning.
+fn reuse(
+    entry: LoopEntry,
+    problem: &Problem,
+    colocated: &[SameGroup],
+    warps: &WarpConfig,
+    budget: u64,
+) -> Option<Solved> {
+    let r = &entry.result;
+    let ops = problem.ops.len();
+    let why = if r.schedule.schedule.start.len() != ops || r.schedule.group.len() != ops {
+        Some(format!(
+            "a schedule of {} ops, not {ops}",
+            r.schedule.group.len()
+        ))
+    } else if r.warps != *warps {
+        Some(format!("solved for {:?}, not {warps:?}", r.warps))
+    } else if entry.colocated && colocated.is_empty() {
+        Some("colocated, but the loop has no colocation sets".to_string())
+    } else {
+        None
+    };
+    let colocated_problem = entry.colocated.then(|| with_colocation(problem, colocated));
+    let checked = match why {
+        Some(why) => Err(why),
+        None => check(colocated_problem.as_ref().unwrap_or(problem), r, warps).map_err(|s| s.text),
+    };
+    if let Err(why) = checked {
+        tracing::warn!(target: "twill", "ignoring the cache entry {}: {why}; solving again", entry.key);
+        return None;
+    }
+    Some(Solved {
+        result: entry.result,
+        colocated_problem,
+        without_colocation: entry.without_colocation,
+        // The work the search spent, as the kernel's budget accounts it
+        // (a hit leaves the next loop the same share as a solve).
+        work: entry.work,
+        budget,
+        cached: true,
     })
 }
 
@@ -890,6 +988,7 @@ impl Facts<'_> {
                 smem_bytes: self.machine.memory("smem").map_or(0, |m| m.capacity),
                 iteration_cycles: cycles(self.iteration),
             }),
+            cached: self.solved.cached,
             lowering: None,
             triton: self.triton.clone(),
         }
@@ -972,14 +1071,14 @@ impl Facts<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::backend::Arch;
     use crate::frontend::lower::tests::gemm;
     use crate::graph::load;
 
     /// The pass's options at their defaults on sm90 (Triton 3.6).
-    fn options() -> LoopOptions {
+    pub(crate) fn options() -> LoopOptions {
         LoopOptions {
             target: TritonTarget {
                 arch: Arch::Sm90,
@@ -999,6 +1098,7 @@ mod tests {
             objective: joint::Objective::Length,
             lower: Lower::Off,
             ring: ws::RingDepth::Schedule,
+            cache: None,
         }
     }
 
@@ -1294,5 +1394,74 @@ mod tests {
             schedule_loop(&job, |_| Err("read-only".into()), |_| unreachable!()).unwrap_err();
         assert_eq!(skip.reason, SkipReason::WriteFailed);
         assert!(skip.text.contains("read-only"), "{}", skip.text);
+    }
+
+    /// The GEMM through `schedule_loop` with the cache in `dir`: the
+    /// attributes written and the record.
+    fn gemm_through_cache(dir: &std::path::Path) -> (LoopDecision, ScheduledLoop) {
+        let machine = Machine::select("h100").unwrap();
+        let ir = gemm();
+        let o = LoopOptions {
+            cache: Some(LoopCache {
+                dir: dir.to_path_buf(),
+                options: "arch=sm90".into(),
+            }),
+            ..options()
+        };
+        let job = LoopJob {
+            ir: &ir,
+            machine: &machine,
+            o: &o,
+            stages_only: None,
+            mixed: None,
+            budget: o.budget,
+        };
+        let mut written = None;
+        let s = schedule_loop(
+            &job,
+            |d| {
+                written = Some(d.clone());
+                Ok(())
+            },
+            |_| unreachable!(),
+        )
+        .unwrap();
+        (written.unwrap(), s.schedule)
+    }
+
+    #[test]
+    fn a_cached_schedule_is_checked_again_and_written_alike() {
+        let dir = std::env::temp_dir().join(format!("twill-driver-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (cold, cold_record) = gemm_through_cache(&dir);
+        let (warm, warm_record) = gemm_through_cache(&dir);
+        assert!(!cold_record.cached && warm_record.cached);
+        assert_eq!(warm, cold);
+        assert_eq!(
+            ScheduledLoop {
+                cached: false,
+                ..warm_record
+            },
+            cold_record
+        );
+        // An entry the checker rejects (every op issued at once, I = 1) is
+        // ignored and the loop solved again; the entry is replaced.
+        let path = std::fs::read_dir(dir.join(cache::FOLDER))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut entry: LoopEntry =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let s = &mut entry.result.schedule.schedule;
+        s.ii = 1;
+        s.start.iter_mut().for_each(|t| *t = 0);
+        std::fs::write(&path, serde_json::to_string(&entry).unwrap()).unwrap();
+        let (again, record) = gemm_through_cache(&dir);
+        assert!(!record.cached);
+        assert_eq!(again, cold);
+        assert!(gemm_through_cache(&dir).1.cached);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -11,6 +11,7 @@
 //! * [`checker`]: the independent validator every schedule passes through;
 //! * [`driver`]: one loop through the steps above to Triton's attributes,
 //!   for the pass and `twill solve`;
+//! * [`cache`]: the persistent schedule cache the pass reads before solving;
 //! * [`report`]: text and JSON output;
 //! * [`protocol`]: the pipeline-protocol verifier of the code Triton builds
 //!   from a schedule (independent of all of the above).
@@ -18,6 +19,7 @@
 //! The solver core (everything above) knows nothing about MLIR or Triton.
 
 pub mod backend;
+pub mod cache;
 pub mod checker;
 pub mod driver;
 pub mod error;

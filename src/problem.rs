@@ -672,7 +672,7 @@ pub fn busy_cycles<'a>(segments: impl IntoIterator<Item = &'a Segment>) -> BTree
 
 /// A modulo schedule: initiation interval I, issue cycle M(v) of every op
 /// within its iteration, and schedule length L (all ops complete by L).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Schedule {
     pub ii: u32,
     pub start: Vec<u32>,

@@ -20,6 +20,7 @@ use super::ffi::{self, TWILL_ERROR, TWILL_REMARK, TWILL_WARNING};
 use crate::backend::gluon::GraphTarget;
 use crate::backend::ws::WsPlan;
 use crate::backend::{self, Arch, TritonTarget};
+use crate::cache::{self, LoopCache};
 use crate::driver::{
     self, planned_graph, schedule_loop, LoopJob, LoopOptions, Lower, Scheduled, Skip,
 };
@@ -90,6 +91,9 @@ pub struct ScheduleOptions {
     pub lower: Lower,
     /// `ring=schedule|max`: the lowering's ring depth.
     pub ring: crate::backend::ws::RingDepth,
+    /// `cache=DIR|off`, else `TWILL_CACHE_DIR`: the schedule cache; none
+    /// unless one of them names a directory.
+    pub cache: Option<LoopCache>,
 }
 
 /// Options of `--twill-export-graph`.
@@ -147,6 +151,7 @@ impl ScheduleOptions {
             report: None,
             lower: Lower::Off,
             ring: Default::default(),
+            cache: None,
         };
         let placed = |k: &str, v: &str| match v {
             "first" => Ok(false),
@@ -166,6 +171,7 @@ impl ScheduleOptions {
         // (an empty value, or -1 for `pointer-prefetch`, is not given).
         let (mut pointer_last, mut pointer_extra) = (None, None);
         let mut auto = true;
+        let mut cache = "";
         for (k, v) in pairs(text) {
             match k {
                 "arch" => arch = parse_arch(v)?,
@@ -220,6 +226,7 @@ impl ScheduleOptions {
                 "objective" => o.objective = v.parse()?,
                 "lower" => o.lower = v.parse()?,
                 "ring" => o.ring = v.parse()?,
+                "cache" => cache = v,
                 "rotate" => {
                     o.rotate_kernel = match v {
                         "kernel" => true,
@@ -267,6 +274,7 @@ impl ScheduleOptions {
             );
         }
         o.target = TritonTarget { arch, version };
+        o.cache = LoopCache::select(cache, std::env::var(cache::ENV).ok().as_deref(), text);
         // `auto` decides per loop only where nothing else places the loads.
         o.auto_loads = auto && pointer_last.is_none() && pointer_extra.is_none();
         o.loads.pointer = backend::Placement {
@@ -305,6 +313,7 @@ impl ScheduleOptions {
             objective: self.objective,
             lower: self.lower,
             ring: self.ring,
+            cache: self.cache.clone(),
         }
     }
 }

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tracing::{debug, info};
 
 use crate::checker::{self, JointSchedule, WarpConfig};
@@ -177,7 +177,7 @@ fn unsupported(encoding: &dyn JointEncoding) -> EncodingOutcome {
 }
 
 /// Which encoding to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Encoding {
     /// twill's Boolean order encoding of one folded copy (default).
@@ -228,7 +228,7 @@ pub struct JointOptions {
 }
 
 /// One entry of the joint certificate.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum JointRefuted {
     /// Every I in [from, to] admits no modulo schedule at all.
@@ -258,7 +258,7 @@ impl std::fmt::Display for JointRefuted {
 }
 
 /// The pipeline depth a streaming op needs (section 5.3), a tunable.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Streaming {
     pub op: String,
     /// Raw machine cycles of the op with its latency, before it was zeroed.
@@ -269,7 +269,7 @@ pub struct Streaming {
 }
 
 /// Result of the joint search.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JointResult {
     pub schedule: JointSchedule,
     pub encoding: Encoding,
@@ -310,7 +310,7 @@ pub struct JointResult {
 }
 
 /// The latency slack of the answer (see [`slack`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LatencySlack {
     /// Normalized cycles.
     pub cycles: i64,
@@ -328,7 +328,7 @@ pub struct LatencySlack {
 }
 
 /// What the search optimizes after the initiation interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Objective {
     /// The paper's: the shortest L at the minimum I; among schedules of

@@ -12,7 +12,7 @@ pub mod zlp;
 
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tracing::{debug, info};
 
 use crate::checker;
@@ -20,7 +20,7 @@ use crate::problem::{Problem, Schedule};
 use zlp::ZlpOutcome;
 
 /// Why an initiation interval is known to be infeasible.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "reason")]
 pub enum Infeasibility {
     /// Below ResMII: some unit is oversubscribed whatever the schedule.
@@ -101,7 +101,7 @@ impl std::fmt::Display for Infeasibility {
 
 /// One entry of the optimality certificate: every I in [from, to] is
 /// infeasible for the stated reason.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refuted {
     pub from: u32,
     pub to: u32,

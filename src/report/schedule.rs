@@ -159,6 +159,10 @@ pub struct ScheduledLoop {
     pub ctas: u32,
     /// Present when `ctas` > 1: the share of the SM it was solved within.
     pub sharing: Option<Sharing>,
+    /// The solver's answer came from the schedule cache (`cache=`; checked
+    /// again, as a fresh one).
+    #[serde(default)]
+    pub cached: bool,
     /// Present under `lower=force`: the loop lowered to warp-specialized
     /// TTGIR, or why not (it then has the attributes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -420,6 +424,9 @@ impl ScheduledLoop {
             let pf: Vec<String> = self.prefetch.iter().map(Prefetch::words).collect();
             let _ = write!(msg, "; {}", pf.join(", "));
         }
+        if self.cached {
+            msg.push_str("; from the cache");
+        }
         msg.push(')');
         self.objective_note(&mut msg);
         if let Some(t) = &self.triton {
@@ -601,6 +608,7 @@ mod tests {
                 objective: "length".into(),
                 latency_slack: None,
                 ctas: 1,
+                cached: false,
                 sharing: None,
                 lowering: None,
                 triton: None,

@@ -23,9 +23,13 @@ Environment:
     TWILL_SCOPE=ws|all  which loops (default ws: those marked warp_specialize)
     TWILL_DUMP_DIR=DIR  write every exported loop, the pass output and the decisions
     TWILL_STRICT=1      raise TwillError instead of falling back
-    TWILL_REPLAY_DIR=D  use schedules recorded in D (a TWILL_DUMP_DIR made where
-                        twill-opt runs) for modules with the same replay key
-                        (same kernel and Triton; locations and SSA names aside)
+    TWILL_CACHE_DIR=D   the schedule cache (default ~/.triton/twill, beside
+                        Triton's cache, under TRITON_HOME if set; `off`: none):
+                        a kernel compiled again, in any process, takes twill's
+                        answer from it without running twill-opt
+    TWILL_REPLAY_DIR=D  read D as a schedule cache copied from another machine
+                        (read-only, no twill-opt needed); an older hook's
+                        TWILL_DUMP_DIR is read there too
     TWILL_PARTITIONS=0  on sm100, write stages only and let Triton partition
                         around them (default: twill's own partitions where
                         Triton can build them)

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
+from . import cache
 from ._binary import bundled_twill_opt
 
 log = logging.getLogger("twill")
@@ -93,6 +94,12 @@ class Decision:
     schedule_seconds: float = 0.0
     lowering_seconds: float = 0.0
     verify_seconds: float = 0.0
+    # Every twill-opt answer the kernel's schedule took (the attribute
+    # route's calls and the lowering call) came from the schedule cache
+    # (twill_triton.cache): twill-opt did not run for it.
+    cached: bool = False
+    # The pipeline verifier's records came from the cache.
+    verify_cached: bool = False
 
     def loop_records(self) -> List[dict]:
         """The loop records: the loops twill lowered (from the lowering
@@ -214,7 +221,20 @@ def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None
     )
 
 
+_hashes = {}
+
+
 def _binary_hash(path):
+    """The first 16 hex digits of the SHA-256 of the binary at `path`
+    ("missing" hashed where there is none), read once per process and file
+    version (path, size, modification time)."""
+    try:
+        st = os.stat(path) if path else None
+    except OSError:
+        st = None
+    memo = (path, st.st_size, st.st_mtime_ns, st.st_ino) if st else None
+    if memo in _hashes:
+        return _hashes[memo]
     h = hashlib.sha256()
     try:
         if not path:
@@ -224,7 +244,27 @@ def _binary_hash(path):
                 h.update(chunk)
     except OSError:
         h.update(b"missing")
-    return h.hexdigest()[:16]
+    digest = h.hexdigest()[:16]
+    if memo is not None:
+        _hashes[memo] = digest
+    return digest
+
+
+def _identity(twill_opt):
+    """twill-opt's identity in cache entries: its binary's hash (its
+    machine descriptions, solver and version are compiled in)."""
+    return _binary_hash(twill_opt)
+
+
+def _machine_file_digest(extra):
+    """For a `machine=PATH` pass option naming a file: " machine-file=" and
+    the hash of its content (the same path may hold another machine);
+    empty otherwise."""
+    for opt in extra.split():
+        name, _, value = opt.partition("=")
+        if name == "machine" and os.path.isfile(value):
+            return f" machine-file={hashlib.sha256(Path(value).read_bytes()).hexdigest()[:16]}"
+    return ""
 
 
 def _cache_key(cfg):
@@ -416,9 +456,11 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
                 failed = getattr(e, "decision", None) or lowered
                 new, decision = base, Decision(kernel=lowered.kernel, capability=capability, scheduled=True,
                                                dump=lowered.dump, report=failed.report,
-                                               schedule_seconds=failed.schedule_seconds if failed is not lowered else 0)
+                                               schedule_seconds=failed.schedule_seconds if failed is not lowered else 0,
+                                               cached=failed.cached)
             if lowered is not None:
                 decision.lowering = lowered.report
+                decision.cached = decision.cached and lowered.cached
                 decision.remarks = lowered.remarks + decision.remarks
 
             try:
@@ -681,10 +723,10 @@ def replay_key(exported, options=""):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _replayed(cfg, key):
-    """The scheduled module, remarks and report (None where the entry has
-    no report.json) stored under TWILL_REPLAY_DIR for `key` (a
-    TWILL_DUMP_DIR of a machine that has twill-opt), if any."""
+def _replayed(key):
+    """The answer a TWILL_DUMP_DIR made by an older hook, copied to
+    TWILL_REPLAY_DIR, recorded for the replay key `key` (its `key.txt`
+    files), in the cache's form; None where there is none."""
     root = os.environ.get("TWILL_REPLAY_DIR")
     if not root:
         return None
@@ -692,8 +734,9 @@ def _replayed(cfg, key):
         if k.read_text().strip() == key and (k.parent / "scheduled.mlir").exists():
             remarks = k.parent / "remarks.txt"
             report = k.parent / "report.json"
-            return ((k.parent / "scheduled.mlir").read_text(), remarks.read_text() if remarks.exists() else "",
-                    json.loads(report.read_text()) if report.exists() else None)
+            return {"module": (k.parent / "scheduled.mlir").read_text(),
+                    "stderr": remarks.read_text() if remarks.exists() else "",
+                    "report": json.loads(report.read_text()) if report.exists() else None}
     return None
 
 
@@ -774,81 +817,112 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
         # schedule recorded with other options is never replayed.
         lowering = f" lower={lower}" if lower else ""
         budget = f" budget={cfg.budget:g}" if cfg.budget is not None else ""
-        key = replay_key(exported, f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering}{budget} {cfg.extra}".strip())
-        inp = work / "input.mlir"
-        out = work / "output.mlir"
-        inp.write_text(exported)
+        opts = f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering}{budget} {cfg.extra}".strip()
+        key = replay_key(exported, opts)
+        (work / "input.mlir").write_text(exported)
         (work / "key.txt").write_text(key + "\n")
-        replay = _replayed(cfg, key)
-        if replay is not None:
-            text, stderr, report = replay
-            decision.remarks = _remark_lines(stderr)
-            if report is None:
-                e = _Fallback(f"the replay entry for key {key[:16]} has no report.json (recorded before the "
-                              f"typed report, {REPORT_SCHEMA}); record it again")
-                e.decision = decision
-                raise e
-            decision.report = _checked_report(report, decision)
-            if cfg.dump_dir:
-                (work / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-            return _parse_back(ir, mod, work, text, decision)
+        store = cache.location()
+        ckey = replay_key(exported, f"{opts} triton={_triton_version()} timeout={cfg.timeout:g}"
+                                    f"{_machine_file_digest(cfg.extra)}")
+        found = cache.load(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt))
+        if found is None and store is not None and store.read_only:
+            found = _replayed(key)
+        if found is not None:
+            decision.cached = True
+            log.info("twill: %s: schedule from the cache %s (key %s)", kernel, store.root, ckey[:16])
+            return _answer(ir, mod, work, found, decision, cfg)
         if not cfg.twill_opt or not os.path.exists(cfg.twill_opt):
-            e = _Fallback(f"no twill-opt and no replay entry for key {key[:16]}")
+            e = _Fallback(f"no twill-opt and no cache entry for key {ckey[:16]}")
             e.decision = decision
             raise e
-        pass_opts = f"arch={arch} triton={_triton_version()} scope={cfg.scope} timeout={cfg.timeout:g}"
-        if cfg.budget is not None:
-            pass_opts += f" budget={cfg.budget:g}"
-        if arch == "sm100" and not cfg.partitions:
-            # Stages only: Triton's partition scheduler partitions around
-            # them. By default twill writes its own partitions (sm100), solved
-            # under the colocation rules Triton's warp specialization needs,
-            # or stages only where no such assignment exists (the remark says
-            # why).
-            pass_opts += " partitions=false"
-        pass_opts += lowering
-        if cfg.extra:
-            pass_opts += " " + cfg.extra
-        report_path = work / "report.json"
-        # Quoted: a dump directory's path may hold spaces.
-        pass_opts += f' report="{report_path}"'
-        cmd = [
-            cfg.twill_opt,
-            str(inp),
-            f"--twill-schedule={pass_opts}",
-            "--mlir-print-op-generic",
-            "--mlir-print-debuginfo",
-            "-o",
-            str(out),
-        ]
-        if cfg.dump_dir:
-            (work / "command.txt").write_text(" ".join(f"'{c}'" if " " in c else c for c in cmd) + "\n")
-        try:
-            # A loop gets `timeout` seconds; allow for several loops and startup.
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=4 * cfg.timeout + 60)
-        except subprocess.TimeoutExpired:
-            e = _Fallback(f"twill-opt did not finish within {4 * cfg.timeout + 60:g} s")
-            e.decision = decision
-            raise e
-        decision.remarks = _remark_lines(r.stderr)
+        found = _run_twill_opt(exported, work, arch, lowering, cfg, decision, store)
+        cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), found)
+        return _answer(ir, mod, work, found, decision, cfg)
+
+
+def _run_twill_opt(exported, work, arch, lowering, cfg, decision, store):
+    """Runs twill-opt on the exported module, with its per-loop cache in
+    `store` (none where that is off or a replay directory): the cache value
+    of its answer (`module`: the scheduled module's text, None where no loop
+    was scheduled; `stderr`; `report`). Raises _Fallback where twill-opt
+    fails."""
+    inp = work / "input.mlir"
+    out = work / "output.mlir"
+    pass_opts = f"arch={arch} triton={_triton_version()} scope={cfg.scope} timeout={cfg.timeout:g}"
+    if cfg.budget is not None:
+        pass_opts += f" budget={cfg.budget:g}"
+    if arch == "sm100" and not cfg.partitions:
+        # Stages only: Triton's partition scheduler partitions around
+        # them. By default twill writes its own partitions (sm100), solved
+        # under the colocation rules Triton's warp specialization needs,
+        # or stages only where no such assignment exists (the remark says
+        # why).
+        pass_opts += " partitions=false"
+    pass_opts += lowering
+    if cfg.extra:
+        pass_opts += " " + cfg.extra
+    report_path = work / "report.json"
+    # Quoted: a dump directory's path may hold spaces.
+    pass_opts += f' report="{report_path}"'
+    pass_opts += f' cache="{store.root}"' if store is not None and not store.read_only else " cache=off"
+    cmd = [
+        cfg.twill_opt,
+        str(inp),
+        f"--twill-schedule={pass_opts}",
+        "--mlir-print-op-generic",
+        "--mlir-print-debuginfo",
+        "-o",
+        str(out),
+    ]
+    if cfg.dump_dir:
+        (work / "command.txt").write_text(" ".join(f"'{c}'" if " " in c else c for c in cmd) + "\n")
+    try:
+        # A loop gets `timeout` seconds; allow for several loops and startup.
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=4 * cfg.timeout + 60)
+    except subprocess.TimeoutExpired:
+        e = _Fallback(f"twill-opt did not finish within {4 * cfg.timeout + 60:g} s")
+        e.decision = decision
+        raise e
+    decision.remarks = _remark_lines(r.stderr)
+    if r.returncode != 0:
         if cfg.dump_dir:
             (work / "remarks.txt").write_text(r.stderr)
-        if r.returncode != 0:
-            e = _Fallback(f"twill-opt failed (exit {r.returncode}): {r.stderr.strip()[-500:]}")
-            e.decision = decision
-            raise e
-        decision.report = _read_report(report_path, decision)
-        scheduled = [lp for lp in decision.loop_records() if lp["decision"] == "scheduled"]
-        if not scheduled:
-            e = _Fallback(_skip_reasons(decision.report) or "no candidate loop")
-            e.decision = decision
-            raise e
-        text = _restore_aliases(exported, out.read_text())
-        for lp in scheduled:
-            s = lp["schedule"]
-            log.info("twill: scheduled %s: I=%d (~%d cycles) L=%d stages=%d, partitions: %s", lp["name"], s["ii"],
-                     s["ii_cycles"], s["length"], s["stages"], s["partitions"]["text"])
-        return _parse_back(ir, mod, work, text, decision)
+        e = _Fallback(f"twill-opt failed (exit {r.returncode}): {r.stderr.strip()[-500:]}")
+        e.decision = decision
+        raise e
+    report = _read_report(report_path, decision)
+    scheduled = any(lp.get("decision") == "scheduled" and lp.get("reason") != "lowered_by_twill"
+                    for lp in report.get("loops") or [])
+    text = _restore_aliases(exported, out.read_text()) if scheduled else None
+    return {"module": text, "stderr": r.stderr, "report": report}
+
+
+def _answer(ir, mod, work, found, decision, cfg):
+    """The kernel's module from twill-opt's answer `found` (fresh or from
+    the cache): parsed back where some loop was scheduled; _Fallback with
+    the loops' reasons otherwise."""
+    decision.remarks = _remark_lines(found.get("stderr") or "")
+    report = found.get("report")
+    if report is None:
+        e = _Fallback("the replay entry has no report.json (recorded before the typed report, "
+                      f"{REPORT_SCHEMA}); record it again")
+        e.decision = decision
+        raise e
+    decision.report = _checked_report(report, decision)
+    if cfg.dump_dir:
+        (work / "remarks.txt").write_text(found.get("stderr") or "")
+        (work / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    scheduled = [lp for lp in decision.loop_records() if lp["decision"] == "scheduled"]
+    text = found.get("module")
+    if not scheduled or text is None:
+        e = _Fallback(_skip_reasons(decision.report) or "no candidate loop")
+        e.decision = decision
+        raise e
+    for lp in scheduled:
+        s = lp["schedule"]
+        log.info("twill: scheduled %s: I=%d (~%d cycles) L=%d stages=%d, partitions: %s", lp["name"], s["ii"],
+                 s["ii_cycles"], s["length"], s["stages"], s["partitions"]["text"])
+    return _parse_back(ir, mod, work, text, decision)
 
 
 def _verdict_text(record):
@@ -865,12 +939,12 @@ def _verdict_text(record):
 
 def _verify(ir, mod, cfg, decision, name):
     """The pipeline verifier's records for the pipelined loops of `mod`
-    (the TTGIR make_ttgir hands to make_llir): `twill-opt
-    --twill-verify-pipeline` on its generic form, or, without twill-opt,
-    the records stored under TWILL_REPLAY_DIR for the same module. No record
-    for a module that has pipelined loops is a failure (nothing proved).
-    With a dump directory, the module and the report are kept in its
-    subdirectory `name`."""
+    (the TTGIR make_ttgir hands to make_llir): from the schedule cache
+    (twill_triton.cache) where it holds them for the same module, else
+    `twill-opt --twill-verify-pipeline` on its generic form (its records
+    are then stored in the cache). No record for a module that has
+    pipelined loops is a failure (nothing proved). With a dump directory,
+    the module and the report are kept in its subdirectory `name`."""
     with tempfile.TemporaryDirectory(prefix="twill-verify-") as tmp:
         work = Path(decision.dump) / name if decision.dump else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -878,37 +952,44 @@ def _verify(ir, mod, cfg, decision, name):
         key = replay_key(text, "verify-pipeline")
         (work / "pipelined.mlir").write_text(text)
         (work / "verify.key").write_text(key + "\n")
-        report = work / "verify.json"
-        if cfg.twill_opt and os.path.exists(cfg.twill_opt):
-            cmd = [cfg.twill_opt, str(work / "pipelined.mlir"), f"--twill-verify-pipeline=report={report}",
-                   "-o", os.devnull]
-            try:
-                r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-            except subprocess.TimeoutExpired:
-                return [{"verdict": "unsupported", "loc": "?",
-                         "unsupported": {"why": "the verifier did not finish within 300 s", "op": ""}}]
-            if r.returncode != 0 or not report.exists():
-                return [{"verdict": "unsupported", "loc": "?",
-                         "unsupported": {"why": f"twill-opt --twill-verify-pipeline failed: {r.stderr[-300:]}",
-                                         "op": ""}}]
-            return json.loads(report.read_text())["loops"]
-        stored = _replayed_verification(key)
-        if stored is None:
+        store = cache.location()
+        stored = cache.load(store, cache.VERIFY, key, _identity(cfg.twill_opt))
+        if stored is None and store is not None and store.read_only:
+            stored = _replayed_verification(key)
+        if stored is not None and isinstance(stored.get("loops"), list):
+            if name == "verify":
+                decision.verify_cached = True
+            return stored["loops"]
+        if not cfg.twill_opt or not os.path.exists(cfg.twill_opt):
             return [{"verdict": "unsupported", "loc": "?",
                      "unsupported": {"why": f"no twill-opt and no recorded verification for key {key[:16]}",
                                      "op": ""}}]
-        return stored
+        report = work / "verify.json"
+        cmd = [cfg.twill_opt, str(work / "pipelined.mlir"), f"--twill-verify-pipeline=report={report}",
+               "-o", os.devnull]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            return [{"verdict": "unsupported", "loc": "?",
+                     "unsupported": {"why": "the verifier did not finish within 300 s", "op": ""}}]
+        if r.returncode != 0 or not report.exists():
+            return [{"verdict": "unsupported", "loc": "?",
+                     "unsupported": {"why": f"twill-opt --twill-verify-pipeline failed: {r.stderr[-300:]}",
+                                     "op": ""}}]
+        loops = json.loads(report.read_text())["loops"]
+        cache.store(store, cache.VERIFY, key, _identity(cfg.twill_opt), {"loops": loops})
+        return loops
 
 
 def _replayed_verification(key):
-    """Verifier records stored under TWILL_REPLAY_DIR (a TWILL_DUMP_DIR of a
-    machine with twill-opt) for the module with `key`."""
+    """Verifier records stored under TWILL_REPLAY_DIR by an older hook's
+    TWILL_DUMP_DIR for the module with `key`, in the cache's form."""
     root = os.environ.get("TWILL_REPLAY_DIR")
     if not root:
         return None
     for k in sorted(Path(root).rglob("verify.key")):
         if k.read_text().strip() == key and (k.parent / "verify.json").exists():
-            return json.loads((k.parent / "verify.json").read_text())["loops"]
+            return {"loops": json.loads((k.parent / "verify.json").read_text())["loops"]}
     return None
 
 
