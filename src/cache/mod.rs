@@ -10,7 +10,7 @@
 //! names left out), the
 //! machine description's content, the warp configuration, every pass
 //! option but `report` and `cache`, and twill's version (crate version,
-//! cache format and the hash of the running executable).
+//! cache format and the running executable's size and modification time).
 //!
 //! An entry is never trusted: the driver hands it to the independent
 //! checker and then to the same decide and validate steps as a fresh
@@ -167,14 +167,23 @@ pub fn normalized_options(text: &str) -> String {
 }
 
 /// twill's identity in keys: the crate version, the cache format and the
-/// SHA-256 of the running executable (its solver and bundled machines;
-/// read once per process).
+/// running executable's size and modification time (a new build or
+/// install of its solver and bundled machines; reading the file's whole
+/// content would cost a large static binary a tenth of a second per
+/// compile). Read once per process.
 fn build_identity() -> &'static str {
     static IDENTITY: OnceLock<String> = OnceLock::new();
     IDENTITY.get_or_init(|| {
         let exe = std::env::current_exe()
-            .and_then(std::fs::read)
-            .map(|bytes| sha256_hex(&bytes))
+            .and_then(std::fs::metadata)
+            .map(|m| {
+                let modified = m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos());
+                format!("{} bytes, modified {modified}", m.len())
+            })
             .unwrap_or_else(|_| "unknown".to_string());
         format!("{} {SCHEMA} {exe}", env!("CARGO_PKG_VERSION"))
     })
