@@ -19,6 +19,7 @@
 //! the one [`planned_graph`] gives `--twill-export-graph` to write.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::time::Instant;
 
 use crate::backend::ws::{self, LowerSkip, WsPlan};
@@ -33,8 +34,8 @@ use crate::modulo::mii;
 use crate::normalize::Normalization;
 use crate::problem::{BuildOptions, Problem};
 use crate::report::schedule::{
-    cycles, Bounds, Loads, Lowering, Partitions, PartitionsCode, Placement, Prefetch, Proof,
-    ScheduledLoop, Sharing, SkipReason, SlackRecord, UnitCycles,
+    cycles, Bounds, Loads, Lowering, NumStages, Partitions, PartitionsCode, Placement, Prefetch,
+    Proof, ScheduledLoop, Sharing, SkipReason, SlackRecord, UnitCycles,
 };
 
 /// At most this many seconds go to the search under the target's
@@ -61,6 +62,32 @@ pub struct LoopOptions {
     pub lower: Lower,
     /// `ring=`: how deep the lowering's rings are.
     pub ring: ws::RingDepth,
+    /// `num-stages=`: Triton's `num_stages` (0: not given).
+    pub num_stages: u32,
+    /// `stages=`: whether the user's `num_stages` bounds the schedule.
+    pub stages: Stages,
+}
+
+/// The pass's `stages=` option: what the user's `num_stages` means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stages {
+    /// At most `num_stages` stages (the default): the buffering the user
+    /// asked for is the most twill writes.
+    #[default]
+    Bound,
+    /// Any number of stages; the user's `num_stages` is only reported.
+    Free,
+}
+
+impl std::str::FromStr for Stages {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Stages, String> {
+        match s {
+            "bound" => Ok(Stages::Bound),
+            "free" => Ok(Stages::Free),
+            other => Err(format!("stages: expected `bound` or `free`, got `{other}`")),
+        }
+    }
 }
 
 /// The pass's `lower=` option (docs/ws-lowering.md).
@@ -140,6 +167,9 @@ pub struct LoopJob<'a> {
     pub stages_only: Option<&'a str>,
     /// Under `loads=auto`: the mixed loop whose rotation applies here.
     pub mixed: Option<&'a str>,
+    /// The loop's own `tt.num_stages` (`tl.range(num_stages=...)`), when
+    /// at least 1: it wins over the option, as in Triton.
+    pub loop_num_stages: Option<u32>,
 }
 
 /// How the loop is solved: warp specialization and the graph as priced.
@@ -162,6 +192,53 @@ impl LoopJob<'_> {
     /// Triton will warp-specialize it (sm90 also needs num_warps = 4).
     fn warp_specialized(&self) -> bool {
         self.ws_loop() && self.o.target.warp_specializes(self.ir.num_warps)
+    }
+
+    /// The user's `num_stages` for this loop and where it comes from: the
+    /// loop's own attribute, else the option; none when neither is given.
+    fn user_stages(&self) -> Option<(u32, &'static str)> {
+        match self.loop_num_stages {
+            Some(n) => Some((n, "loop")),
+            None => (self.o.num_stages > 0).then_some((self.o.num_stages, "option")),
+        }
+    }
+
+    /// The most stages the schedule may have (`stages=bound`).
+    fn stage_bound(&self) -> Option<u32> {
+        self.user_stages()
+            .filter(|_| self.o.stages == Stages::Bound)
+            .map(|(n, _)| n)
+    }
+
+    /// Where the loads go: `loads=auto` rotates the loads of a loop that
+    /// mixes descriptor and pointer loads, or (`rotate=kernel`) of any loop
+    /// of its kernel. Returns the placement and whether it is rotated.
+    fn load_placement(&self) -> (backend::LoadPlacement, bool) {
+        let rotated = self.o.auto_loads && self.mixed.is_some();
+        let loads = if rotated {
+            self.o.loads.rotated()
+        } else {
+            self.o.loads
+        };
+        (loads, rotated)
+    }
+
+    /// What the search tries, for a message: warp specialization or
+    /// software pipelining only (and why), within the stage bound.
+    fn tried(&self, warps: &WarpConfig) -> String {
+        let mut what = if warps.groups > 1 {
+            format!("warp specialization, {} compute groups", warps.groups)
+        } else if self.ws_loop() {
+            "software pipelining, one compute group".to_string()
+        } else if self.o.ws {
+            "software pipelining only: the loop is not marked tt.warp_specialize".to_string()
+        } else {
+            "software pipelining only: ws=false".to_string()
+        };
+        if let Some(n) = self.stage_bound() {
+            let _ = write!(what, "; at most {n} stages (num_stages)");
+        }
+        what
     }
 }
 
@@ -240,6 +317,8 @@ pub struct SolveRequest {
     pub threads: u32,
     /// Seconds for the whole solve, both attempts.
     pub timeout: f64,
+    /// At most this many stages (the user's `num_stages`).
+    pub stage_bound: Option<joint::StageBound>,
 }
 
 /// The solver's answer.
@@ -274,6 +353,12 @@ pub fn schedule_loop(
     let o = job.o;
     let (machine, lowered) = extract(job)?;
     let machine = machine.as_ref();
+    if job.stage_bound() == Some(1) {
+        return Err(Skip::new(
+            SkipReason::SameAsTriton,
+            "num_stages=1: Triton does not pipeline this loop, and within one stage no load is issued ahead (stages=free lifts the bound)",
+        ));
+    }
     let plan = Plan::new(job, machine, &lowered);
     // Priced and normalized once; the colocated attempt only adds its sets.
     let problem = price(&plan.graph, machine, o.u, o.timeout)?.0;
@@ -284,8 +369,15 @@ pub fn schedule_loop(
         seed: 0,
         threads: 0,
         timeout: o.timeout,
+        stage_bound: job.stage_bound().map(|stages| joint::StageBound {
+            stages,
+            extra: extra_stages(job, &lowered, &problem),
+        }),
     };
-    let mut solved = solve(&problem, &plan.colocated, &request, started)?;
+    let mut solved = solve(&problem, &plan.colocated, &request, started).map_err(|mut skip| {
+        let _ = write!(skip.text, " [tried: {}]", job.tried(&plan.warps));
+        skip
+    })?;
     let partitioning = plan.partitioning(job, &solved);
     let iteration = redepth(&mut solved.result, o.ctas, problem.cycle_scale);
     check(
@@ -294,7 +386,11 @@ pub fn schedule_loop(
         &plan.warps,
     )?;
     let decided = decide(job, &lowered, &solved.result, partitioning.written);
+    within_bound(job, &decided)?;
     validate(job, machine, &lowered, &decided)?;
+    if o.lower == Lower::Off {
+        tritons_own(job, &decided, &solved.result, &problem)?;
+    }
     let lowering =
         (o.lower != Lower::Off).then(|| lower_loop(job, machine, &lowered, &solved.result, lower));
     if let (Lower::Only, Some(l)) = (o.lower, &lowering) {
@@ -452,6 +548,7 @@ pub fn solve(
                 seed: request.seed,
                 threads: request.threads,
                 objective: request.objective,
+                stage_bound: request.stage_bound,
             },
         )
         .map_err(|e| format!("no schedule: {e}"))
@@ -591,10 +688,7 @@ pub struct Decided {
 /// Triton's order rule, the slot order otherwise.
 pub fn decide(job: &LoopJob, lowered: &Lowered, result: &JointResult, partitions: bool) -> Decided {
     let (o, ir) = (job.o, job.ir);
-    // `loads=auto`: the loads of a loop that mixes descriptor and pointer
-    // loads, or (`rotate=kernel`) of any loop of its kernel, are rotated.
-    let rotated = o.auto_loads && job.mixed.is_some();
-    let loads = if rotated { o.loads.rotated() } else { o.loads };
+    let (loads, rotated) = job.load_placement();
     let decide = |order| {
         backend::decide(
             ir,
@@ -655,6 +749,111 @@ pub fn validate(
         &broken,
         SkipReason::ContractViolation,
         "the decision breaks Triton's contract",
+    )
+}
+
+/// Stages the back end adds to a streaming load's prefetch depth (the
+/// `prefetch` options, a `loads=auto` rotation): the most over the loop's
+/// streaming loads, for the stage bound.
+fn extra_stages(job: &LoopJob, lowered: &Lowered, problem: &Problem) -> u32 {
+    let (loads, _) = job.load_placement();
+    problem
+        .ops
+        .iter()
+        .filter(|op| op.streaming)
+        .filter_map(|op| lowered.graph.ops.iter().position(|g| g.name == op.name))
+        .map(|v| loads.of_node(job.ir, lowered, v).extra)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Refuses attributes with more stages than the bound: the search keeps
+/// the schedule's own stages and the loads' prefetch within it, but the
+/// back end may move a load one stage deeper after the solve (sm100, a
+/// load placed after its tcgen05 reader).
+fn within_bound(job: &LoopJob, decided: &Decided) -> Result<(), Skip> {
+    let Some(n) = job.stage_bound() else {
+        return Ok(());
+    };
+    let stages = decided.decision.max_stage + 1;
+    if stages <= n {
+        return Ok(());
+    }
+    Err(Skip::new(
+        SkipReason::NumStagesExceeded,
+        format!(
+            "the attributes take {stages} stages, more than num_stages={n}: the back end placed a load deeper than the search counted (stages=free lifts the bound)"
+        ),
+    ))
+}
+
+/// A decision that is Triton's own assignment at the user's `num_stages`
+/// ([`backend::stages::is_tritons_assignment`]) is left to Triton, as a
+/// `same_as_triton` skip: the code is Triton's either way.
+fn tritons_own(
+    job: &LoopJob,
+    decided: &Decided,
+    result: &JointResult,
+    problem: &Problem,
+) -> Result<(), Skip> {
+    let Some((n, _)) = job.user_stages() else {
+        return Ok(());
+    };
+    if !backend::stages::is_tritons_assignment(job.ir, &decided.decision, n) {
+        return Ok(());
+    }
+    let s = &result.schedule.schedule;
+    Err(Skip {
+        reason: SkipReason::SameAsTriton,
+        text: format!(
+            "twill's schedule (I={}, L={}, {n} stages) is Triton's own assignment at num_stages={n} (loads in stage 0 after their readers, the rest in stage {})",
+            s.ii,
+            s.length,
+            n - 1
+        ),
+        bounds: Some(bounds(problem, result.res_mii)),
+        units: units(problem),
+    })
+}
+
+/// Why a schedule has `stages` stages against the user's `n`, from what
+/// the search established: `cut_below` are the Is below the answer's where
+/// the bound cut the lengths searched.
+fn stages_text(n: u32, stages: u32, cut_below: &[u32], r: &JointResult) -> String {
+    let (ii, length) = (r.schedule.schedule.ii, r.schedule.schedule.length);
+    if stages > n {
+        return format!("{stages} stages, above it (stages=free)");
+    }
+    let at = if stages == n {
+        "at the bound".to_string()
+    } else {
+        format!("{stages} stages")
+    };
+    if let (Some(a), Some(b)) = (cut_below.first(), cut_below.last()) {
+        let range = if a == b {
+            format!("I={a}")
+        } else {
+            format!("I={a}..{b}")
+        };
+        return format!(
+            "{at}; the bound cut the lengths searched at {range}, where more stages might allow a smaller I (stages=free solves without it)"
+        );
+    }
+    if stages == n {
+        return at;
+    }
+    let why_ii = if r.ii_proven {
+        format!("I={ii} is the minimum at any number of stages (every smaller I refuted, none by the bound)")
+    } else {
+        format!("I={ii} is the smallest found (not proven minimal)")
+    };
+    let shortest = if r.length_proven {
+        "its shortest schedule"
+    } else {
+        "its schedule found (L not proven shortest)"
+    };
+    format!(
+        "{stages} stages, fewer: {why_ii}, and {shortest} (L={length}) with the loads' prefetch takes {stages}; more stages would add buffers, not speed"
     )
 }
 
@@ -768,7 +967,32 @@ impl Facts<'_> {
                 iteration_cycles: cycles(self.iteration),
             }),
             lowering: None,
+            num_stages: self.num_stages(),
         }
+    }
+
+    /// The user's `num_stages` and why the schedule has its stages.
+    fn num_stages(&self) -> Option<NumStages> {
+        let (requested, source) = self.job.user_stages()?;
+        let result = &self.solved.result;
+        let ii = result.schedule.schedule.ii;
+        let cut_below: Vec<u32> = result
+            .certificate
+            .iter()
+            .filter_map(|c| match c {
+                joint::JointRefuted::StageBound { ii: at, .. } if *at < ii => Some(*at),
+                _ => None,
+            })
+            .collect();
+        let stages = self.decided.decision.max_stage + 1;
+        let free = self.job.o.stages == Stages::Free;
+        Some(NumStages {
+            requested,
+            source: source.to_string(),
+            mode: if free { "free" } else { "bound" }.to_string(),
+            text: stages_text(requested, stages, &cut_below, result),
+            cut_below,
+        })
     }
 
     fn partitions(&self) -> Partitions {
@@ -874,6 +1098,8 @@ mod tests {
             objective: joint::Objective::Length,
             lower: Lower::Off,
             ring: ws::RingDepth::Schedule,
+            num_stages: 0,
+            stages: Stages::Bound,
         }
     }
 
@@ -888,6 +1114,7 @@ mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            loop_num_stages: None,
         };
         let mut written = None;
         let pass = schedule_loop(
@@ -918,6 +1145,7 @@ mod tests {
             seed: 0,
             threads: 0,
             timeout: o.timeout,
+            stage_bound: None,
         };
         let solved = solve(&problem, &[], &request, Instant::now()).unwrap();
         check(&problem, &solved.result, &request.warps).unwrap();
@@ -960,6 +1188,7 @@ mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            loop_num_stages: None,
         };
         let mut planned = None;
         let scheduled = schedule_loop(
@@ -984,6 +1213,7 @@ mod tests {
             seed: 0,
             threads: 0,
             timeout: o.timeout,
+            stage_bound: None,
         };
         let solved = solve(&problem, &[], &request, Instant::now()).unwrap();
         (planned.unwrap(), lowered, solved.result, scheduled)
@@ -1129,6 +1359,7 @@ mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            loop_num_stages: None,
         };
         let s = schedule_loop(&job, |_| Ok(()), |_| unreachable!()).unwrap();
         assert!(s.schedule.lowering.is_none());
@@ -1154,6 +1385,7 @@ mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            loop_num_stages: None,
         };
         let skip = schedule_loop(&job, |_| Ok(()), |_| unreachable!()).unwrap_err();
         assert_eq!(skip.reason, SkipReason::CtasUnfit);

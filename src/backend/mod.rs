@@ -40,6 +40,7 @@
 pub mod gluon;
 #[cfg(feature = "mlir")]
 pub mod mlir;
+pub mod stages;
 pub mod ops;
 pub mod ws;
 
@@ -1226,6 +1227,7 @@ mod tests {
                 seed: 0,
                 threads: 1,
                 objective: Default::default(),
+                stage_bound: None,
             },
         )
         .unwrap();

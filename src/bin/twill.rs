@@ -276,6 +276,7 @@ impl Solving<'_> {
             seed: ws.seed,
             threads: ws.threads,
             timeout: self.timeout,
+            stage_bound: None,
         };
         // The graph's same_group sets are part of its problem, unless they
         // are only tried first (priced with the graph, so checked alike).

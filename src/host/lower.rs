@@ -168,6 +168,7 @@ mod tests {
             o: &lo,
             stages_only: None,
             mixed: None,
+            loop_num_stages: None,
         };
         let mut answer = None;
         let (op, n) = (found[0].op, ir.ops.len());

@@ -19,11 +19,13 @@ use super::ffi::{self, TWILL_ERROR, TWILL_REMARK, TWILL_WARNING};
 use crate::backend::gluon::GraphTarget;
 use crate::backend::ws::WsPlan;
 use crate::backend::{self, Arch, TritonTarget};
-use crate::driver::{planned_graph, schedule_loop, LoopJob, LoopOptions, Lower, Scheduled, Skip};
+use crate::driver::{
+    planned_graph, schedule_loop, LoopJob, LoopOptions, Lower, Scheduled, Skip, Stages,
+};
 use crate::frontend::lower::{lower, straight_line_cycles};
 use crate::frontend::mlir::{
-    enclosing_function, find_loops, has_attr, location_text, outside_loops, symbol_name, FoundLoop,
-    Scope,
+    enclosing_function, find_loops, has_attr, int_attr, location_text, outside_loops, symbol_name,
+    FoundLoop, Scope,
 };
 use crate::frontend::{LoopIr, Straight};
 use crate::graph::load::to_toml;
@@ -84,6 +86,11 @@ pub struct ScheduleOptions {
     pub lower: Lower,
     /// `ring=schedule|max`: the lowering's ring depth.
     pub ring: crate::backend::ws::RingDepth,
+    /// `num-stages=N`: Triton's `num_stages` (0: not given); a loop's own
+    /// `tt.num_stages` wins for that loop.
+    pub num_stages: u32,
+    /// `stages=bound|free`: whether it bounds the schedule's stages.
+    pub stages: Stages,
 }
 
 /// Options of `--twill-export-graph`.
@@ -140,6 +147,8 @@ impl ScheduleOptions {
             report: None,
             lower: Lower::Off,
             ring: Default::default(),
+            num_stages: 0,
+            stages: Stages::Bound,
         };
         let placed = |k: &str, v: &str| match v {
             "first" => Ok(false),
@@ -198,6 +207,14 @@ impl ScheduleOptions {
                 "objective" => o.objective = v.parse()?,
                 "lower" => o.lower = v.parse()?,
                 "ring" => o.ring = v.parse()?,
+                "num-stages" => {
+                    o.num_stages = v
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| *n <= 64)
+                        .ok_or_else(|| format!("num-stages: expected 0..=64 (0: not given), got `{v}`"))?
+                }
+                "stages" => o.stages = v.parse()?,
                 "rotate" => {
                     o.rotate_kernel = match v {
                         "kernel" => true,
@@ -282,6 +299,8 @@ impl ScheduleOptions {
             objective: self.objective,
             lower: self.lower,
             ring: self.ring,
+            num_stages: self.num_stages,
+            stages: self.stages,
         }
     }
 }
@@ -367,6 +386,16 @@ fn guarded(
         );
         0
     })
+}
+
+/// A loop's own `tt.num_stages` (`tl.range(num_stages=...)`), when at
+/// least 1. Triton's Hopper warp specialization sets 0 on the loops it
+/// split (which it then does not pipeline itself); a 0 is not a bound, and
+/// the option applies.
+fn loop_num_stages(op: MlirOperation) -> Option<u32> {
+    int_attr(op, "tt.num_stages")
+        .filter(|n| *n >= 1)
+        .map(|n| n.min(i64::from(u32::MAX)) as u32)
 }
 
 /// The machine named by a pass option, or an error on the module.
@@ -512,6 +541,7 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
                     o: &loop_options,
                     stages_only,
                     mixed: mixed.as_deref(),
+                    loop_num_stages: loop_num_stages(found.op),
                 };
                 let (op, arch, this_tag) = (found.op, o.target.arch, tag);
                 tag += 1;
@@ -707,6 +737,7 @@ pub unsafe extern "C" fn export_graph_body(
                         o: &loop_options,
                         stages_only,
                         mixed: None,
+                        loop_num_stages: loop_num_stages(found.op),
                     };
                     match export_loop(&job, &o) {
                         Ok(msg) => msg,

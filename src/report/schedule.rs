@@ -78,6 +78,16 @@ pub enum SkipReason {
     /// A loop twill lowered earlier (marked `twill.lowered`): it runs as
     /// twill's warp-specialized code, not as a candidate.
     LoweredByTwill,
+    /// What twill would write is what Triton writes by itself: the user's
+    /// `num_stages` is 1 under the stage bound (Triton does not pipeline
+    /// the loop, and within one stage no load is issued ahead), or the
+    /// schedule's stages are Triton's own assignment at `num_stages`
+    /// ([`crate::backend::stages`]). The loop is left to Triton.
+    SameAsTriton,
+    /// The back end's stages exceed the user's `num_stages` (a load moved
+    /// a stage deeper after the solve); the bound holds, so the loop is
+    /// left to Triton.
+    NumStagesExceeded,
 }
 
 /// What the loop costs at least and at most: the busiest unit's cycles per
@@ -159,8 +169,30 @@ pub struct ScheduledLoop {
     /// TTGIR, or why not (it then has the attributes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lowering: Option<Lowering>,
+    /// Present when the user's `num_stages` is known (the `num-stages`
+    /// option or the loop's `tt.num_stages`): the bound, and why the
+    /// schedule has the stages it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_stages: Option<NumStages>,
 }
 
+/// The user's `num_stages` and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumStages {
+    /// The user's `num_stages` for this loop.
+    pub requested: u32,
+    /// `option` (the pass's `num-stages`, Triton's `num_stages`) or `loop`
+    /// (the loop's own `tt.num_stages`, from `tl.range(num_stages=...)`).
+    pub source: String,
+    /// `bound` (at most `requested` stages, the default) or `free`.
+    pub mode: String,
+    /// The Is below the answer's where the bound cut the length range the
+    /// search covers (a schedule with more stages might exist there);
+    /// empty when it cut nothing below the answer's I.
+    pub cut_below: Vec<u32>,
+    /// Why the schedule has the stages it has, in words (the remark's).
+    pub text: String,
+}
 /// What `lower=` made of a scheduled loop (docs/ws-lowering.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lowering {
@@ -374,6 +406,9 @@ impl ScheduledLoop {
             self.length_cycles
         );
         msg.push_str(&unit_note(&record.units));
+        if let Some(n) = &self.num_stages {
+            let _ = write!(msg, " [num_stages={} ({}): {}]", n.requested, n.source, n.text);
+        }
         if let Some(sh) = &self.sharing {
             let _ = write!(
                 msg,
@@ -534,6 +569,7 @@ mod tests {
                 ctas: 1,
                 sharing: None,
                 lowering: None,
+                num_stages: None,
             }),
             solve_seconds: 0.041,
         }
