@@ -753,16 +753,24 @@ pub fn validate(
 }
 
 /// Stages the back end adds to a streaming load's prefetch depth (the
-/// `prefetch` options, a `loads=auto` rotation): the most over the loop's
-/// streaming loads, for the stage bound.
+/// `prefetch` options, a `loads=auto` rotation, and on sm100 without
+/// partitions written the stage of a load placed after its tcgen05 reader):
+/// the most over the loop's streaming loads, for the stage bound.
 fn extra_stages(job: &LoopJob, lowered: &Lowered, problem: &Problem) -> u32 {
     let (loads, _) = job.load_placement();
+    let partitioned =
+        job.warp_specialized() && job.o.partitions && job.stages_only.is_none();
+    let after_reader = |v: usize| {
+        job.o.target.arch == backend::Arch::Sm100
+            && !partitioned
+            && backend::stages::feeds_tcgen05(job.ir, lowered.op_of_node[v])
+    };
     problem
         .ops
         .iter()
         .filter(|op| op.streaming)
         .filter_map(|op| lowered.graph.ops.iter().position(|g| g.name == op.name))
-        .map(|v| loads.of_node(job.ir, lowered, v).extra)
+        .map(|v| loads.of_node(job.ir, lowered, v).extra + u32::from(after_reader(v)))
         .max()
         .unwrap_or(0)
 }

@@ -10,7 +10,7 @@
 //! decision with exactly that shape, and no partitions, compiles to
 //! Triton's own code.
 
-use super::{mma_reading, users_of, LoopDecision, LOADS};
+use super::{mma_reading, users_of, LoopDecision, LOADS, MMA_V5};
 use crate::frontend::LoopIr;
 
 /// Whether `d` is Triton's own assignment of `ir` at `num_stages`: every
@@ -53,4 +53,13 @@ pub fn is_tritons_assignment(ir: &LoopIr, d: &LoopDecision, num_stages: u32) -> 
                 .any(|&u| LOADS.contains(&ir.ops[u].name.as_str()))
     });
     others_last && loads_as_triton
+}
+
+/// Whether the back end puts load `op` of `ir` after its tcgen05 reader,
+/// one stage deeper than its prefetch ([`super::decide`]'s ring rule on
+/// sm100 when no partitions are written): a load that feeds a tcgen05 MMA
+/// from shared memory. The stage bound counts that stage before the solve.
+pub fn feeds_tcgen05(ir: &LoopIr, op: usize) -> bool {
+    let users = users_of(ir);
+    mma_reading(ir, &users, op).is_some_and(|m| MMA_V5.contains(&ir.ops[m].name.as_str()))
 }
