@@ -715,6 +715,13 @@ def _skip_reasons(report):
     return "; ".join(r.get("text") or r.get("reason") or "?" for r in report.get("loops") or [])
 
 
+def _num_stages(options):
+    """Triton's `num_stages` of the compile (0 when the options have none:
+    no bound)."""
+    n = getattr(options, "num_stages", 0)
+    return n if isinstance(n, int) and n >= 0 else 0
+
+
 def _arch(capability):
     if capability // 10 == 9:
         return "sm90"
@@ -760,7 +767,10 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
         # The options that change the schedule are part of the key: a
         # schedule recorded with other options is never replayed.
         lowering = f" lower={lower}" if lower else ""
-        key = replay_key(exported, f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering} {cfg.extra}".strip())
+        # Triton's num_stages bounds the schedule's stages (a loop's own
+        # tt.num_stages, in the exported module, wins for that loop).
+        stages = f" num-stages={_num_stages(options)}"
+        key = replay_key(exported, f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering}{stages} {cfg.extra}".strip())
         inp = work / "input.mlir"
         out = work / "output.mlir"
         inp.write_text(exported)
@@ -790,7 +800,7 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
             # or stages only where no such assignment exists (the remark says
             # why).
             pass_opts += " partitions=false"
-        pass_opts += lowering
+        pass_opts += lowering + stages
         if cfg.extra:
             pass_opts += " " + cfg.extra
         report_path = work / "report.json"
