@@ -758,8 +758,7 @@ pub fn validate(
 /// the most over the loop's streaming loads, for the stage bound.
 fn extra_stages(job: &LoopJob, lowered: &Lowered, problem: &Problem) -> u32 {
     let (loads, _) = job.load_placement();
-    let partitioned =
-        job.warp_specialized() && job.o.partitions && job.stages_only.is_none();
+    let partitioned = job.warp_specialized() && job.o.partitions && job.stages_only.is_none();
     let after_reader = |v: usize| {
         job.o.target.arch == backend::Arch::Sm100
             && !partitioned

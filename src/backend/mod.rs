@@ -40,8 +40,8 @@
 pub mod gluon;
 #[cfg(feature = "mlir")]
 pub mod mlir;
-pub mod stages;
 pub mod ops;
+pub mod stages;
 pub mod ws;
 
 use std::collections::BTreeMap;

@@ -4,10 +4,11 @@
 //! themselves (docs/triton-contract.md 1.1 and 1.7).
 //!
 //! At `num_stages` S, Triton gives a load that feeds an MMA through shared
-//! memory (and no other load) a latency of S - 1, puts it in stage 0 and
-//! everything else in the last stage S - 1, with the loads in the last
-//! cluster, after the ops that read them (1.1's reference form). A
-//! decision with exactly that shape, and no partitions, compiles to
+//! memory (and no other load) a latency of S - 1, puts it and its address
+//! arithmetic in stage 0 and everything else in the last stage S - 1, with
+//! the loads in the last cluster, after the ops that read them (1.1's
+//! reference form, `test/Inputs/triton36/gemm_sm90.triton_schedule.mlir`).
+//! A decision with exactly that shape, and no partitions, compiles to
 //! Triton's own code.
 
 use super::{mma_reading, users_of, LoopDecision, LOADS, MMA_V5};
@@ -15,10 +16,12 @@ use crate::frontend::LoopIr;
 
 /// Whether `d` is Triton's own assignment of `ir` at `num_stages`: every
 /// pipelined load (one whose first use is in a later stage) feeds an MMA
-/// from shared memory, is read by no other load (no indirection, which
-/// Triton divides the latency by), sits in stage 0 in a cluster after every
-/// other op; every other op sits in stage `num_stages` - 1; no partitions
-/// are written. Anything else is reported as twill's own schedule.
+/// from shared memory and is read by no other load (no indirection, which
+/// Triton divides the latency by); the loads and the ops that only feed
+/// them (their address arithmetic, which Triton's `scheduleDependencies`
+/// puts with them) sit in stage 0, in clusters after every other op; every
+/// other op sits in stage `num_stages` - 1; no partitions are written.
+/// Anything else is reported as twill's own schedule.
 pub fn is_tritons_assignment(ir: &LoopIr, d: &LoopDecision, num_stages: u32) -> bool {
     if num_stages < 2 || d.max_stage + 1 != num_stages || d.partitions() > 0 {
         return false;
@@ -27,32 +30,46 @@ pub fn is_tritons_assignment(ir: &LoopIr, d: &LoopDecision, num_stages: u32) -> 
         return false;
     }
     let users = users_of(ir);
-    let last = num_stages - 1;
-    let pipelined = |i: usize| {
-        LOADS.contains(&ir.ops[i].name.as_str())
-            && users[i].iter().any(|&u| d.ops[u].stage > d.ops[i].stage)
-    };
-    let loads: Vec<usize> = (0..ir.ops.len()).filter(|&i| pipelined(i)).collect();
-    if loads.is_empty() {
+    let is_load = |i: usize| LOADS.contains(&ir.ops[i].name.as_str());
+    let loads: Vec<usize> = (0..ir.ops.len())
+        .filter(|&i| is_load(i) && users[i].iter().any(|&u| d.ops[u].stage > d.ops[i].stage))
+        .collect();
+    let loads_as_triton = !loads.is_empty()
+        && loads.iter().all(|&l| {
+            mma_reading(ir, &users, l).is_some() && !users[l].iter().any(|&u| is_load(u))
+        });
+    if !loads_as_triton {
         return false;
     }
-    let others_last = (0..ir.ops.len())
-        .filter(|i| !loads.contains(i))
-        .all(|i| d.ops[i].stage == last);
+    let side = load_side(&users, &loads);
     let latest_other = (0..ir.ops.len())
-        .filter(|i| !loads.contains(i))
+        .filter(|&i| !side[i])
         .map(|i| d.ops[i].cluster)
-        .max()
-        .unwrap_or(0);
-    let loads_as_triton = loads.iter().all(|&l| {
-        d.ops[l].stage == 0
-            && d.ops[l].cluster > latest_other
-            && mma_reading(ir, &users, l).is_some()
-            && !users[l]
-                .iter()
-                .any(|&u| LOADS.contains(&ir.ops[u].name.as_str()))
-    });
-    others_last && loads_as_triton
+        .max();
+    (0..ir.ops.len()).all(|i| {
+        if side[i] {
+            d.ops[i].stage == 0 && latest_other.is_none_or(|c| d.ops[i].cluster > c)
+        } else {
+            d.ops[i].stage == num_stages - 1
+        }
+    })
+}
+
+/// The loads and the body ops whose every use is on their side (what
+/// feeds only them).
+fn load_side(users: &[Vec<usize>], loads: &[usize]) -> Vec<bool> {
+    let mut side: Vec<bool> = (0..users.len()).map(|i| loads.contains(&i)).collect();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for i in 0..users.len() {
+            if !side[i] && !users[i].is_empty() && users[i].iter().all(|&u| side[u]) {
+                side[i] = true;
+                changed = true;
+            }
+        }
+    }
+    side
 }
 
 /// Whether the back end puts load `op` of `ir` after its tcgen05 reader,

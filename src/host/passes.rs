@@ -208,11 +208,9 @@ impl ScheduleOptions {
                 "lower" => o.lower = v.parse()?,
                 "ring" => o.ring = v.parse()?,
                 "num-stages" => {
-                    o.num_stages = v
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|n| *n <= 64)
-                        .ok_or_else(|| format!("num-stages: expected 0..=64 (0: not given), got `{v}`"))?
+                    o.num_stages = v.parse::<u32>().ok().filter(|n| *n <= 64).ok_or_else(|| {
+                        format!("num-stages: expected 0..=64 (0: not given), got `{v}`")
+                    })?
                 }
                 "stages" => o.stages = v.parse()?,
                 "rotate" => {

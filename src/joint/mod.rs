@@ -431,6 +431,7 @@ impl std::fmt::Display for JointError {
                 };
                 write!(f, "no {kind} schedule with I <= {cap}")?;
                 match stages {
+                    Some(1) => write!(f, " within 1 stage"),
                     Some(n) => write!(f, " within {n} stages"),
                     None => Ok(()),
                 }

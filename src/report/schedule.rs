@@ -407,7 +407,11 @@ impl ScheduledLoop {
         );
         msg.push_str(&unit_note(&record.units));
         if let Some(n) = &self.num_stages {
-            let _ = write!(msg, " [num_stages={} ({}): {}]", n.requested, n.source, n.text);
+            let _ = write!(
+                msg,
+                " [num_stages={} ({}): {}]",
+                n.requested, n.source, n.text
+            );
         }
         if let Some(sh) = &self.sharing {
             let _ = write!(
