@@ -1178,6 +1178,52 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_loops_own_num_stages_wins_over_the_option() {
+        let machine = Machine::select("h100").unwrap();
+        let ir = gemm();
+        let o = LoopOptions {
+            num_stages: 3,
+            ..options()
+        };
+        let job = |loop_num_stages| LoopJob {
+            ir: &ir,
+            machine: &machine,
+            o: &o,
+            stages_only: None,
+            mixed: None,
+            loop_num_stages,
+        };
+        // The loop asks for one stage: Triton does not pipeline it.
+        let skip = schedule_loop(&job(Some(1)), |_| Ok(()), |_| unreachable!()).unwrap_err();
+        assert_eq!(skip.reason, SkipReason::SameAsTriton);
+        // The option's three: the GEMM takes two, and the record says why.
+        let s = schedule_loop(&job(None), |_| Ok(()), |_| unreachable!())
+            .unwrap()
+            .schedule;
+        let n = s.num_stages.unwrap();
+        assert_eq!((n.requested, n.source.as_str(), s.stages), (3, "option", 2));
+        assert!(n.text.starts_with("2 stages, fewer: I="), "{}", n.text);
+        // Free: the same schedule, the bound only reported.
+        let free = LoopOptions {
+            stages: Stages::Free,
+            ..o.clone()
+        };
+        let job = LoopJob {
+            o: &free,
+            ..job(Some(1))
+        };
+        let s = schedule_loop(&job, |_| Ok(()), |_| unreachable!())
+            .unwrap()
+            .schedule;
+        let n = s.num_stages.unwrap();
+        assert_eq!(
+            (n.requested, n.source.as_str(), n.mode.as_str()),
+            (1, "loop", "free")
+        );
+        assert!(n.text.contains("above it (stages=free)"), "{}", n.text);
+    }
+
     /// The GEMM solved for the lowering (one compute group): the plan
     /// the pass hands to the emitter, and the solve it came from.
     fn gemm_lowering() -> (WsPlan, Lowered, JointResult, Scheduled) {

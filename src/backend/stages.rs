@@ -80,3 +80,63 @@ pub fn feeds_tcgen05(ir: &LoopIr, op: usize) -> bool {
     let users = users_of(ir);
     mma_reading(ir, &users, op).is_some_and(|m| MMA_V5.contains(&ir.ops[m].name.as_str()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::OpDecision;
+
+    /// The GEMM's decision from (stage, cluster) per body op, in body
+    /// order: muli, load A, alloc A, load B, alloc B, trans, wgmma.
+    fn decision(at: [(u32, u32); 7]) -> LoopDecision {
+        let ops: Vec<OpDecision> = at
+            .iter()
+            .map(|&(stage, cluster)| OpDecision {
+                stage,
+                cluster,
+                partition: Vec::new(),
+                self_latency: false,
+            })
+            .collect();
+        LoopDecision {
+            max_stage: ops.iter().map(|o| o.stage).max().unwrap(),
+            ops,
+            partition_stages: Vec::new(),
+            anchor_stores: false,
+            moved_last: Vec::new(),
+        }
+    }
+
+    /// Triton 3.6's own schedule of this loop at num_stages=3
+    /// (docs/triton-contract.md 1.1).
+    const TRITON_3: [(u32, u32); 7] = [(0, 2), (0, 2), (2, 0), (0, 2), (2, 0), (2, 0), (2, 0)];
+
+    #[test]
+    fn tritons_reference_schedule_is_recognized_at_its_num_stages_only() {
+        let ir = crate::frontend::lower::tests::gemm();
+        let d = decision(TRITON_3);
+        assert!(is_tritons_assignment(&ir, &d, 3));
+        assert!(!is_tritons_assignment(&ir, &d, 2));
+        assert!(!is_tritons_assignment(&ir, &d, 4));
+    }
+
+    #[test]
+    fn another_placement_is_twills_own() {
+        let ir = crate::frontend::lower::tests::gemm();
+        // The loads first in the body (twill's `loads=first`): the use in a
+        // later cluster gets one more buffer than Triton's.
+        let first = [(0, 0), (0, 0), (2, 1), (0, 0), (2, 1), (2, 1), (2, 1)];
+        assert!(!is_tritons_assignment(&ir, &decision(first), 3));
+        // An alloc a stage early.
+        let mut early = TRITON_3;
+        early[2] = (1, 0);
+        assert!(!is_tritons_assignment(&ir, &decision(early), 3));
+        // Partitions written (sm90 anchors).
+        let mut anchored = decision(TRITON_3);
+        anchored.anchor_stores = true;
+        anchored.ops[1].partition = vec![0];
+        assert!(!is_tritons_assignment(&ir, &anchored, 3));
+        // Nothing pipelined: one stage is not compared here.
+        assert!(!is_tritons_assignment(&ir, &decision([(0, 0); 7]), 1));
+    }
+}

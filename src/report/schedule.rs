@@ -616,6 +616,37 @@ mod tests {
     }
 
     #[test]
+    fn the_num_stages_record_is_in_the_remark_and_round_trips() {
+        let mut r = scheduled();
+        let s = r.schedule.as_mut().unwrap();
+        s.num_stages = Some(NumStages {
+            requested: 4,
+            source: "loop".into(),
+            mode: "bound".into(),
+            cut_below: vec![],
+            text: "3 stages, fewer: why".into(),
+        });
+        assert!(r
+            .remark()
+            .ends_with("[units per iteration: TC 512, TMA 64 cycles] [num_stages=4 (loop): 3 stages, fewer: why]"));
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("\"num_stages\":{\"requested\":4,\"source\":\"loop\""));
+        let back: LoopRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
+        // Absent, the field is not written (a reader of the older records
+        // sees no change).
+        assert!(!serde_json::to_string(&scheduled())
+            .unwrap()
+            .contains("num_stages"));
+        for (code, text) in [
+            (SkipReason::SameAsTriton, "\"same_as_triton\""),
+            (SkipReason::NumStagesExceeded, "\"num_stages_exceeded\""),
+        ] {
+            assert_eq!(serde_json::to_string(&code).unwrap(), text);
+        }
+    }
+
+    #[test]
     fn cycles_round_as_the_remarks_print_them() {
         for x in [0.5, 1.5, 2.5, -229.4, 526.6, 1e6 + 0.5] {
             assert_eq!(cycles(x).to_string(), format!("{x:.0}"), "{x}");
