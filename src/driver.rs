@@ -687,8 +687,31 @@ pub struct Decided {
 /// Decides Triton's attributes: the options' cluster order where it meets
 /// Triton's order rule, the slot order otherwise.
 pub fn decide(job: &LoopJob, lowered: &Lowered, result: &JointResult, partitions: bool) -> Decided {
-    let (o, ir) = (job.o, job.ir);
     let (loads, rotated) = job.load_placement();
+    let decided = decide_with(job, lowered, result, partitions, loads, rotated);
+    // Under the stage bound a `loads=auto` rotation keeps its loads last
+    // but drops the stage it adds where that stage would exceed the bound:
+    // one iteration less lead, as Triton's own rotation at that num_stages.
+    match job.stage_bound() {
+        Some(n) if rotated && decided.decision.max_stage + 1 > n => {
+            let shallow = backend::LoadPlacement::uniform(true, job.o.loads.descriptor.extra);
+            decide_with(job, lowered, result, partitions, shallow, rotated)
+        }
+        _ => decided,
+    }
+}
+
+/// [`decide`] with the loads placed as `loads` says (`rotated`: by
+/// `loads=auto`).
+fn decide_with(
+    job: &LoopJob,
+    lowered: &Lowered,
+    result: &JointResult,
+    partitions: bool,
+    loads: backend::LoadPlacement,
+    rotated: bool,
+) -> Decided {
+    let (o, ir) = (job.o, job.ir);
     let decide = |order| {
         backend::decide(
             ir,
@@ -753,11 +776,12 @@ pub fn validate(
 }
 
 /// Stages the back end adds to a streaming load's prefetch depth (the
-/// `prefetch` options, a `loads=auto` rotation, and on sm100 without
-/// partitions written the stage of a load placed after its tcgen05 reader):
-/// the most over the loop's streaming loads, for the stage bound.
+/// `prefetch` options, and on sm100 without partitions written the stage of
+/// a load placed after its tcgen05 reader): the most over the loop's
+/// streaming loads, for the stage bound. A `loads=auto` rotation's stage is
+/// not counted: [`decide`] drops it where it would exceed the bound.
 fn extra_stages(job: &LoopJob, lowered: &Lowered, problem: &Problem) -> u32 {
-    let (loads, _) = job.load_placement();
+    let loads = job.o.loads;
     let partitioned = job.warp_specialized() && job.o.partitions && job.stages_only.is_none();
     let after_reader = |v: usize| {
         job.o.target.arch == backend::Arch::Sm100
