@@ -20,13 +20,14 @@ use crate::frontend::LoopIr;
 /// Triton divides the latency by); the loads and the ops that only feed
 /// them (their address arithmetic, which Triton's `scheduleDependencies`
 /// puts with them) sit in stage 0, in clusters after every other op; every
-/// other op sits in stage `num_stages` - 1; no partitions are written.
-/// Anything else is reported as twill's own schedule.
+/// other op sits in stage `num_stages` - 1; no partitions are written; no
+/// tcgen05 MMA result is read in the loop ([`mma_read_in_loop`]). Anything
+/// else is reported as twill's own schedule.
 pub fn is_tritons_assignment(ir: &LoopIr, d: &LoopDecision, num_stages: u32) -> bool {
     if num_stages < 2 || d.max_stage + 1 != num_stages || d.partitions() > 0 {
         return false;
     }
-    if d.ops.iter().any(|o| !o.partition.is_empty()) {
+    if d.ops.iter().any(|o| !o.partition.is_empty()) || mma_read_in_loop(ir) {
         return false;
     }
     let users = users_of(ir);
@@ -53,6 +54,15 @@ pub fn is_tritons_assignment(ir: &LoopIr, d: &LoopDecision, num_stages: u32) -> 
             d.ops[i].stage == num_stages - 1
         }
     })
+}
+
+/// Whether a tcgen05 MMA's result is read in the loop (a `ttng.tmem_load`
+/// in the body, as in attention): Triton then gives the MMA a latency of its
+/// own (`tt.latency` 1, or 2 in a warp-specialized loop) and its readers
+/// later stages, which this comparison does not model.
+fn mma_read_in_loop(ir: &LoopIr) -> bool {
+    let has = |names: &[&str]| ir.ops.iter().any(|o| names.contains(&o.name.as_str()));
+    has(MMA_V5) && has(&["ttng.tmem_load"])
 }
 
 /// The loads and the body ops whose every use is on their side (what
