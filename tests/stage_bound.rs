@@ -114,7 +114,8 @@ fn extra_stages_count_against_the_bound() {
         .result;
     let two = solve(&p, Some(2)).unwrap();
     assert_eq!(r.schedule.schedule.ii, two.schedule.schedule.ii);
-    assert!(written_stages(&r) + 1 <= 3);
+    // With the extra stage: at most three written.
+    assert!(written_stages(&r) + extra.extra <= extra.stages);
 }
 
 #[test]
