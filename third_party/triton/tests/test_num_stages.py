@@ -71,25 +71,30 @@ def _loops(src, cap, num_stages):
     return made[0].report["loops"]
 
 
+# What becomes of the GEMM's loop per (cuda capability, num_stages): on sm90
+# twill's schedule (2 stages, the loads issued first); on sm100 within 3
+# stages twill's best is Triton's own assignment, and within 2 none exists
+# (the load placed after its tcgen05 reader takes a stage of its own).
+GEMM = {(90, 2): "scheduled", (90, 3): "scheduled", (100, 3): "same_as_triton", (100, 2): "no_schedule"}
+
+
 @pytest.mark.parametrize("cap", [90, 100])
 @pytest.mark.parametrize("num_stages", [2, 3])
 def test_the_schedule_keeps_within_triton_num_stages(twill, cap, num_stages):
     loops = _loops(_gemm_source(), cap, num_stages)
-    assert loops
-    for r in loops:
-        if r["decision"] == "skipped":
-            assert r["reason"] in BOUNDED_SKIPS, r
-            continue
-        s = r["schedule"]
-        assert s["stages"] <= num_stages, r
-        assert s["num_stages"]["requested"] == num_stages
-        assert (s["num_stages"]["source"], s["num_stages"]["mode"]) == ("option", "bound")
-        if s["stages"] < num_stages:
-            assert "fewer" in s["num_stages"]["text"], s["num_stages"]
-    # The GEMM is scheduled somewhere in this grid: the bound is not met by
-    # skipping everything.
-    if num_stages == 3:
-        assert any(r["decision"] == "scheduled" for r in loops), loops
+    assert len(loops) == 1
+    r = loops[0]
+    assert (r["reason"] or r["decision"]) == GEMM[(cap, num_stages)], r
+    if r["decision"] == "skipped":
+        assert r["reason"] in BOUNDED_SKIPS
+        assert f"num_stages={num_stages}" in r["text"] or f"within {num_stages} stages" in r["text"], r["text"]
+        return
+    s = r["schedule"]
+    assert s["stages"] <= num_stages, r
+    assert s["num_stages"]["requested"] == num_stages
+    assert (s["num_stages"]["source"], s["num_stages"]["mode"]) == ("option", "bound")
+    if s["stages"] < num_stages:
+        assert "fewer" in s["num_stages"]["text"], s["num_stages"]
 
 
 def test_a_loops_own_num_stages_wins(twill):
