@@ -87,9 +87,15 @@ struct TwillSchedulePass
       llvm::cl::desc("ws: loops marked tt.warp_specialize; all: every "
                      "pipelinable innermost scf.for"),
       llvm::cl::init("ws")};
-  Option<double> timeout{*this, "timeout",
-                         llvm::cl::desc("Solver time limit per loop, seconds"),
-                         llvm::cl::init(30.0)};
+  Option<double> timeout{
+      *this, "timeout",
+      llvm::cl::desc("Wall-clock guard per loop, seconds (the budget decides)"),
+      llvm::cl::init(30.0)};
+  Option<double> budget{
+      *this, "budget",
+      llvm::cl::desc("Deterministic solver work per kernel, millions of z3 "
+                     "resource units (0: none, the timeout alone)"),
+      llvm::cl::init(16.0)};
   Option<unsigned> u{*this, "u",
                      llvm::cl::desc("Cost-normalization bound U (section 5.2)"),
                      llvm::cl::init(30)};
@@ -197,6 +203,7 @@ struct TwillSchedulePass
     render(o, "triton", triton);
     render(o, "scope", scope);
     render(o, "timeout", std::to_string(timeout));
+    render(o, "budget", std::to_string(budget));
     render(o, "u", std::to_string(u));
     render(o, "encoding", encoding);
     render(o, "groups", std::to_string(groups));

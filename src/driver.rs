@@ -28,15 +28,21 @@ use crate::checker::{self, WarpConfig};
 use crate::frontend::lower::{colocation, lower, Lowered};
 use crate::frontend::LoopIr;
 use crate::graph::{Graph, SameGroup};
-use crate::joint::{self, Encoding, JointOptions, JointResult};
+use crate::joint::{self, Encoding, JointError, JointOptions, JointResult};
 use crate::machine::Machine;
 use crate::modulo::mii;
 use crate::normalize::Normalization;
 use crate::problem::{BuildOptions, Problem};
 use crate::report::schedule::{
     cycles, Bounds, Loads, Lowering, NumStages, Partitions, PartitionsCode, Placement, Prefetch,
-    Proof, ScheduledLoop, Sharing, SkipReason, SlackRecord, UnitCycles,
+    Proof, ScheduledLoop, Sharing, SkipReason, SlackRecord, TritonSchedule, UnitCycles,
 };
+
+/// The pass's default work budget per kernel, z3 resource units
+/// ([`joint::work`]): z3 spends about 8 million a second on one core of the
+/// development machine (2 cores, x86-64), so that a kernel's solves add at
+/// most about 2 s to its compile there (`BENCHMARKS.md`).
+pub const DEFAULT_BUDGET: u64 = 16_000_000;
 
 /// At most this many seconds go to the search under the target's
 /// colocation rules before the loop is solved without them (stages only).
@@ -47,7 +53,12 @@ const COLOCATED_SECONDS: f64 = 10.0;
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoopOptions {
     pub target: TritonTarget,
+    /// Wall-clock guard per loop, seconds (the budget decides; this stops a
+    /// runaway query).
     pub timeout: f64,
+    /// Deterministic work budget per kernel, z3 resource units (0: none;
+    /// the pass shares it among the kernel's loops, [`LoopJob::budget`]).
+    pub budget: u64,
     pub u: u64,
     pub encoding: Encoding,
     pub groups: u32,
@@ -170,6 +181,8 @@ pub struct LoopJob<'a> {
     /// The loop's own `tt.num_stages` (`tl.range(num_stages=...)`), when
     /// at least 1: it wins over the option, as in Triton.
     pub loop_num_stages: Option<u32>,
+    /// This loop's share of the kernel's work budget (0: none).
+    pub budget: u64,
 }
 
 /// How the loop is solved: warp specialization and the graph as priced.
@@ -259,7 +272,8 @@ pub fn planned_graph(job: &LoopJob, lowered: &Lowered) -> Graph {
     }
     // Partitions that are written must be ones the code generator can
     // build: the target's colocation sets. When no schedule meets them
-    // (within a third of the budget, at most COLOCATED_SECONDS), the loop
+    // (within two thirds of the work budget, at most COLOCATED_SECONDS of
+    // time), the loop
     // is solved without them and only its stages are written.
     if job.warp_specialized() && job.o.partitions && job.stages_only.is_none() {
         if let Some(mmas) = job.o.target.partition_mma_ops() {
@@ -315,10 +329,14 @@ pub struct SolveRequest {
     pub seed: u32,
     /// Threads searching initiation intervals at once (0: one per core).
     pub threads: u32,
-    /// Seconds for the whole solve, both attempts.
+    /// Seconds for the whole solve, both attempts (a guard: the budget
+    /// decides where it is set).
     pub timeout: f64,
     /// At most this many stages (the user's `num_stages`).
     pub stage_bound: Option<joint::StageBound>,
+    /// Deterministic work budget of the whole solve, both attempts, z3
+    /// resource units (0: none).
+    pub budget: u64,
 }
 
 /// The solver's answer.
@@ -330,6 +348,10 @@ pub struct Solved {
     /// Why no schedule met the colocation sets, when some were asked for
     /// and none did (the schedule is then of the problem without them).
     pub without_colocation: Option<String>,
+    /// Work spent by both attempts, z3 resource units.
+    pub work: u64,
+    /// The budget of the solve (0: none).
+    pub budget: u64,
 }
 
 /// The partitions a scheduled loop gets.
@@ -373,18 +395,21 @@ pub fn schedule_loop(
             stages,
             extra: extra_stages(job, &lowered, &problem),
         }),
+        budget: job.budget,
     };
-    let mut solved = solve(&problem, &plan.colocated, &request, started).map_err(|mut skip| {
+    let mut solved = solve(&problem, &plan.colocated, &request, started).map_err(|s| {
+        let mut skip = kept(job, s);
         let _ = write!(skip.text, " [tried: {}]", job.tried(&plan.warps));
         skip
     })?;
     let partitioning = plan.partitioning(job, &solved);
     let iteration = redepth(&mut solved.result, o.ctas, problem.cycle_scale);
-    check(
-        solved.colocated_problem.as_ref().unwrap_or(&problem),
-        &solved.result,
-        &plan.warps,
-    )?;
+    let solved_problem = solved.colocated_problem.as_ref().unwrap_or(&problem);
+    check(solved_problem, &solved.result, &plan.warps)?;
+    let triton = triton_schedule(job, &lowered, solved_problem, &solved, &plan.warps);
+    if let Some(t) = &triton {
+        prefer_triton(t, &solved, problem.cycle_scale)?;
+    }
     let decided = decide(job, &lowered, &solved.result, partitioning.written);
     within_bound(job, &decided)?;
     validate(job, machine, &lowered, &decided)?;
@@ -425,6 +450,7 @@ pub fn schedule_loop(
         partitioning: &partitioning,
         decided: &decided,
         iteration,
+        triton,
     };
     let mut schedule = facts.schedule();
     if lowering.as_ref().is_some_and(|l| l.lowered) {
@@ -529,7 +555,8 @@ pub fn price(
 }
 
 /// The joint search, under the colocation sets first where some are given
-/// (within a third of the budget, at most COLOCATED_SECONDS), without them
+/// (within two thirds of the work budget, and a third of the time, at most
+/// COLOCATED_SECONDS), without them
 /// when none meets them; no schedule at all is a `no_schedule` skip with
 /// the problem's bounds.
 pub fn solve(
@@ -538,7 +565,7 @@ pub fn solve(
     request: &SolveRequest,
     started: Instant,
 ) -> Result<Solved, Skip> {
-    let run = |p: &Problem, seconds: f64| {
+    let run = |p: &Problem, seconds: f64, budget: u64| {
         joint::solve(
             p,
             JointOptions {
@@ -549,53 +576,144 @@ pub fn solve(
                 threads: request.threads,
                 objective: request.objective,
                 stage_bound: request.stage_bound,
+                budget,
             },
         )
-        .map_err(|e| format!("no schedule: {e}"))
     };
     let left = || (request.timeout - started.elapsed().as_secs_f64()).max(0.01);
     let mut colocated_problem = None;
     let mut without_colocation = None;
+    let mut work = 0;
     let answer = if colocated.is_empty() {
-        run(problem, left())
+        run(problem, left(), request.budget)
     } else {
         let mut with = problem.clone();
         with.same_group = colocated.iter().map(|set| set.ops.clone()).collect();
-        let budget = (left() / 3.0).min(COLOCATED_SECONDS);
-        match run(&with, budget) {
+        let seconds = (left() / 3.0).min(COLOCATED_SECONDS);
+        // Two thirds of the work budget: the rules are what Triton can
+        // build, and the attempt without them keeps a third.
+        let budget = request.budget / 3 * 2;
+        match run(&with, seconds, budget) {
             Ok(r) => {
                 colocated_problem = Some(with);
                 Ok(r)
             }
-            Err(why) => {
-                tracing::debug!(target: "twill", "under the colocation rules: {why}");
+            Err(e) => {
+                tracing::debug!(target: "twill", "under the colocation rules: {e}");
+                // The attempt spent its whole share only when it ran out.
+                work = budget;
                 // One line: remarks are read line by line.
-                let why = why.replace('\n', " ");
-                without_colocation = Some(if why.contains("timed out") {
-                    format!(
-                        "no schedule under Triton's partition rules within {budget:.0} s: {why}"
-                    )
-                } else {
-                    format!("none that Triton can build: {why}")
+                let why = format!("no schedule: {e}").replace('\n', " ");
+                without_colocation = Some(match e {
+                    JointError::Timeout { .. } => format!(
+                        "no schedule under Triton's partition rules within {seconds:.0} s: {why}"
+                    ),
+                    JointError::Budget { .. } => format!(
+                        "no schedule under Triton's partition rules within the work budget: {why}"
+                    ),
+                    _ => format!("none that Triton can build: {why}"),
                 });
-                run(problem, left())
+                run(problem, left(), request.budget.saturating_sub(budget))
             }
         }
     };
-    let result = answer.map_err(|why| Skip {
+    let result = answer.map_err(|e| Skip {
         reason: SkipReason::NoSchedule,
-        text: why.replace('\n', " "),
+        text: format!("no schedule: {e}").replace('\n', " "),
         bounds: Some(Bounds {
             resource_cycles: cycles(f64::from(mii::res_mii(problem)) * problem.cycle_scale),
             sequential_cycles: sequential_cycles(problem),
         }),
         units: units(problem),
     })?;
+    work += result.work;
     Ok(Solved {
         result,
         colocated_problem,
         without_colocation,
+        work,
+        budget: request.budget,
     })
+}
+
+/// The least work the evaluation of Triton's schedule gets (z3 resource
+/// units), whatever the loop's share of the budget.
+const TRITON_BUDGET_FLOOR: u64 = 1_000_000;
+
+/// A loop without a schedule of twill's keeps Triton's own where it has
+/// one: the skip says so.
+fn kept(job: &LoopJob, mut skip: Skip) -> Skip {
+    if let Some(max) = job.ir.triton_max_stage {
+        skip.text.push_str(&format!(
+            " (the loop carries Triton's own schedule: {} stages)",
+            max + 1
+        ));
+    }
+    skip
+}
+
+/// The loop carried Triton's own schedule (every node's op has a
+/// `loop.stage`): that schedule in twill's model ([`joint::fixed`]), from
+/// the smallest I twill did not refute, within a quarter of the loop's
+/// budget (at least [`TRITON_BUDGET_FLOOR`]).
+fn triton_schedule(
+    job: &LoopJob,
+    lowered: &Lowered,
+    problem: &Problem,
+    solved: &Solved,
+    warps: &WarpConfig,
+) -> Option<TritonSchedule> {
+    let max = job.ir.triton_max_stage?;
+    let stages: Vec<u32> = lowered
+        .op_of_node
+        .iter()
+        .map(|&op| job.ir.ops[op].triton_stage)
+        .collect::<Option<_>>()?;
+    // Every I twill refuted is refuted for Triton's stages too.
+    let from = solved.result.refuted_below;
+    let cap = crate::modulo::search_cap(problem);
+    let timeout_ms = (job.o.timeout * 1000.0 / 4.0).max(1.0) as u32;
+    let budget = if job.budget == 0 {
+        0
+    } else {
+        (job.budget / 4).max(TRITON_BUDGET_FLOOR)
+    };
+    let answer =
+        joint::fixed::smallest_ii(problem, *warps, &stages, (from, cap), (budget, timeout_ms));
+    tracing::debug!(target: "twill", ?answer, "Triton's stages in twill's model");
+    let scale = problem.cycle_scale;
+    let (ii, at_least) = match answer {
+        joint::fixed::StagesAnswer::At(ii, _) => (Some(ii), ii),
+        joint::fixed::StagesAnswer::Unknown(ii) => (None, ii),
+        joint::fixed::StagesAnswer::Infeasible => (None, cap + 1),
+        // Not a schedule of this graph (Triton's graph has other edges).
+        joint::fixed::StagesAnswer::Inconsistent { .. } => return None,
+    };
+    Some(TritonSchedule {
+        stages: max + 1,
+        ii,
+        ii_cycles: ii.map(|ii| cycles(f64::from(ii) * scale)),
+        at_least,
+    })
+}
+
+/// Never worse than Triton: where Triton's schedule reaches a smaller I in
+/// twill's model than the schedule twill found (cut short by its budget),
+/// Triton's is kept.
+fn prefer_triton(triton: &TritonSchedule, solved: &Solved, scale: f64) -> Result<(), Skip> {
+    let ours = solved.result.schedule.schedule.ii;
+    match triton.ii {
+        Some(theirs) if theirs < ours => Err(Skip::new(
+            SkipReason::TritonBetter,
+            format!(
+                "Triton's own schedule is better in twill's model: I={theirs} (~{} cycles, {} stages) against twill's I={ours} (~{} cycles, not proven within its budget)",
+                cycles(f64::from(theirs) * scale),
+                triton.stages,
+                cycles(f64::from(ours) * scale),
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The ops back to back, raw cycles.
@@ -944,6 +1062,8 @@ struct Facts<'a> {
     decided: &'a Decided,
     /// An iteration's raw cycles (with the SM shared by `ctas` CTAs).
     iteration: f64,
+    /// Triton's own schedule in twill's model, when the loop carried it.
+    triton: Option<TritonSchedule>,
 }
 
 impl Facts<'_> {
@@ -965,6 +1085,9 @@ impl Facts<'_> {
                 ii_proven: result.ii_proven,
                 length_proven: result.length_proven,
                 under_partition_rules: self.solved.colocated_problem.is_some(),
+                work: self.solved.work,
+                budget: self.solved.budget,
+                budget_spent: result.budget_spent,
             },
             prefetch: result
                 .streaming
@@ -999,6 +1122,7 @@ impl Facts<'_> {
             }),
             lowering: None,
             num_stages: self.num_stages(),
+            triton: self.triton.clone(),
         }
     }
 
@@ -1117,6 +1241,7 @@ mod tests {
                 version: (3, 6),
             },
             timeout: 30.0,
+            budget: DEFAULT_BUDGET,
             u: 30,
             encoding: Encoding::Default,
             groups: 2,
@@ -1146,6 +1271,7 @@ mod tests {
             stages_only: None,
             mixed: None,
             loop_num_stages: None,
+            budget: DEFAULT_BUDGET,
         };
         let mut written = None;
         let pass = schedule_loop(
@@ -1177,6 +1303,7 @@ mod tests {
             threads: 0,
             timeout: o.timeout,
             stage_bound: None,
+            budget: DEFAULT_BUDGET,
         };
         let solved = solve(&problem, &[], &request, Instant::now()).unwrap();
         check(&problem, &solved.result, &request.warps).unwrap();
@@ -1217,6 +1344,7 @@ mod tests {
             stages_only: None,
             mixed: None,
             loop_num_stages,
+            budget: DEFAULT_BUDGET,
         };
         // The loop asks for one stage: Triton does not pipeline it.
         let skip = schedule_loop(&job(Some(1)), |_| Ok(()), |_| unreachable!()).unwrap_err();
@@ -1266,6 +1394,7 @@ mod tests {
             stages_only: None,
             mixed: None,
             loop_num_stages: None,
+            budget: DEFAULT_BUDGET,
         };
         let mut planned = None;
         let scheduled = schedule_loop(
@@ -1291,6 +1420,7 @@ mod tests {
             threads: 0,
             timeout: o.timeout,
             stage_bound: None,
+            budget: DEFAULT_BUDGET,
         };
         let solved = solve(&problem, &[], &request, Instant::now()).unwrap();
         (planned.unwrap(), lowered, solved.result, scheduled)
@@ -1437,6 +1567,7 @@ mod tests {
             stages_only: None,
             mixed: None,
             loop_num_stages: None,
+            budget: DEFAULT_BUDGET,
         };
         let s = schedule_loop(&job, |_| Ok(()), |_| unreachable!()).unwrap();
         assert!(s.schedule.lowering.is_none());
@@ -1463,6 +1594,7 @@ mod tests {
             stages_only: None,
             mixed: None,
             loop_num_stages: None,
+            budget: DEFAULT_BUDGET,
         };
         let skip = schedule_loop(&job, |_| Ok(()), |_| unreachable!()).unwrap_err();
         assert_eq!(skip.reason, SkipReason::CtasUnfit);

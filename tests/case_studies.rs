@@ -38,6 +38,7 @@ fn solve_for(
             threads: 0,
             objective,
             stage_bound: None,
+            budget: 0,
         },
     )
     .unwrap();

@@ -37,6 +37,7 @@ fn both(p: &Problem, groups: u32) -> Option<JointResult> {
                 threads: 1,
                 objective: Default::default(),
                 stage_bound: None,
+                budget: 0,
             },
         )
     };
@@ -432,9 +433,15 @@ delay = 2
     );
     assert_eq!(twill::modulo::mii::res_mii(&p), 4);
     assert!(twill::modulo::last_stage_bound(&p).is_none_or(|b| b.0 <= 4));
-    assert_eq!(joint::last_stage_window_refutes(&p, 4, 0, 10_000), Some(3));
+    assert_eq!(
+        joint::last_stage_window_refutes(&p, 4, 0, 10_000, joint::WINDOW_RLIMIT),
+        Some(3)
+    );
     assert_eq!(common::min_length(&p, 4), None);
-    assert_eq!(joint::last_stage_window_refutes(&p, 5, 0, 10_000), None);
+    assert_eq!(
+        joint::last_stage_window_refutes(&p, 5, 0, 10_000, joint::WINDOW_RLIMIT),
+        None
+    );
     let r = both(&p, 1).expect("schedulable");
     assert_eq!(r.schedule.schedule.ii, 5);
     assert!(r.certificate.iter().any(|c| matches!(
@@ -520,6 +527,7 @@ fn latency_slack_is_the_least_path_slack_between_asynchronous_ops() {
                 threads: 1,
                 objective,
                 stage_bound: None,
+                budget: 0,
             },
         )
         .unwrap()

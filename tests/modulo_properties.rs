@@ -183,7 +183,7 @@ proptest! {
         // finds no schedule there either.
         let p = build(&g, tc, sfu);
         let ii = modulo::mii::res_mii(&p).max(modulo::mii::rec_mii(&p).unwrap_or(1)).saturating_sub(1) + extra;
-        if ii >= 1 && twill::joint::last_stage_window_refutes(&p, ii, 0, 60_000).is_some() {
+        if ii >= 1 && twill::joint::last_stage_window_refutes(&p, ii, 0, 60_000, twill::joint::WINDOW_RLIMIT).is_some() {
             prop_assert_eq!(common::min_length(&p, ii), None);
         }
     }

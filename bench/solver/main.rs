@@ -131,6 +131,7 @@ fn main() {
                     threads: 0,
                     objective: Default::default(),
                     stage_bound: None,
+                    budget: 0,
                 },
             );
             let s = t0.elapsed().as_secs_f64();

@@ -1228,6 +1228,7 @@ mod tests {
                 threads: 1,
                 objective: Default::default(),
                 stage_bound: None,
+                budget: 0,
             },
         )
         .unwrap();

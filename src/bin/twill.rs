@@ -47,9 +47,15 @@ enum Command {
         /// Upper bound U on the sum of normalized costs (paper section 5.2).
         #[arg(long, default_value_t = 300)]
         u: u64,
-        /// Time budget in seconds for the whole solve.
+        /// Wall-clock guard in seconds for the whole solve.
         #[arg(long, default_value_t = 60.0)]
         timeout: f64,
+        /// Deterministic work budget of the joint search, in millions of z3
+        /// resource units (the pass's default per kernel; 0: none, the
+        /// timeout alone). The same graph and budget give the same answer
+        /// on any machine and under any load.
+        #[arg(long, default_value_t = driver::DEFAULT_BUDGET as f64 / 1e6)]
+        budget: f64,
         /// SMT encoding of the joint problem: `default` (twill's) or `paper`
         /// (the paper's boolean op[v,i,t] formulation).
         #[arg(long, default_value = "default")]
@@ -79,7 +85,7 @@ enum Command {
         /// Only software pipelining: stop after the optimal modulo schedule.
         #[arg(long)]
         modulo_only: bool,
-        /// Try the graph's same_group sets first (within a third of the
+        /// Try the graph's same_group sets first (within two thirds of the
         /// budget, at most 10 s) and drop them when no schedule meets them,
         /// as `twill-opt --twill-schedule` does with Triton's partition
         /// rules (default: they always hold).
@@ -114,6 +120,7 @@ fn main() -> ExitCode {
             json,
             u,
             timeout,
+            budget,
             encoding,
             groups,
             reg_limit,
@@ -124,7 +131,18 @@ fn main() -> ExitCode {
             modulo_only,
             same_group_first,
         } => {
+            if !(budget.is_finite()
+                && budget >= 0.0
+                && budget * 1e6 <= joint::work::MAX_BUDGET as f64)
+            {
+                eprintln!(
+                    "error: --budget must be 0 to {} million units",
+                    joint::work::MAX_BUDGET / 1_000_000
+                );
+                return ExitCode::from(2);
+            }
             let ws = (!modulo_only).then_some(Ws {
+                budget: (budget * 1e6).round() as u64,
                 encoding,
                 groups,
                 reg_limit,
@@ -141,6 +159,7 @@ fn main() -> ExitCode {
 
 /// Warp-specialization options of `solve`.
 struct Ws {
+    budget: u64,
     encoding: Encoding,
     groups: u32,
     reg_limit: Option<u32>,
@@ -277,6 +296,7 @@ impl Solving<'_> {
             threads: ws.threads,
             timeout: self.timeout,
             stage_bound: None,
+            budget: ws.budget,
         };
         // The graph's same_group sets are part of its problem, unless they
         // are only tried first (priced with the graph, so checked alike).

@@ -822,6 +822,7 @@ pub(crate) mod tests {
             results: results.iter().map(|s| s.to_string()).collect(),
             region_uses: Vec::new(),
             nested: Vec::new(),
+            triton_stage: None,
         }
     }
 
@@ -869,6 +870,7 @@ pub(crate) mod tests {
                 ),
             ],
             yields: vec![v(r(6), ACC)],
+            triton_max_stage: None,
         }
     }
 
@@ -909,6 +911,7 @@ pub(crate) mod tests {
                 ),
             ],
             yields: Vec::new(),
+            triton_max_stage: None,
         }
     }
 
@@ -1005,6 +1008,7 @@ pub(crate) mod tests {
             num_warps: 4,
             ops,
             yields: vec![],
+            triton_max_stage: None,
         }
     }
 

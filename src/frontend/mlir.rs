@@ -280,6 +280,8 @@ fn extract(for_op: MlirOperation, name: String, num_warps: u32) -> Result<LoopIr
         num_warps,
         ops: ir_ops,
         yields,
+        triton_max_stage: int_attr(for_op, "tt.scheduled_max_stage")
+            .and_then(|s| u32::try_from(s).ok()),
     })
 }
 
@@ -372,6 +374,7 @@ impl Reader {
                     results,
                     region_uses,
                     nested: inner.iter().map(|&o| op_name(o)).collect(),
+                    triton_stage: int_attr(op, "loop.stage").and_then(|s| u32::try_from(s).ok()),
                 });
             }
         }
@@ -408,6 +411,7 @@ fn straight(block: MlirBlock, name: &str, num_warps: u32, out: &mut Vec<Straight
             num_warps,
             ops,
             yields: Vec::new(),
+            triton_max_stage: None,
         }));
         run.clear();
     };

@@ -47,6 +47,9 @@ pub struct IrOp {
     pub region_uses: Vec<IrValue>,
     /// Names of the ops nested in its regions (e.g. a `tt.reduce` combiner).
     pub nested: Vec<String>,
+    /// The stage Triton's own scheduler gave the op (`loop.stage`), when
+    /// the loop carries Triton's schedule.
+    pub triton_stage: Option<u32>,
 }
 
 /// One candidate loop.
@@ -62,6 +65,9 @@ pub struct LoopIr {
     pub ops: Vec<IrOp>,
     /// Operands of the `scf.yield` terminator, one per iteration argument.
     pub yields: Vec<IrValue>,
+    /// Triton's own schedule of the loop is on it (`tt.scheduled_max_stage`,
+    /// written by Triton's `schedule_loops`): its last stage.
+    pub triton_max_stage: Option<u32>,
 }
 
 /// A function's code outside its loops, for the time one CTA spends

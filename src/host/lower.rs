@@ -169,6 +169,7 @@ mod tests {
             stages_only: None,
             mixed: None,
             loop_num_stages: None,
+            budget: lo.budget,
         };
         let mut answer = None;
         let (op, n) = (found[0].op, ir.ops.len());

@@ -8,6 +8,7 @@
 //! loop that fails any step is left untouched with a remark saying why;
 //! only invalid pass options (and an unwritable report) fail the pass.
 
+use std::collections::HashMap;
 use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -20,7 +21,7 @@ use crate::backend::gluon::GraphTarget;
 use crate::backend::ws::WsPlan;
 use crate::backend::{self, Arch, TritonTarget};
 use crate::driver::{
-    planned_graph, schedule_loop, LoopJob, LoopOptions, Lower, Scheduled, Skip, Stages,
+    self, planned_graph, schedule_loop, LoopJob, LoopOptions, Lower, Scheduled, Skip, Stages,
 };
 use crate::frontend::lower::{lower, straight_line_cycles};
 use crate::frontend::mlir::{
@@ -41,6 +42,9 @@ pub struct ScheduleOptions {
     pub machine: String,
     pub scope: Scope,
     pub timeout: f64,
+    /// Deterministic work budget per kernel, z3 resource units (`budget`,
+    /// given in millions; 0: none, the wall-clock `timeout` alone).
+    pub budget: u64,
     pub u: u64,
     pub encoding: Encoding,
     pub groups: u32,
@@ -133,6 +137,7 @@ impl ScheduleOptions {
             machine: String::new(),
             scope: Scope::WarpSpecialized,
             timeout: 30.0,
+            budget: driver::DEFAULT_BUDGET,
             u: 30,
             encoding: Encoding::Default,
             groups: 0,
@@ -184,6 +189,21 @@ impl ScheduleOptions {
                         .ok()
                         .filter(|t| t.is_finite() && *t > 0.0)
                         .ok_or_else(|| format!("timeout: expected positive seconds, got `{v}`"))?
+                }
+                "budget" => {
+                    o.budget = v
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|b| {
+                            b.is_finite() && *b >= 0.0 && *b * 1e6 <= joint::work::MAX_BUDGET as f64
+                        })
+                        .map(|b| (b * 1e6).round() as u64)
+                        .ok_or_else(|| {
+                            format!(
+                            "budget: expected millions of z3 resource units, 0 to {}, got `{v}`",
+                            joint::work::MAX_BUDGET / 1_000_000
+                        )
+                        })?
                 }
                 "u" => {
                     o.u = v
@@ -285,6 +305,7 @@ impl ScheduleOptions {
         LoopOptions {
             target: self.target,
             timeout: self.timeout,
+            budget: self.budget,
             u: self.u,
             encoding: self.encoding,
             groups: self.groups,
@@ -514,6 +535,7 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
     };
     let mut tag = 0;
     let loop_options = o.loop_options();
+    let mut shares = BudgetShares::new(&loops, o.budget);
     let mut records = Vec::with_capacity(loops.len());
     for (index, (found, mixed)) in loops.into_iter().zip(rotated_by).enumerate() {
         let started = Instant::now();
@@ -540,6 +562,7 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
                     stages_only,
                     mixed: mixed.as_deref(),
                     loop_num_stages: loop_num_stages(found.op),
+                    budget: shares.next(found.op),
                 };
                 let (op, arch, this_tag) = (found.op, o.target.arch, tag);
                 tag += 1;
@@ -559,6 +582,7 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
                 )
             }
         };
+        shares.spent(&found, &outcome);
         let record = loop_record(index as u32, &found, place, outcome, started);
         records.push((loc, record));
     }
@@ -573,6 +597,63 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
     Located {
         loops: records,
         functions,
+    }
+}
+
+/// The kernel's work budget shared among its loops: each loop gets what is
+/// left of its kernel's budget divided by the kernel's loops not yet
+/// solved, so a loop that needs little leaves more to the next. Every
+/// amount is deterministic, and so is each share.
+struct BudgetShares {
+    budget: u64,
+    /// Per kernel (function): work left, loops left.
+    left: HashMap<usize, (u64, u64)>,
+    /// The share handed out last.
+    share: u64,
+}
+
+impl BudgetShares {
+    fn new(loops: &[FoundLoop], budget: u64) -> BudgetShares {
+        let mut left: HashMap<usize, (u64, u64)> = HashMap::new();
+        for l in loops.iter().filter(|l| l.ir.is_ok()) {
+            let f = enclosing_function(l.op).map_or(0, |f| f.ptr as usize);
+            left.entry(f).or_insert((budget, 0)).1 += 1;
+        }
+        BudgetShares {
+            budget,
+            left,
+            share: 0,
+        }
+    }
+
+    fn key(op: MlirOperation) -> usize {
+        enclosing_function(op).map_or(0, |f| f.ptr as usize)
+    }
+
+    /// The share of the loop `op` (0 without a budget).
+    fn next(&mut self, op: MlirOperation) -> u64 {
+        self.share = match self.left.get(&Self::key(op)) {
+            Some(&(work, loops)) if self.budget > 0 => (work / loops.max(1)).max(1),
+            _ => 0,
+        };
+        self.share
+    }
+
+    /// Accounts the loop just solved: the work its schedule reports, or
+    /// the whole share when the search found none.
+    fn spent(&mut self, found: &FoundLoop, outcome: &Result<Scheduled, Skip>) {
+        if found.ir.is_err() {
+            return;
+        }
+        let spent = match outcome {
+            Ok(s) => s.schedule.proof.work,
+            Err(skip) if skip.reason == SkipReason::NoSchedule => self.share,
+            Err(_) => 0,
+        };
+        if let Some((work, loops)) = self.left.get_mut(&Self::key(found.op)) {
+            *work = work.saturating_sub(spent);
+            *loops = loops.saturating_sub(1);
+        }
     }
 }
 
@@ -736,6 +817,7 @@ pub unsafe extern "C" fn export_graph_body(
                         stages_only,
                         mixed: None,
                         loop_num_stages: loop_num_stages(found.op),
+                        budget: loop_options.budget,
                     };
                     match export_loop(&job, &o) {
                         Ok(msg) => msg,

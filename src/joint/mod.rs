@@ -15,11 +15,13 @@
 //! Streaming ops (section 5.3) get zero latency: their outgoing edges have
 //! delay 0, and the prefetch depth they need is reported as a tunable.
 
+pub mod fixed;
 pub mod int_encoding;
 pub mod paper_encoding;
 pub mod sat_encoding;
 pub mod slack;
 pub mod symmetry;
+pub mod work;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -49,7 +51,7 @@ fn next_length(lo: u32, best: u32) -> u32 {
 }
 
 /// z3 resource budget of the last-stage window relaxation at one I.
-const WINDOW_RLIMIT: u32 = 20_000_000;
+pub const WINDOW_RLIMIT: u32 = 20_000_000;
 
 /// z3 resource budget of one optional group-minimization query.
 const GROUP_RLIMIT: u32 = 20_000_000;
@@ -87,6 +89,9 @@ pub struct Query<'a> {
     pub max_cross: Option<u32>,
     /// A lower bound on the latency slack.
     pub slack: Option<SlackBound<'a>>,
+    /// Every op's stage fixed (stage `s`: its start in [s * I, (s + 1) * I)):
+    /// another scheduler's stage assignment evaluated in twill's model.
+    pub stages: Option<&'a [u32]>,
     /// z3's deterministic resource budget (`rlimit`; 0: none).
     pub rlimit: u32,
     /// Wall-clock limit of the query in milliseconds.
@@ -101,8 +106,18 @@ impl<'a> Query<'a> {
             max_group: None,
             max_cross: None,
             slack: None,
+            stages: None,
             rlimit: 0,
             timeout_ms,
+        }
+    }
+
+    /// The same query with every op's stage fixed to `stages` (indexed as
+    /// the problem's ops).
+    pub fn fixed_stages(self, stages: &'a [u32]) -> Self {
+        Query {
+            stages: Some(stages),
+            ..self
         }
     }
 
@@ -132,7 +147,7 @@ impl<'a> Query<'a> {
     /// Whether the query bounds more than the length and the groups (the
     /// refinements only [`Encoding::Default`] states).
     pub fn refines(&self) -> bool {
-        self.max_cross.is_some() || self.slack.is_some()
+        self.max_cross.is_some() || self.slack.is_some() || self.stages.is_some()
     }
 }
 
@@ -156,7 +171,7 @@ pub trait JointEncoding {
 /// The answer of an encoding to a query with a bound it does not state.
 fn unsupported(encoding: &dyn JointEncoding) -> EncodingOutcome {
     EncodingOutcome::Unknown(format!(
-        "the {} encoding bounds neither crossings nor latency slack",
+        "the {} encoding bounds neither crossings nor latency slack nor stages",
         encoding.name()
     ))
 }
@@ -205,6 +220,13 @@ pub struct JointOptions {
     pub objective: Objective,
     /// At most this many stages (the user's `num_stages`); none: no bound.
     pub stage_bound: Option<StageBound>,
+    /// Deterministic work budget of the whole search, in z3 resource units
+    /// ([`work`]; 0: none, the wall-clock `timeout` alone). The search is
+    /// accounted as the sequential one: the Is in increasing order, each
+    /// spending its own work, until the budget is spent; the answer is
+    /// then the same on any machine and under any load. `timeout` stays a
+    /// guard against a runaway query.
+    pub budget: u64,
 }
 
 /// A bound on the stages the back end writes for a schedule (Triton's
@@ -301,6 +323,9 @@ pub struct JointResult {
     pub certificate: Vec<JointRefuted>,
     /// I is minimal: every smaller I is refuted in the certificate.
     pub ii_proven: bool,
+    /// Every I below this one is refuted (the schedule's I when
+    /// `ii_proven`).
+    pub refuted_below: u32,
     /// L is minimal at this I within Algorithm 1's range; under
     /// [`Objective::Slack`], L is the shortest with the most latency slack
     /// (and Algorithm 1's shortest L, `latency_slack.shortest_length`, is
@@ -310,6 +335,15 @@ pub struct JointResult {
     pub seconds: f64,
     /// Number of SMT queries made.
     pub queries: u32,
+    /// Work spent by the search as the sequential search accounts it, in z3
+    /// resource units ([`JointOptions::budget`]).
+    pub work: u64,
+    /// The budget the search had (0: none).
+    pub budget: u64,
+    /// The budget ran out before the search was complete: the answer is
+    /// the best schedule found within it (`ii_proven` and `length_proven`
+    /// say what is still proven).
+    pub budget_spent: bool,
     /// The schedule's latency slack as the checker measures it
     /// ([`checker::latency_slack`]); absent without two asynchronous ops
     /// joined by dependences.
@@ -392,6 +426,12 @@ pub enum JointError {
     Timeout {
         lower_bound: u32,
     },
+    /// The work budget ran out before any schedule was found;
+    /// `lower_bound` is the smallest I not yet refuted.
+    Budget {
+        lower_bound: u32,
+        budget: u64,
+    },
     CheckerRejected(Vec<checker::Violation>),
     /// No schedule at any I up to `cap`, with `groups` compute groups
     /// (1: software pipelining only) and within `stages` when bounded.
@@ -415,6 +455,10 @@ impl std::fmt::Display for JointError {
             JointError::Timeout { lower_bound } => write!(
                 f,
                 "timed out before finding a schedule; every I < {lower_bound} is refuted"
+            ),
+            JointError::Budget { lower_bound, budget } => write!(
+                f,
+                "the work budget ({budget} z3 resource units) ran out before a schedule was found; every I < {lower_bound} is refuted"
             ),
             JointError::CheckerRejected(v) => {
                 write!(f, "internal error: the checker rejected a joint schedule:")?;
@@ -506,89 +550,82 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
     .clamp(1, cap.saturating_sub(first).saturating_add(1).max(1));
     let outcomes = search_is(p, first, cap, threads, &opts, deadline);
 
-    // Walk the outcomes in the order of Algorithm 1.
-    let mut ii_proven = true;
-    let mut lower_bound = first; // the smallest I not refuted so far
-    let mut queries = 0u32;
+    // Walk the outcomes in the order of Algorithm 1, accounting the work
+    // as the sequential search spends it.
+    let budget = opts.budget.min(work::MAX_BUDGET);
+    let mut walk = Walk {
+        res_mii: res,
+        rec_mii: rec,
+        ii_proven: true,
+        lower_bound: first,
+        queries: 0,
+        work: 0,
+        budget_spent: false,
+    };
     for ii in first..=cap {
-        let Some((at, q)) = outcomes.get(&ii) else {
+        let Some(o) = outcomes.get(&ii) else {
             break;
         };
-        queries += q;
-        match at {
+        walk.queries += o.queries;
+        let left = budget.saturating_sub(walk.work);
+        if budget > 0 && o.spent > left {
+            // The sequential search runs out of work at this I: the last
+            // schedule it held within the budget, if any, is the answer.
+            walk.budget_spent = true;
+            let Some(snap) = o.snapshots.iter().rev().find(|s| s.spent <= left) else {
+                walk.work = budget;
+                break;
+            };
+            walk.work += snap.spent;
+            certificate.extend(snap.entries.iter().cloned());
+            let f = Found {
+                schedule: snap.schedule.clone(),
+                entries: Vec::new(),
+                modulo_length: snap.modulo_length,
+                length_proven: false,
+                slack_search: None,
+            };
+            return answer(p, ii, &f, &streams, certificate, &walk, &opts, started);
+        }
+        walk.work += o.spent;
+        match &o.at {
             AtIi::Refuted { entries, complete } => {
                 certificate.extend(entries.iter().cloned());
                 if !complete {
-                    ii_proven = false;
+                    walk.ii_proven = false;
                 }
-                if ii_proven {
-                    lower_bound = ii + 1;
+                if walk.ii_proven {
+                    walk.lower_bound = ii + 1;
                 }
             }
             AtIi::Unknown { entries } => {
                 certificate.extend(entries.iter().cloned());
-                ii_proven = false;
+                walk.ii_proven = false;
             }
             AtIi::Found(f) => {
                 certificate.extend(f.entries.iter().cloned());
-                let js = f.schedule.clone();
-                let violations = checker::check_joint(p, &js, &opts.warps);
-                if !violations.is_empty() {
-                    return Err(JointError::CheckerRejected(violations));
-                }
-                // The search's own measure must agree with the checker's
-                // for a proof of the largest slack to stand.
-                let measured = checker::latency_slack(p, &js.schedule);
-                let latency_slack = measured.map(|cycles| LatencySlack {
-                    cycles,
-                    proven: f
-                        .slack_search
-                        .as_ref()
-                        .is_some_and(|x| x.proven && x.slack == cycles),
-                    objective: opts.objective,
-                    shortest_length: f
-                        .slack_search
-                        .as_ref()
-                        .map_or(js.schedule.length, |x| x.shortest_length),
-                    at_shortest_length: f.slack_search.as_ref().map(|x| x.at_shortest),
-                });
-                let streaming = streams
-                    .iter()
-                    .map(|&v| {
-                        let raw = p.ops[v].stream_cycles;
-                        let per_iteration = ii as f64 * p.cycle_scale;
-                        Streaming {
-                            op: p.ops[v].name.clone(),
-                            raw_cycles: raw,
-                            prefetch: prefetch_depth(raw, per_iteration),
-                        }
-                    })
-                    .collect();
-                return Ok(JointResult {
-                    schedule: js,
-                    encoding: opts.encoding,
-                    warps: opts.warps,
-                    res_mii: res,
-                    rec_mii: rec,
-                    modulo_length: f.modulo_length,
-                    certificate: merge_ranges(certificate),
-                    ii_proven,
-                    // Under Objective::Slack, L is the shortest with the
-                    // most slack: proven when Algorithm 1's shortest L is,
-                    // the slack is, and every shorter L with it is refuted.
-                    length_proven: f.length_proven
-                        && f.slack_search.as_ref().is_none_or(|x| {
-                            x.length_proven && latency_slack.is_some_and(|l| l.proven)
-                        }),
-                    streaming,
-                    seconds: started.elapsed().as_secs_f64(),
-                    queries,
-                    latency_slack,
-                });
+                return answer(p, ii, f, &streams, certificate, &walk, &opts, started);
             }
         }
     }
-    if Instant::now() >= deadline {
+    let lower_bound = walk.lower_bound;
+    let cut_short = walk.budget_spent || (budget > 0 && walk.work >= budget);
+    if cut_short || Instant::now() >= deadline {
+        // Anytime: the greedy schedule with one compute group, where the
+        // checker accepts it, rather than none.
+        walk.budget_spent = cut_short;
+        if let Some((ii, f)) = greedy_fallback(p, lower_bound, cap, &opts.warps) {
+            debug!(ii, "no proven schedule within the budget: the greedy one");
+            walk.ii_proven = false;
+            return answer(p, ii, &f, &streams, certificate, &walk, &opts, started);
+        }
+    }
+    if cut_short {
+        Err(JointError::Budget {
+            lower_bound,
+            budget,
+        })
+    } else if Instant::now() >= deadline {
         Err(JointError::Timeout { lower_bound })
     } else {
         Err(JointError::Exhausted {
@@ -597,6 +634,123 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
             stages: opts.stage_bound.map(|b| b.stages),
         })
     }
+}
+
+/// The first I from `from` up to `cap` at which the greedy modulo schedule
+/// with every compute op in one group (group 0: the variable-latency ops)
+/// passes the checker: a valid schedule that costs no SMT work.
+fn greedy_fallback(p: &Problem, from: u32, cap: u32, warps: &WarpConfig) -> Option<(u32, Found)> {
+    let group: Vec<u32> = p
+        .ops
+        .iter()
+        .map(|o| u32::from(!o.variable_latency))
+        .collect();
+    (from.max(1)..=cap).find_map(|ii| {
+        let schedule = modulo::heuristic::schedule(p, ii)?;
+        let js = JointSchedule {
+            schedule,
+            group: group.clone(),
+        };
+        checker::check_joint(p, &js, warps).is_empty().then(|| {
+            let modulo_length = js.schedule.length;
+            (
+                ii,
+                Found {
+                    schedule: js,
+                    entries: Vec::new(),
+                    modulo_length,
+                    length_proven: false,
+                    slack_search: None,
+                },
+            )
+        })
+    })
+}
+
+/// What the walk over the outcomes has established so far.
+struct Walk {
+    res_mii: u32,
+    rec_mii: u32,
+    ii_proven: bool,
+    /// The smallest I not refuted so far.
+    lower_bound: u32,
+    queries: u32,
+    /// Work spent, as the sequential search accounts it.
+    work: u64,
+    budget_spent: bool,
+}
+
+/// The search's answer: the schedule `f` found at `ii`, checked by the
+/// independent checker, with its certificate and what is proven.
+#[allow(clippy::too_many_arguments)]
+fn answer(
+    p: &Problem,
+    ii: u32,
+    f: &Found,
+    streams: &[usize],
+    certificate: Vec<JointRefuted>,
+    walk: &Walk,
+    opts: &JointOptions,
+    started: Instant,
+) -> Result<JointResult, JointError> {
+    let js = f.schedule.clone();
+    let violations = checker::check_joint(p, &js, &opts.warps);
+    if !violations.is_empty() {
+        return Err(JointError::CheckerRejected(violations));
+    }
+    // The search's own measure must agree with the checker's for a proof
+    // of the largest slack to stand.
+    let measured = checker::latency_slack(p, &js.schedule);
+    let latency_slack = measured.map(|cycles| LatencySlack {
+        cycles,
+        proven: f
+            .slack_search
+            .as_ref()
+            .is_some_and(|x| x.proven && x.slack == cycles),
+        objective: opts.objective,
+        shortest_length: f
+            .slack_search
+            .as_ref()
+            .map_or(js.schedule.length, |x| x.shortest_length),
+        at_shortest_length: f.slack_search.as_ref().map(|x| x.at_shortest),
+    });
+    let streaming = streams
+        .iter()
+        .map(|&v| {
+            let raw = p.ops[v].stream_cycles;
+            let per_iteration = ii as f64 * p.cycle_scale;
+            Streaming {
+                op: p.ops[v].name.clone(),
+                raw_cycles: raw,
+                prefetch: prefetch_depth(raw, per_iteration),
+            }
+        })
+        .collect();
+    Ok(JointResult {
+        schedule: js,
+        encoding: opts.encoding,
+        warps: opts.warps,
+        res_mii: walk.res_mii,
+        rec_mii: walk.rec_mii,
+        modulo_length: f.modulo_length,
+        certificate: merge_ranges(certificate),
+        ii_proven: walk.ii_proven,
+        refuted_below: if walk.ii_proven { ii } else { walk.lower_bound },
+        // Under Objective::Slack, L is the shortest with the most slack:
+        // proven when Algorithm 1's shortest L is, the slack is, and every
+        // shorter L with it is refuted.
+        length_proven: f.length_proven
+            && f.slack_search
+                .as_ref()
+                .is_none_or(|x| x.length_proven && latency_slack.is_some_and(|l| l.proven)),
+        streaming,
+        seconds: started.elapsed().as_secs_f64(),
+        queries: walk.queries,
+        work: walk.work,
+        budget: opts.budget.min(work::MAX_BUDGET),
+        budget_spent: walk.budget_spent,
+        latency_slack,
+    })
 }
 
 /// Joins consecutive modulo refutations of adjacent I ranges that give the
@@ -614,6 +768,26 @@ fn merge_ranges(certificate: Vec<JointRefuted>) -> Vec<JointRefuted> {
         out.push(c);
     }
     out
+}
+
+/// The search at one I: what it established, the SMT queries it made, the
+/// work it spent (z3 resource units, [`work`]) and the schedules it held on
+/// the way, each with the work spent when it had it (the answer of the
+/// same search cut short by a smaller budget).
+struct IiOutcome {
+    at: AtIi,
+    queries: u32,
+    spent: u64,
+    snapshots: Vec<Snapshot>,
+}
+
+/// A schedule the search at one I held after `spent` units of work, with
+/// the refutations made by then.
+struct Snapshot {
+    spent: u64,
+    schedule: JointSchedule,
+    entries: Vec<JointRefuted>,
+    modulo_length: u32,
 }
 
 /// What the search established at one I.
@@ -655,11 +829,12 @@ struct SlackSearch {
 }
 
 /// Searches Is from `first` on `threads` threads (one: the sequential
-/// search), each with its own z3 context. Threads take Is in increasing
-/// order; once a schedule is certain at some I, no larger I is started and
-/// the searches of larger Is under way are interrupted. Every I below the
-/// first found one is searched in full, so the outcomes below it are those
-/// of the sequential search.
+/// search), each I in a z3 context of its own. Threads take Is in
+/// increasing order; once a schedule is certain at some I, or the Is from
+/// `first` up to some I have spent the work budget between them, no larger
+/// I is started and the searches of larger Is under way are interrupted.
+/// Every I up to that one is searched in full, each under the whole budget,
+/// so the outcomes the walk reads are those of the sequential search.
 fn search_is(
     p: &Problem,
     first: u32,
@@ -667,63 +842,84 @@ fn search_is(
     threads: u32,
     opts: &JointOptions,
     deadline: Instant,
-) -> BTreeMap<u32, (AtIi, u32)> {
+) -> BTreeMap<u32, IiOutcome> {
     let next = AtomicU32::new(first);
     let found_at = AtomicU32::new(u32::MAX);
-    let outcomes: Mutex<BTreeMap<u32, (AtIi, u32)>> = Mutex::new(BTreeMap::new());
+    let outcomes: Mutex<BTreeMap<u32, IiOutcome>> = Mutex::new(BTreeMap::new());
     // Per thread: the I it works on and its z3 context (as an address), for
     // interruption; cleared under the lock before the context is freed.
     let running: Vec<Mutex<Option<(u32, usize)>>> =
         (0..threads).map(|_| Mutex::new(None)).collect();
+    // No I above `at` matters: stop starting them, interrupt those running.
+    let cut = |me: usize, at: u32| {
+        found_at.fetch_min(at, Ordering::SeqCst);
+        for (k, slot) in running.iter().enumerate() {
+            if k == me {
+                continue;
+            }
+            let slot = lock(slot);
+            if let Some((other, ctx)) = *slot {
+                if other > at {
+                    if let Some(c) = std::ptr::NonNull::new(ctx as *mut z3_sys::_Z3_context) {
+                        // SAFETY: the context is alive while it is
+                        // registered in `slot`, whose lock is held;
+                        // Z3_interrupt is thread-safe.
+                        unsafe { z3_sys::Z3_interrupt(c) };
+                    }
+                }
+            }
+        }
+    };
     std::thread::scope(|scope| {
         for me in 0..threads as usize {
-            let (next, found_at, outcomes, running) = (&next, &found_at, &outcomes, &running);
-            scope.spawn(move || {
-                z3::with_z3_config(&z3::Config::new(), || {
+            let (next, found_at, outcomes, running, cut) =
+                (&next, &found_at, &outcomes, &running, &cut);
+            scope.spawn(move || loop {
+                let ii = next.fetch_add(1, Ordering::SeqCst);
+                if ii > cap || ii > found_at.load(Ordering::SeqCst) || Instant::now() >= deadline {
+                    break;
+                }
+                let o = z3::with_z3_config(&z3::Config::new(), || {
                     let ctx = z3::Context::thread_local().get_z3_context().as_ptr() as usize;
-                    loop {
-                        let ii = next.fetch_add(1, Ordering::SeqCst);
-                        if ii > cap
-                            || ii > found_at.load(Ordering::SeqCst)
-                            || Instant::now() >= deadline
-                        {
-                            break;
-                        }
-                        *lock(&running[me]) = Some((ii, ctx));
-                        // Once I is known to be feasible, no larger I matters.
-                        let feasible = || {
-                            found_at.fetch_min(ii, Ordering::SeqCst);
-                            for (k, slot) in running.iter().enumerate() {
-                                if k == me {
-                                    continue;
-                                }
-                                let slot = lock(slot);
-                                if let Some((other, ctx)) = *slot {
-                                    if other > ii {
-                                        if let Some(c) =
-                                            std::ptr::NonNull::new(ctx as *mut z3_sys::_Z3_context)
-                                        {
-                                            // SAFETY: the context is alive while it
-                                            // is registered in `slot`, whose lock is
-                                            // held; Z3_interrupt is thread-safe.
-                                            unsafe { z3_sys::Z3_interrupt(c) };
-                                        }
-                                    }
-                                }
-                            }
-                        };
-                        let at = search_at(p, ii, opts, deadline, &feasible);
-                        *lock(&running[me]) = None;
-                        if matches!(at.0, AtIi::Found(_)) {
-                            feasible();
-                        }
-                        lock(outcomes).insert(ii, at);
-                    }
+                    *lock(&running[me]) = Some((ii, ctx));
+                    // Once I is known to be feasible, no larger I matters.
+                    let o = search_at(p, ii, opts, deadline, &|| cut(me, ii));
+                    *lock(&running[me]) = None;
+                    o
                 });
+                let found = matches!(o.at, AtIi::Found(_));
+                let mut all = lock(outcomes);
+                all.insert(ii, o);
+                if found {
+                    cut(me, ii);
+                }
+                if let Some(spent_at) = budget_spent_at(&all, first, opts.budget) {
+                    cut(me, spent_at);
+                }
             });
         }
     });
     outcomes.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The I at which the searches of the Is from `first` on, in order and
+/// without a gap, have spent `budget` between them (None without a budget
+/// or before then).
+fn budget_spent_at(outcomes: &BTreeMap<u32, IiOutcome>, first: u32, budget: u64) -> Option<u32> {
+    if budget == 0 {
+        return None;
+    }
+    let mut spent = 0u64;
+    for (at, (&ii, o)) in (first..).zip(outcomes) {
+        if ii != at {
+            return None;
+        }
+        spent += o.spent;
+        if spent >= budget.min(work::MAX_BUDGET) {
+            return Some(ii);
+        }
+    }
+    None
 }
 
 /// A mutex's data, also after a panic elsewhere (the data stay consistent:
@@ -734,25 +930,32 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Algorithm 1's step at one I (in the calling thread's z3 context):
 /// refute it, or find the shortest joint schedule in its length range.
-/// Returns the outcome and the number of SMT queries made.
 fn search_at(
     p: &Problem,
     ii: u32,
     opts: &JointOptions,
     deadline: Instant,
     on_feasible: &dyn Fn(),
-) -> (AtIi, u32) {
+) -> IiOutcome {
     let mut search = IiSearch {
         p,
         ii,
         opts,
         deadline,
+        meter: work::Meter::start(opts.budget),
         queries: 0,
         entries: Vec::new(),
         cut: false,
+        snapshots: Vec::new(),
+        modulo_length: None,
     };
     let at = search.run(on_feasible).unwrap_or_else(|stop| stop);
-    (at, search.queries)
+    IiOutcome {
+        at,
+        queries: search.queries,
+        spent: search.meter.spent(),
+        snapshots: search.snapshots,
+    }
 }
 
 /// A new encoding of `p` of the kind `opts` names.
@@ -771,6 +974,8 @@ struct IiSearch<'a> {
     ii: u32,
     opts: &'a JointOptions,
     deadline: Instant,
+    /// The work spent at this I, against the budget.
+    meter: work::Meter,
     /// SMT queries made so far.
     queries: u32,
     /// The (I, L) refuted so far.
@@ -778,6 +983,10 @@ struct IiSearch<'a> {
     /// The stage bound cut a length range at this I (its entry is in
     /// `entries`).
     cut: bool,
+    /// The schedules held so far, with the work spent when each was had.
+    snapshots: Vec<Snapshot>,
+    /// The best modulo-schedule length known at this I.
+    modulo_length: Option<u32>,
 }
 
 /// The result of one step of [`IiSearch`]: `Err` ends the search at this I.
@@ -794,6 +1003,43 @@ impl IiSearch<'_> {
     /// Milliseconds left for the next query.
     fn budget_ms(&self) -> u32 {
         (self.left() * 1000.0).max(1.0) as u32
+    }
+
+    /// Whether the search may go on: time and work are left.
+    fn going(&self) -> bool {
+        self.left() > 0.0 && !self.meter.exhausted()
+    }
+
+    /// A query of length at most `max_length` within what is left of the
+    /// time and of the work budget.
+    fn query(&self, max_length: u32) -> Query<'static> {
+        Query::length(max_length, self.budget_ms()).rlimit(self.meter.rlimit(0))
+    }
+
+    /// `q` within what is left of the work budget as well as its own.
+    fn within<'q>(&self, q: Query<'q>) -> Query<'q> {
+        let rlimit = self.meter.rlimit(q.rlimit);
+        q.rlimit(rlimit)
+    }
+
+    /// Asks `q` of `encoding`, within the budget; a spent budget answers
+    /// unknown without a query.
+    fn ask(&mut self, encoding: &mut dyn JointEncoding, q: Query) -> EncodingOutcome {
+        if self.meter.exhausted() {
+            return EncodingOutcome::Unknown("the work budget is spent".into());
+        }
+        self.queries += 1;
+        encoding.solve(&self.within(q))
+    }
+
+    /// Keeps `js` as the schedule this I holds now (see [`Snapshot`]).
+    fn hold(&mut self, js: &JointSchedule) {
+        self.snapshots.push(Snapshot {
+            spent: self.meter.spent(),
+            schedule: js.clone(),
+            entries: self.entries.clone(),
+            modulo_length: self.modulo_length.unwrap_or(js.schedule.length),
+        });
     }
 
     /// Ends the search: no schedule in the range at this I.
@@ -893,7 +1139,9 @@ impl IiSearch<'_> {
             return Ok(());
         }
         let t0 = Instant::now();
-        let refuted = last_stage_window_refutes(self.p, self.ii, self.opts.seed, self.budget_ms());
+        let rlimit = self.meter.rlimit(WINDOW_RLIMIT);
+        let refuted =
+            last_stage_window_refutes(self.p, self.ii, self.opts.seed, self.budget_ms(), rlimit);
         debug!(
             ii = self.ii,
             seconds = t0.elapsed().as_secs_f64(),
@@ -931,9 +1179,8 @@ impl IiSearch<'_> {
             return Err(self.refuted(true));
         }
         encoding.set_interval(ii);
-        self.queries += 1;
         let t0 = Instant::now();
-        let answer = encoding.solve(&Query::length(upper, self.budget_ms()));
+        let answer = self.ask(encoding, self.query(upper));
         debug!(
             ii,
             upper,
@@ -960,6 +1207,8 @@ impl IiSearch<'_> {
                 if upper <= lb.div_ceil(ii).max(1) * ii {
                     on_feasible();
                 }
+                self.modulo_length = Some(h.length);
+                self.hold(&js);
                 Ok(js)
             }
         }
@@ -988,9 +1237,8 @@ impl IiSearch<'_> {
                 smt_modulo(
                     p,
                     ii,
-                    opts.encoding,
-                    opts.seed,
-                    seconds,
+                    (opts.encoding, opts.seed),
+                    (seconds, &self.meter),
                     &mut self.queries,
                     known,
                 )
@@ -1016,7 +1264,10 @@ impl IiSearch<'_> {
                 );
                 Err(self.unknown())
             }
-            zlp::ZlpOutcome::Feasible { schedule, optimal } => Ok((schedule.length, optimal)),
+            zlp::ZlpOutcome::Feasible { schedule, optimal } => {
+                self.modulo_length = Some(schedule.length);
+                Ok((schedule.length, optimal))
+            }
         }
     }
 
@@ -1029,8 +1280,7 @@ impl IiSearch<'_> {
     ) -> Step<JointSchedule> {
         let mut gave_up = false;
         for l in range.from..=range.to {
-            self.queries += 1;
-            match encoding.solve(&Query::length(l, self.budget_ms())) {
+            match self.ask(encoding, self.query(l)) {
                 EncodingOutcome::Sat(js) => return Ok(js),
                 EncodingOutcome::Unsat => push_smt(&mut self.entries, self.ii, l),
                 EncodingOutcome::Unknown(why) => {
@@ -1060,10 +1310,7 @@ impl IiSearch<'_> {
         let t0 = Instant::now();
         let answer = match early {
             Some(js) if js.schedule.length <= to => EncodingOutcome::Sat(js),
-            _ => {
-                self.queries += 1;
-                encoding.solve(&Query::length(to, self.budget_ms()))
-            }
+            _ => self.ask(encoding, self.query(to)),
         };
         debug!(
             ii,
@@ -1085,7 +1332,10 @@ impl IiSearch<'_> {
                 debug!(ii, why, "SMT gave up");
                 Err(self.unknown())
             }
-            EncodingOutcome::Sat(best) => Ok(best),
+            EncodingOutcome::Sat(best) => {
+                self.hold(&best);
+                Ok(best)
+            }
         }
     }
 
@@ -1129,9 +1379,8 @@ impl IiSearch<'_> {
         let mut refuted_to: Option<u32> = None;
         while *length_proven && lo < best.schedule.length {
             let mid = next_length(lo, best.schedule.length);
-            self.queries += 1;
             let t0 = Instant::now();
-            let answer = encoding.solve(&Query::length(mid, self.budget_ms()));
+            let answer = self.ask(encoding, self.query(mid));
             debug!(
                 ii,
                 mid,
@@ -1140,7 +1389,10 @@ impl IiSearch<'_> {
                 "joint query"
             );
             match answer {
-                EncodingOutcome::Sat(js) => best = js,
+                EncodingOutcome::Sat(js) => {
+                    self.hold(&js);
+                    best = js;
+                }
                 EncodingOutcome::Unsat => {
                     lo = mid + 1;
                     refuted_to = Some(mid);
@@ -1172,11 +1424,9 @@ impl IiSearch<'_> {
     ) -> JointSchedule {
         let used = best.group.iter().copied().max().unwrap_or(0);
         for k in 1..used {
-            self.queries += 1;
-            let query = Query::length(best.schedule.length, self.budget_ms())
-                .groups(Some(k))
-                .rlimit(GROUP_RLIMIT);
-            if let EncodingOutcome::Sat(js) = encoding.solve(&query) {
+            let query = self.query(best.schedule.length).groups(Some(k));
+            if let EncodingOutcome::Sat(js) = self.ask(encoding, query.rlimit(GROUP_RLIMIT)) {
+                self.hold(&js);
                 return js;
             }
         }
@@ -1195,16 +1445,17 @@ impl IiSearch<'_> {
     ) -> JointSchedule {
         let pairs = cross_pairs(self.p);
         let (mut lo, mut hi) = (0u32, crossings(&pairs, &best));
-        while lo < hi && self.left() > 0.0 {
+        while lo < hi && self.going() {
             let mid = lo + (hi - lo) / 2;
-            self.queries += 1;
-            let query = Query::length(best.schedule.length, self.budget_ms())
+            let query = self
+                .query(best.schedule.length)
                 .groups(Some(used))
                 .crossings(Some(mid))
                 .rlimit(GROUP_RLIMIT);
-            match encoding.solve(&query) {
+            match self.ask(encoding, query) {
                 EncodingOutcome::Sat(js) => {
                     hi = crossings(&pairs, &js).min(mid);
+                    self.hold(&js);
                     best = js;
                 }
                 EncodingOutcome::Unsat => lo = mid + 1,
@@ -1312,8 +1563,11 @@ impl SlackRefinement<'_> {
         if !encoding.supports(&query) {
             return None;
         }
-        search.queries += 1;
-        Some(encoding.solve(&query))
+        let answer = search.ask(encoding, query);
+        if let EncodingOutcome::Sat(js) = &answer {
+            search.hold(js);
+        }
+        Some(answer)
     }
 
     /// The largest slack in [lo, hi] at lengths up to `top`, by bisection;
@@ -1327,7 +1581,7 @@ impl SlackRefinement<'_> {
         mut hi: i64,
     ) -> (i64, bool) {
         while lo < hi {
-            if search.left() <= 0.0 {
+            if !search.going() {
                 return (lo, false);
             }
             let mid = lo + (hi - lo + 1) / 2;
@@ -1355,7 +1609,7 @@ impl SlackRefinement<'_> {
         slack: i64,
     ) -> bool {
         let (mut short, mut long) = (shortest_length, self.best.schedule.length);
-        while short < long && search.left() > 0.0 {
+        while short < long && search.going() {
             let mid = short + (long - short) / 2;
             match self.ask(search, encoding, mid, slack) {
                 Some(EncodingOutcome::Sat(js)) => {
@@ -1413,6 +1667,7 @@ pub fn last_stage_window_refutes(
     ii: u32,
     seed: u32,
     timeout_ms: u32,
+    rlimit: u32,
 ) -> Option<usize> {
     let n = p.ops.len();
     const NONE: i64 = i64::MIN / 4;
@@ -1467,7 +1722,7 @@ pub fn last_stage_window_refutes(
     enc.set_interval(ii);
     // A resource budget, not only the clock, keeps the certificate
     // independent of the machine's speed.
-    match enc.solve(&Query::length(ii - 1 + longest, timeout_ms).rlimit(WINDOW_RLIMIT)) {
+    match enc.solve(&Query::length(ii - 1 + longest, timeout_ms).rlimit(rlimit)) {
         EncodingOutcome::Unsat => Some(ops.len()),
         _ => None,
     }
@@ -1478,15 +1733,17 @@ pub fn last_stage_window_refutes(
 fn smt_modulo(
     p: &Problem,
     ii: u32,
-    encoding: Encoding,
-    seed: u32,
-    seconds: f64,
+    (encoding, seed): (Encoding, u32),
+    (seconds, meter): (f64, &work::Meter),
     queries: &mut u32,
     known: Option<Schedule>,
 ) -> zlp::ZlpOutcome {
     let started = Instant::now();
-    let ms =
-        |started: &Instant| ((seconds - started.elapsed().as_secs_f64()) * 1000.0).max(1.0) as u32;
+    let limits = Limits {
+        started,
+        seconds,
+        meter,
+    };
     let mut enc: Box<dyn JointEncoding + '_> = match encoding {
         Encoding::Int => Box::new(int_encoding::IntEncoding::modulo_only(p, seed)),
         _ => Box::new(sat_encoding::SatEncoding::modulo_only(p, seed)),
@@ -1499,7 +1756,7 @@ fn smt_modulo(
         let lo = length_lower_bound(p);
         if lo < best.length {
             *queries += 1;
-            match enc.solve(&Query::length(best.length - 1, ms(&started))) {
+            match enc.solve(&limits.query(best.length - 1)) {
                 EncodingOutcome::Sat(js) => best = js.schedule,
                 EncodingOutcome::Unsat => {
                     return zlp::ZlpOutcome::Feasible {
@@ -1515,7 +1772,7 @@ fn smt_modulo(
                 }
             }
         }
-        return bisect_modulo(ii, enc.as_mut(), best, lo, &started, seconds, queries);
+        return bisect_modulo(ii, enc.as_mut(), best, lo, &limits, queries);
     }
     // As the ZLP: a short horizon first (a schedule found there is no longer
     // than the optimum's bound), the proven horizon only if that fails.
@@ -1525,7 +1782,7 @@ fn smt_modulo(
         .min(full);
     *queries += 1;
     let t0 = Instant::now();
-    let first = enc.solve(&Query::length(short, ms(&started)));
+    let first = enc.solve(&limits.query(short));
     debug!(
         ii,
         short,
@@ -1536,7 +1793,7 @@ fn smt_modulo(
         EncodingOutcome::Unsat if short < full => {
             enc.set_interval(ii);
             *queries += 1;
-            enc.solve(&Query::length(full, ms(&started)))
+            enc.solve(&limits.query(full))
         }
         other => other,
     };
@@ -1546,27 +1803,38 @@ fn smt_modulo(
         EncodingOutcome::Unknown(why) => return zlp::ZlpOutcome::Unknown(why),
     };
     let lo = length_lower_bound(p);
-    bisect_modulo(ii, enc.as_mut(), best, lo, &started, seconds, queries)
+    bisect_modulo(ii, enc.as_mut(), best, lo, &limits, queries)
+}
+
+/// The clock and the work budget of the modulo search at one I.
+struct Limits<'m> {
+    started: Instant,
+    seconds: f64,
+    meter: &'m work::Meter,
+}
+
+impl Limits<'_> {
+    /// A query of length at most `max_length` within what is left of both.
+    fn query(&self, max_length: u32) -> Query<'static> {
+        let ms = ((self.seconds - self.started.elapsed().as_secs_f64()) * 1000.0).max(1.0) as u32;
+        Query::length(max_length, ms).rlimit(self.meter.rlimit(0))
+    }
 }
 
 /// Bisects the minimum modulo-schedule length between `lo` and `best`.
-#[allow(clippy::too_many_arguments)]
 fn bisect_modulo(
     ii: u32,
     enc: &mut dyn JointEncoding,
     mut best: Schedule,
     mut lo: u32,
-    started: &Instant,
-    seconds: f64,
+    limits: &Limits,
     queries: &mut u32,
 ) -> zlp::ZlpOutcome {
-    let ms =
-        |started: &Instant| ((seconds - started.elapsed().as_secs_f64()) * 1000.0).max(1.0) as u32;
-    while lo < best.length {
+    while lo < best.length && !limits.meter.exhausted() {
         let mid = next_length(lo, best.length);
         *queries += 1;
         let t0 = Instant::now();
-        let answer = enc.solve(&Query::length(mid, ms(started)));
+        let answer = enc.solve(&limits.query(mid));
         debug!(
             ii,
             mid,
@@ -1585,9 +1853,11 @@ fn bisect_modulo(
             }
         }
     }
+    // Optimal unless the budget stopped the bisection.
+    let optimal = lo >= best.length;
     zlp::ZlpOutcome::Feasible {
         schedule: best,
-        optimal: true,
+        optimal,
     }
 }
 
@@ -1706,6 +1976,7 @@ mod tests {
             threads: 1,
             objective: Objective::Length,
             stage_bound: None,
+            budget: 0,
         };
         let r = solve(&p, opts).unwrap();
         let (ii, length) = (r.schedule.schedule.ii, r.schedule.schedule.length);
@@ -1740,6 +2011,7 @@ mod tests {
                 threads: 1,
                 objective: Objective::Length,
                 stage_bound: None,
+                budget: 0,
             },
         )
         .unwrap();

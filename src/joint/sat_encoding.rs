@@ -732,6 +732,13 @@ impl JointEncoding for SatEncoding<'_> {
         let Some(lengths) = self.length_assumptions(q.max_length) else {
             return EncodingOutcome::Unsat;
         };
+        if let Some(stages) = q.stages {
+            let ii = i64::from(self.ii);
+            for (v, &s) in stages.iter().enumerate().take(self.p.ops.len()) {
+                assumptions.push(self.ge(v, i64::from(s) * ii));
+                assumptions.push(self.ge(v, (i64::from(s) + 1) * ii).not());
+            }
+        }
         assumptions.extend(lengths);
         if let Some(k) = q.max_group {
             for g in &self.group {

@@ -75,6 +75,10 @@ pub enum SkipReason {
     /// `lower=only`: the loop could not be lowered (the record's text says
     /// why), and that option writes no attributes.
     LoweringRefused,
+    /// Triton's own schedule of the loop (on it when the pass ran) is
+    /// better in twill's model than the schedule twill found within its
+    /// budget: Triton's is kept (the record's text gives both).
+    TritonBetter,
     /// A loop twill lowered earlier (marked `twill.lowered`): it runs as
     /// twill's warp-specialized code, not as a candidate.
     LoweredByTwill,
@@ -169,11 +173,46 @@ pub struct ScheduledLoop {
     /// TTGIR, or why not (it then has the attributes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lowering: Option<Lowering>,
+    /// Present when the loop carried Triton's own schedule: that schedule
+    /// in twill's model, next to twill's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triton: Option<TritonSchedule>,
     /// Present when the user's `num_stages` is known (the `num-stages`
     /// option or the loop's `tt.num_stages`): the bound, and why the
     /// schedule has the stages it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_stages: Option<NumStages>,
+}
+
+/// Triton's own schedule of a loop (`loop.stage` of each op, written by its
+/// `schedule_loops`) evaluated in twill's model: the smallest I at which a
+/// joint schedule keeps every op in Triton's stage.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TritonSchedule {
+    /// Triton's stages (its last stage + 1).
+    pub stages: u32,
+    /// The smallest such I, normalized and in raw cycles; absent when the
+    /// evaluation's budget ran out first (`at_least` then bounds it).
+    pub ii: Option<u32>,
+    pub ii_cycles: Option<i64>,
+    /// Every smaller I is refuted for Triton's stages.
+    pub at_least: u32,
+}
+
+impl TritonSchedule {
+    /// ` [Triton's schedule: 3 stages, I=40 (~4000 cycles) in twill's model]`.
+    pub fn words(&self) -> String {
+        match (self.ii, self.ii_cycles) {
+            (Some(ii), Some(c)) => format!(
+                " [Triton's schedule: {} stages, I={ii} (~{c} cycles) in twill's model]",
+                self.stages
+            ),
+            _ => format!(
+                " [Triton's schedule: {} stages, I >= {} in twill's model (not evaluated further within the budget)]",
+                self.stages, self.at_least
+            ),
+        }
+    }
 }
 
 /// The user's `num_stages` and what became of it.
@@ -267,6 +306,18 @@ pub struct Proof {
     pub length_proven: bool,
     /// The optimum is under Triton's colocation rules, not of the loop alone.
     pub under_partition_rules: bool,
+    /// Work the search spent, in z3 resource units (deterministic: the same
+    /// on any machine and under any load).
+    #[serde(default)]
+    pub work: u64,
+    /// The loop's share of the kernel's work budget (0: none).
+    #[serde(default)]
+    pub budget: u64,
+    /// The budget ran out before the search was complete: the schedule is
+    /// the best found within it, and `ii_proven` / `length_proven` say what
+    /// was proven by then.
+    #[serde(default)]
+    pub budget_spent: bool,
 }
 
 /// One streaming load's prefetch.
@@ -390,12 +441,22 @@ impl ScheduledLoop {
         if self.proof.under_partition_rules {
             msg.push_str(" under Triton's partition rules");
         }
+        if self.proof.budget_spent {
+            let _ = write!(
+                msg,
+                "; work budget of {} spent: the best schedule found within it",
+                work_words(self.proof.budget)
+            );
+        }
         if !self.prefetch.is_empty() {
             let pf: Vec<String> = self.prefetch.iter().map(Prefetch::words).collect();
             let _ = write!(msg, "; {}", pf.join(", "));
         }
         msg.push(')');
         self.objective_note(&mut msg);
+        if let Some(t) = &self.triton {
+            msg.push_str(&t.words());
+        }
         if let Some(l) = &self.loads {
             l.note(name, &mut msg);
         }
@@ -448,6 +509,11 @@ impl ScheduledLoop {
             ),
         }
     }
+}
+
+/// A work amount in z3 resource units, in millions (`12.5M units`).
+pub fn work_words(units: u64) -> String {
+    format!("{:.1}M units", units as f64 / 1e6)
 }
 
 impl Proof {
@@ -556,6 +622,9 @@ mod tests {
                     ii_proven: true,
                     length_proven: true,
                     under_partition_rules: false,
+                    work: 0,
+                    budget: 0,
+                    budget_spent: false,
                 },
                 prefetch: vec![Prefetch {
                     op: "a".into(),
@@ -574,6 +643,7 @@ mod tests {
                 sharing: None,
                 lowering: None,
                 num_stages: None,
+                triton: None,
             }),
             solve_seconds: 0.041,
         }

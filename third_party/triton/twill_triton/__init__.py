@@ -16,7 +16,10 @@ one warning on the `twill` logger (`TWILL_STRICT=1` raises instead).
 Environment:
     TRITON_TWILL=1      enable at startup (needs `pip install ./third_party/triton`)
     TWILL_OPT=PATH      the twill-opt binary (default: the wheel's bundled one, on PATH, or the repo's target/release)
-    TWILL_TIMEOUT=SECS  solver time per loop (default 30)
+    TWILL_TIMEOUT=SECS  wall-clock guard per loop (default 30; the budget decides)
+    TWILL_BUDGET=M      the solver's work per kernel, millions of z3 resource units
+                        (default: the pass's, about 2 s on a 2-core machine; 0: none);
+                        deterministic: the same schedule under any load
     TWILL_SCOPE=ws|all  which loops (default ws: those marked warp_specialize)
     TWILL_DUMP_DIR=DIR  write every exported loop, the pass output and the decisions
     TWILL_STRICT=1      raise TwillError instead of falling back

@@ -176,10 +176,28 @@ class Config:
     # Hopper warp specialization; the loops not lowered take the attribute
     # route.
     lower: bool = False
+    # The solver's deterministic work budget per kernel, in millions of z3
+    # resource units (TWILL_BUDGET; None: the pass's default; 0: none, the
+    # timeout alone). The same kernel gets the same schedule on a busy and
+    # on a quiet machine.
+    budget: Optional[float] = None
+
+
+def _budget(budget):
+    """The work budget of `enable(budget=...)`, else TWILL_BUDGET, in millions
+    of z3 resource units; None for the pass's default."""
+    if budget is None:
+        budget = os.environ.get("TWILL_BUDGET", "").strip() or None
+    if budget is None:
+        return None
+    value = float(budget)
+    if not value >= 0:
+        raise ValueError(f"twill: the work budget must be >= 0 (millions of z3 resource units), got {budget!r}")
+    return value
 
 
 def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra="", verify_triton=None,
-            lower=None):
+            lower=None, budget=None):
     return Config(
         twill_opt=_find_twill_opt(twill_opt),
         timeout=float(timeout if timeout is not None else os.environ.get("TWILL_TIMEOUT", 30)),
@@ -192,6 +210,7 @@ def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None
         partitions=os.environ.get("TWILL_PARTITIONS", "1").strip().lower() not in ("0", "false", "no", "off"),
         verify_triton=_env_bool("TWILL_VERIFY_TRITON") if verify_triton is None else bool(verify_triton),
         lower=_env_bool("TWILL_LOWER") if lower is None else bool(lower),
+        budget=_budget(budget),
     )
 
 
@@ -212,18 +231,18 @@ def _cache_key(cfg):
     """What makes a twill compilation differ from Triton's: the twill binary
     (hence its machine descriptions and solver) and the pass options."""
     replay = os.environ.get("TWILL_REPLAY_DIR", "")
-    return (f"twill-{_binary_hash(cfg.twill_opt)}-{cfg.scope}-{cfg.timeout}-{cfg.extra}"
+    return (f"twill-{_binary_hash(cfg.twill_opt)}-{cfg.scope}-{cfg.timeout}-{cfg.budget}-{cfg.extra}"
             f"-{'p' if cfg.partitions else 'np'}-{'l' if cfg.lower else 'nl'}-{replay}")
 
 
 def enable(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra_options="",
-           verify_triton=None, lower=None):
+           verify_triton=None, lower=None, budget=None):
     """Schedule the loops of every Triton kernel compiled from now on with
     twill. Arguments override the environment (see the package doc)."""
     import triton
     from triton import knobs
 
-    cfg = _config(twill_opt, timeout, scope, strict, dump_dir, extra_options, verify_triton, lower)
+    cfg = _config(twill_opt, timeout, scope, strict, dump_dir, extra_options, verify_triton, lower, budget)
     if (not cfg.twill_opt or not os.path.exists(cfg.twill_opt)) and not os.environ.get("TWILL_REPLAY_DIR"):
         raise TwillError("twill-opt not found: set TWILL_OPT, put it on PATH, or build it "
                          "(cargo build --release); or set TWILL_REPLAY_DIR to replay recorded schedules")
@@ -373,37 +392,31 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
         h = names.index(HOPPER_WS) if cfg.lower and capability // 10 == 9 and HOPPER_WS in names[:i] else None
         if h is None:
             _run(ir, mod, calls[:i], tag + "_before_twill")
-            base, lowered, rest, lowering_seconds = mod, None, i, 0.0
+            base, lowered, resume, lowering_seconds = mod, None, i, 0.0
         else:
-            # `rest`: where Triton's own pass list resumes on `mod` if twill
-            # falls back (`mod` is untouched from there on when twill lowered).
-            base, lowered, rest, lowering_seconds = _lower_first(ir, mod, calls, h, i, capability, options, cfg, tag)
+            base, lowered, resume, lowering_seconds = _lower_first(ir, mod, calls, h, i, capability, options, cfg,
+                                                                   tag)
+        # Triton schedules every loop first (its `assign_latencies` and
+        # `schedule_loops`); twill-opt then runs once on the kernel, and its
+        # schedule replaces Triton's on the loops it schedules. A loop twill
+        # skips keeps Triton's schedule (without one it would reach the
+        # pipeliner unpipelined).
+        _run(ir, base, calls[i:i + 2], tag + "_triton_schedule")
+        # `rest`: where Triton's own pass list resumes on `mod` if twill falls
+        # back (`mod` is untouched from Hopper WS on when twill lowered).
+        rest = i + 2 if base is mod else resume
         try:
             try:
                 new, decision = _schedule(ir, base, capability, options, cfg)
             except _Fallback as e:
                 if lowered is None:
                     raise
-                # Every loop was lowered, or is left to Triton: Triton
-                # schedules the others.
+                # Every loop was lowered, or is left to Triton's schedule.
                 log.info("twill: %s: no loop for the attribute route: %s", lowered.kernel, e)
-                _run(ir, base, calls[i:i + 2], tag + "_triton_schedule")
                 failed = getattr(e, "decision", None) or lowered
                 new, decision = base, Decision(kernel=lowered.kernel, capability=capability, scheduled=True,
                                                dump=lowered.dump, report=failed.report,
                                                schedule_seconds=failed.schedule_seconds if failed is not lowered else 0)
-            else:
-                if leaves_loops_to_triton(decision.report):
-                    # Some loop keeps Triton's schedule: Triton schedules every
-                    # loop first, and twill's schedule replaces Triton's on the
-                    # loops twill schedules (a loop without a schedule would
-                    # reach the pipeliner unpipelined).
-                    _run(ir, base, calls[i:i + 2], tag + "_triton_schedule")
-                    if base is mod:
-                        rest = i + 2
-                    spent = decision.schedule_seconds
-                    new, decision = _schedule(ir, base, capability, options, cfg)
-                    decision.schedule_seconds += spent
             if lowered is not None:
                 decision.lowering = lowered.report
                 decision.remarks = lowered.remarks + decision.remarks
@@ -770,7 +783,8 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
         # Triton's num_stages bounds the schedule's stages (a loop's own
         # tt.num_stages, in the exported module, wins for that loop).
         stages = f" num-stages={_num_stages(options)}"
-        key = replay_key(exported, f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering}{stages} {cfg.extra}".strip())
+        budget = f" budget={cfg.budget:g}" if cfg.budget is not None else ""
+        key = replay_key(exported, f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering}{stages}{budget} {cfg.extra}".strip())
         inp = work / "input.mlir"
         out = work / "output.mlir"
         inp.write_text(exported)
@@ -793,6 +807,8 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
             e.decision = decision
             raise e
         pass_opts = f"arch={arch} triton={_triton_version()} scope={cfg.scope} timeout={cfg.timeout:g}"
+        if cfg.budget is not None:
+            pass_opts += f" budget={cfg.budget:g}"
         if arch == "sm100" and not cfg.partitions:
             # Stages only: Triton's partition scheduler partitions around
             # them. By default twill writes its own partitions (sm100), solved

@@ -1,0 +1,29 @@
+// Never worse than Triton: a loop that carries Triton's own schedule (the
+// FA forward of fa_fwd_sm90.mlir after Triton's assign_latencies and
+// schedule_loops, as the Python hook hands it over) gets that schedule
+// evaluated in twill's model next to twill's, in the remark and in the
+// report. Where twill's search is cut short by a tiny work budget and stops
+// at a larger I than Triton's stages reach, the loop keeps Triton's
+// schedule (`triton_better`): its attributes are left as Triton wrote them.
+// RUN: %twill-opt %inputs/triton36/fa_fwd_sm90.triton_schedule.mlir --twill-schedule="arch=sm90 scope=all report=%t.json" -o /dev/null 2>&1 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=REPORT --input-file=%t.json
+// RUN: %twill-opt %inputs/triton36/fa_fwd_sm90.triton_schedule.mlir --twill-schedule="arch=sm90 scope=all budget=0.05 report=%t.small.json" 2>&1 | FileCheck %s --check-prefix=SMALL
+// RUN: FileCheck %s --check-prefix=SMALL-REPORT --input-file=%t.small.json
+// RUN: %twill-opt %inputs/triton36/fa_fwd_sm90.triton_schedule.mlir --twill-schedule="arch=sm90 scope=all budget=0.05" -o %t.kept.mlir 2>/dev/null
+// RUN: %twill-opt %inputs/triton36/fa_fwd_sm90.triton_schedule.mlir -o %t.input.mlir
+// RUN: diff %t.kept.mlir %t.input.mlir
+
+// CHECK: remark: twill: scheduled attn_fwd_kernel_loop1: I=32 (~3748 cycles)
+// CHECK-SAME: proven optimal
+// CHECK-SAME: [Triton's schedule: 3 stages, I=32 (~3748 cycles) in twill's model]
+// REPORT: "triton": {
+// REPORT-NEXT: "stages": 3,
+// REPORT-NEXT: "ii": 32,
+// REPORT-NEXT: "ii_cycles": 3748,
+// REPORT-NEXT: "at_least": 32
+
+// SMALL: remark: twill: skipped loop: Triton's own schedule is better in twill's model: I=32 (~3748 cycles, 3 stages) against twill's I={{[0-9]+}}
+// SMALL-REPORT: "decision": "skipped",
+// SMALL-REPORT: "reason": "triton_better",
+
+// The kept module is the input printed back: Triton's attributes unchanged.
