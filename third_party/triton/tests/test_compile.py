@@ -100,6 +100,7 @@ NO_SCHEDULE = "twill: skipped loop: no schedule: "
 TIMED_OUT = NO_SCHEDULE + "timed out before finding a schedule"
 NO_LOOP = "no candidate loop"
 
+_V36 = triton.__version__.startswith("3.6")
 _LOOPS = {"fa_fwd": 1, "matmul": 1, "fa_fwd_causal": 2, "fa_fwd_hd64": 1, "fa_fwd_subtile": 1,
           "fa_fwd_causal_subtile": 2, "fa_bwd_hd128": 2, "fa_bwd_hd64": 2}
 EXPECTED = {(kernel, cap): [SCHEDULED] * n for kernel, n in _LOOPS.items() for cap in (90, 100)}
@@ -115,8 +116,20 @@ EXPECTED.update({
     ("fa_bwd_hd128", 90): [SCHEDULED, SAME],
     # Within num_stages=2 on sm100 no schedule exists: each load feeding a
     # tcgen05 MMA, placed after it, takes a stage of its own on top of its
-    # prefetch (stages=free schedules both loops).
+    # prefetch.
     ("fa_bwd_hd128", 100): [NO_SCHEDULE + "no software-pipelined schedule with I <= "] * 2,
+})
+# Triton 3.9: the causal forward's diagonal loop has no schedule under Triton's
+# partition rules, so it is solved without them and gets stages only; its
+# loads feeding tcgen05 MMAs then go after them, a stage deeper than the
+# search counted (it counts that stage only where no partitions are written
+# from the start), and the attributes would exceed num_stages=3.
+EXCEEDED = "twill: skipped loop: the attributes take 4 stages, more than num_stages=3"
+EXPECTED.update({} if _V36 else {
+    ("fa_fwd_causal", 100): [SCHEDULED, EXCEEDED],
+    ("fa_fwd_causal_subtile", 100): [SCHEDULED, EXCEEDED],
+})
+EXPECTED.update({
     # No loop at all.
     ("fa_bwd_preprocess_hd128", 90): [],
     ("fa_bwd_preprocess_hd128", 100): [],
@@ -135,7 +148,6 @@ VERIFIER_WS = "the pipeline verifier did not prove"
 VERIFIER_WS_WHY = ": not verified: "
 NOT_BUILDABLE = "partitions left to Triton (no schedule under Triton's partition rules within "
 SEVERAL_36 = "partitions left to Triton (Triton before 3.7 lowers several warp-specialized loops"
-_V36 = triton.__version__.startswith("3.6")
 PARTITIONS = {
     "fa_fwd": [TWILL_PARTS],
     "fa_fwd_hd64": [TWILL_PARTS],
