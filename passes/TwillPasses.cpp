@@ -190,6 +190,17 @@ struct TwillSchedulePass
                      "$TWILL_CACHE_DIR, none without it); a cached "
                      "schedule is checked again before it is written"),
       llvm::cl::init("")};
+  Option<unsigned> numStages{
+      *this, "num-stages",
+      llvm::cl::desc("Triton's num_stages (0: not given); a loop's own "
+                     "tt.num_stages wins for that loop"),
+      llvm::cl::init(0)};
+
+  Option<std::string> stages{
+      *this, "stages",
+      llvm::cl::desc("bound: at most num_stages pipeline stages; free: any "
+                     "number (num_stages is only reported)"),
+      llvm::cl::init("bound")};
 
   void runOnOperation() override {
     std::string o;
@@ -212,6 +223,8 @@ struct TwillSchedulePass
     render(o, "pointer-prefetch", std::to_string(pointerPrefetch));
     render(o, "ctas", std::to_string(ctas));
     render(o, "objective", objective);
+    render(o, "num-stages", std::to_string(numStages));
+    render(o, "stages", stages);
     render(o, "report", report);
     render(o, "lower", lower);
     render(o, "ring", ring);

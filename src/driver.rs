@@ -19,6 +19,7 @@
 //! the one [`planned_graph`] gives `--twill-export-graph` to write.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::time::Instant;
 
 use crate::backend::ws::{self, LowerSkip, WsPlan};
@@ -34,8 +35,8 @@ use crate::modulo::mii;
 use crate::normalize::Normalization;
 use crate::problem::{BuildOptions, Problem};
 use crate::report::schedule::{
-    cycles, Bounds, Loads, Lowering, Partitions, PartitionsCode, Placement, Prefetch, Proof,
-    ScheduledLoop, Sharing, SkipReason, SlackRecord, TritonSchedule, UnitCycles,
+    cycles, Bounds, Loads, Lowering, NumStages, Partitions, PartitionsCode, Placement, Prefetch,
+    Proof, ScheduledLoop, Sharing, SkipReason, SlackRecord, TritonSchedule, UnitCycles,
 };
 
 /// The pass's default work budget per kernel, z3 resource units
@@ -75,6 +76,32 @@ pub struct LoopOptions {
     pub ring: ws::RingDepth,
     /// `cache=` (or `TWILL_CACHE_DIR`): where solved loops are cached.
     pub cache: Option<LoopCache>,
+    /// `num-stages=`: Triton's `num_stages` (0: not given).
+    pub num_stages: u32,
+    /// `stages=`: whether the user's `num_stages` bounds the schedule.
+    pub stages: Stages,
+}
+
+/// The pass's `stages=` option: what the user's `num_stages` means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stages {
+    /// At most `num_stages` stages (the default): the buffering the user
+    /// asked for is the most twill writes.
+    #[default]
+    Bound,
+    /// Any number of stages; the user's `num_stages` is only reported.
+    Free,
+}
+
+impl std::str::FromStr for Stages {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Stages, String> {
+        match s {
+            "bound" => Ok(Stages::Bound),
+            "free" => Ok(Stages::Free),
+            other => Err(format!("stages: expected `bound` or `free`, got `{other}`")),
+        }
+    }
 }
 
 /// The pass's `lower=` option (docs/ws-lowering.md).
@@ -154,6 +181,9 @@ pub struct LoopJob<'a> {
     pub stages_only: Option<&'a str>,
     /// Under `loads=auto`: the mixed loop whose rotation applies here.
     pub mixed: Option<&'a str>,
+    /// The loop's own `tt.num_stages` (`tl.range(num_stages=...)`), when
+    /// at least 1: it wins over the option, as in Triton.
+    pub loop_num_stages: Option<u32>,
     /// This loop's share of the kernel's work budget (0: none).
     pub budget: u64,
 }
@@ -178,6 +208,53 @@ impl LoopJob<'_> {
     /// Triton will warp-specialize it (sm90 also needs num_warps = 4).
     fn warp_specialized(&self) -> bool {
         self.ws_loop() && self.o.target.warp_specializes(self.ir.num_warps)
+    }
+
+    /// The user's `num_stages` for this loop and where it comes from: the
+    /// loop's own attribute, else the option; none when neither is given.
+    fn user_stages(&self) -> Option<(u32, &'static str)> {
+        match self.loop_num_stages {
+            Some(n) => Some((n, "loop")),
+            None => (self.o.num_stages > 0).then_some((self.o.num_stages, "option")),
+        }
+    }
+
+    /// The most stages the schedule may have (`stages=bound`).
+    fn stage_bound(&self) -> Option<u32> {
+        self.user_stages()
+            .filter(|_| self.o.stages == Stages::Bound)
+            .map(|(n, _)| n)
+    }
+
+    /// Where the loads go: `loads=auto` rotates the loads of a loop that
+    /// mixes descriptor and pointer loads, or (`rotate=kernel`) of any loop
+    /// of its kernel. Returns the placement and whether it is rotated.
+    fn load_placement(&self) -> (backend::LoadPlacement, bool) {
+        let rotated = self.o.auto_loads && self.mixed.is_some();
+        let loads = if rotated {
+            self.o.loads.rotated()
+        } else {
+            self.o.loads
+        };
+        (loads, rotated)
+    }
+
+    /// What the search tries, for a message: warp specialization or
+    /// software pipelining only (and why), within the stage bound.
+    fn tried(&self, warps: &WarpConfig) -> String {
+        let mut what = if warps.groups > 1 {
+            format!("warp specialization, {} compute groups", warps.groups)
+        } else if self.ws_loop() {
+            "software pipelining, one compute group".to_string()
+        } else if self.o.ws {
+            "software pipelining only: the loop is not marked tt.warp_specialize".to_string()
+        } else {
+            "software pipelining only: ws=false".to_string()
+        };
+        if let Some(n) = self.stage_bound() {
+            let _ = write!(what, "; at most {n} stages (num_stages)");
+        }
+        what
     }
 }
 
@@ -258,6 +335,8 @@ pub struct SolveRequest {
     /// Seconds for the whole solve, both attempts (a guard: the budget
     /// decides where it is set).
     pub timeout: f64,
+    /// At most this many stages (the user's `num_stages`).
+    pub stage_bound: Option<joint::StageBound>,
     /// Deterministic work budget of the whole solve, both attempts, z3
     /// resource units (0: none).
     pub budget: u64,
@@ -302,6 +381,12 @@ pub fn schedule_loop(
     let o = job.o;
     let (machine, lowered) = extract(job)?;
     let machine = machine.as_ref();
+    if job.stage_bound() == Some(1) {
+        return Err(Skip::new(
+            SkipReason::SameAsTriton,
+            "num_stages=1: Triton does not pipeline this loop, and within one stage no load is issued ahead (stages=free lifts the bound)",
+        ));
+    }
     let plan = Plan::new(job, machine, &lowered);
     // Priced and normalized once; the colocated attempt only adds its sets.
     let problem = price(&plan.graph, machine, o.u, o.timeout)?.0;
@@ -312,10 +397,18 @@ pub fn schedule_loop(
         seed: 0,
         threads: 0,
         timeout: o.timeout,
+        stage_bound: job.stage_bound().map(|stages| joint::StageBound {
+            stages,
+            extra: extra_stages(job, &lowered, &problem),
+        }),
         budget: job.budget,
     };
     let mut solved = solve_through_cache(job, machine, &plan, &problem, &request, started)
-        .map_err(|s| kept(job, s))?;
+        .map_err(|s| {
+            let mut skip = kept(job, s);
+            let _ = write!(skip.text, " [tried: {}]", job.tried(&plan.warps));
+            skip
+        })?;
     let partitioning = plan.partitioning(job, &solved);
     let iteration = redepth(&mut solved.result, o.ctas, problem.cycle_scale);
     let solved_problem = solved.colocated_problem.as_ref().unwrap_or(&problem);
@@ -325,7 +418,11 @@ pub fn schedule_loop(
         prefer_triton(t, &solved, problem.cycle_scale)?;
     }
     let decided = decide(job, &lowered, &solved.result, partitioning.written);
+    within_bound(job, &decided)?;
     validate(job, machine, &lowered, &decided)?;
+    if o.lower == Lower::Off {
+        tritons_own(job, &decided, &solved.result, &problem)?;
+    }
     let lowering =
         (o.lower != Lower::Off).then(|| lower_loop(job, machine, &lowered, &solved.result, lower));
     if let (Lower::Only, Some(l)) = (o.lower, &lowering) {
@@ -485,6 +582,7 @@ pub fn solve(
                 seed: request.seed,
                 threads: request.threads,
                 objective: request.objective,
+                stage_bound: request.stage_bound,
                 budget,
             },
         )
@@ -569,8 +667,12 @@ fn solve_through_cache(
     let mut graph = plan.graph.clone();
     graph.same_group = plan.colocated.clone();
     // The loop's share of the kernel's budget decides where a search cut
-    // short stops: a loop with another share is another entry.
-    let options = format!("{}\nshare={}", store.options, request.budget);
+    // short stops, and its own stage bound (its `tt.num_stages` wins over
+    // the option) what it may find: either differing is another entry.
+    let options = format!(
+        "{}\nshare={}\nstage_bound={:?}",
+        store.options, request.budget, request.stage_bound
+    );
     let key = cache::key(&options, machine, &graph, &plan.warps);
     if let Some(hit) = store
         .load(&key)
@@ -806,11 +908,31 @@ pub struct Decided {
 /// Decides Triton's attributes: the options' cluster order where it meets
 /// Triton's order rule, the slot order otherwise.
 pub fn decide(job: &LoopJob, lowered: &Lowered, result: &JointResult, partitions: bool) -> Decided {
+    let (loads, rotated) = job.load_placement();
+    let decided = decide_with(job, lowered, result, partitions, loads, rotated);
+    // Under the stage bound a `loads=auto` rotation keeps its loads last
+    // but drops the stage it adds where that stage would exceed the bound:
+    // one iteration less lead, as Triton's own rotation at that num_stages.
+    match job.stage_bound() {
+        Some(n) if rotated && decided.decision.max_stage + 1 > n => {
+            let shallow = backend::LoadPlacement::uniform(true, job.o.loads.descriptor.extra);
+            decide_with(job, lowered, result, partitions, shallow, rotated)
+        }
+        _ => decided,
+    }
+}
+
+/// [`decide`] with the loads placed as `loads` says (`rotated`: by
+/// `loads=auto`).
+fn decide_with(
+    job: &LoopJob,
+    lowered: &Lowered,
+    result: &JointResult,
+    partitions: bool,
+    loads: backend::LoadPlacement,
+    rotated: bool,
+) -> Decided {
     let (o, ir) = (job.o, job.ir);
-    // `loads=auto`: the loads of a loop that mixes descriptor and pointer
-    // loads, or (`rotate=kernel`) of any loop of its kernel, are rotated.
-    let rotated = o.auto_loads && job.mixed.is_some();
-    let loads = if rotated { o.loads.rotated() } else { o.loads };
     let decide = |order| {
         backend::decide(
             ir,
@@ -871,6 +993,119 @@ pub fn validate(
         &broken,
         SkipReason::ContractViolation,
         "the decision breaks Triton's contract",
+    )
+}
+
+/// Stages the back end adds to a streaming load's prefetch depth (the
+/// `prefetch` options, and on sm100 without partitions written the stage of
+/// a load placed after its tcgen05 reader): the most over the loop's
+/// streaming loads, for the stage bound. A `loads=auto` rotation's stage is
+/// not counted: [`decide`] drops it where it would exceed the bound.
+fn extra_stages(job: &LoopJob, lowered: &Lowered, problem: &Problem) -> u32 {
+    let loads = job.o.loads;
+    let partitioned = job.warp_specialized() && job.o.partitions && job.stages_only.is_none();
+    let after_reader = |v: usize| {
+        job.o.target.arch == backend::Arch::Sm100
+            && !partitioned
+            && backend::stages::feeds_tcgen05(job.ir, lowered.op_of_node[v])
+    };
+    problem
+        .ops
+        .iter()
+        .filter(|op| op.streaming)
+        .filter_map(|op| lowered.graph.ops.iter().position(|g| g.name == op.name))
+        .map(|v| loads.of_node(job.ir, lowered, v).extra + u32::from(after_reader(v)))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Refuses attributes with more stages than the bound: the search keeps
+/// the schedule's own stages and the loads' prefetch within it, but the
+/// back end may move a load one stage deeper after the solve (sm100, a
+/// load placed after its tcgen05 reader).
+fn within_bound(job: &LoopJob, decided: &Decided) -> Result<(), Skip> {
+    let Some(n) = job.stage_bound() else {
+        return Ok(());
+    };
+    let stages = decided.decision.max_stage + 1;
+    if stages <= n {
+        return Ok(());
+    }
+    Err(Skip::new(
+        SkipReason::NumStagesExceeded,
+        format!(
+            "the attributes take {stages} stages, more than num_stages={n}: the back end placed a load deeper than the search counted (stages=free lifts the bound)"
+        ),
+    ))
+}
+
+/// A decision that is Triton's own assignment at the user's `num_stages`
+/// ([`backend::stages::is_tritons_assignment`]) is left to Triton, as a
+/// `same_as_triton` skip: the code is Triton's either way.
+fn tritons_own(
+    job: &LoopJob,
+    decided: &Decided,
+    result: &JointResult,
+    problem: &Problem,
+) -> Result<(), Skip> {
+    let Some((n, _)) = job.user_stages() else {
+        return Ok(());
+    };
+    if !backend::stages::is_tritons_assignment(job.ir, &decided.decision, n) {
+        return Ok(());
+    }
+    let s = &result.schedule.schedule;
+    Err(Skip {
+        reason: SkipReason::SameAsTriton,
+        text: format!(
+            "twill's schedule (I={}, L={}, {n} stages) is Triton's own assignment at num_stages={n} (loads in stage 0 after their readers, the rest in stage {})",
+            s.ii,
+            s.length,
+            n - 1
+        ),
+        bounds: Some(bounds(problem, result.res_mii)),
+        units: units(problem),
+    })
+}
+
+/// Why a schedule has `stages` stages against the user's `n`, from what
+/// the search established: `cut_below` are the Is below the answer's where
+/// the bound cut the lengths searched.
+fn stages_text(n: u32, stages: u32, cut_below: &[u32], r: &JointResult) -> String {
+    let (ii, length) = (r.schedule.schedule.ii, r.schedule.schedule.length);
+    if stages > n {
+        return format!("{stages} stages, above it (stages=free)");
+    }
+    let at = if stages == n {
+        "at the bound".to_string()
+    } else {
+        format!("{stages} stages")
+    };
+    if let (Some(a), Some(b)) = (cut_below.first(), cut_below.last()) {
+        let range = if a == b {
+            format!("I={a}")
+        } else {
+            format!("I={a}..{b}")
+        };
+        return format!(
+            "{at}; the bound cut the lengths searched at {range}, where more stages might allow a smaller I (stages=free solves without it)"
+        );
+    }
+    if stages == n {
+        return at;
+    }
+    let why_ii = if r.ii_proven {
+        format!("I={ii} is the minimum at any number of stages (every smaller I refuted, none by the bound)")
+    } else {
+        format!("I={ii} is the smallest found (not proven minimal)")
+    };
+    let shortest = if r.length_proven {
+        "its shortest schedule"
+    } else {
+        "its schedule found (L not proven shortest)"
+    };
+    format!(
+        "{stages} stages, fewer: {why_ii}, and {shortest} (L={length}) with the loads' prefetch takes {stages}; more stages would add buffers, not speed"
     )
 }
 
@@ -990,8 +1225,33 @@ impl Facts<'_> {
             }),
             cached: self.solved.cached,
             lowering: None,
+            num_stages: self.num_stages(),
             triton: self.triton.clone(),
         }
+    }
+
+    /// The user's `num_stages` and why the schedule has its stages.
+    fn num_stages(&self) -> Option<NumStages> {
+        let (requested, source) = self.job.user_stages()?;
+        let result = &self.solved.result;
+        let ii = result.schedule.schedule.ii;
+        let cut_below: Vec<u32> = result
+            .certificate
+            .iter()
+            .filter_map(|c| match c {
+                joint::JointRefuted::StageBound { ii: at, .. } if *at < ii => Some(*at),
+                _ => None,
+            })
+            .collect();
+        let stages = self.decided.decision.max_stage + 1;
+        let free = self.job.o.stages == Stages::Free;
+        Some(NumStages {
+            requested,
+            source: source.to_string(),
+            mode: if free { "free" } else { "bound" }.to_string(),
+            text: stages_text(requested, stages, &cut_below, result),
+            cut_below,
+        })
     }
 
     fn partitions(&self) -> Partitions {
@@ -1099,6 +1359,8 @@ pub(crate) mod tests {
             lower: Lower::Off,
             ring: ws::RingDepth::Schedule,
             cache: None,
+            num_stages: 0,
+            stages: Stages::Bound,
         }
     }
 
@@ -1113,6 +1375,7 @@ pub(crate) mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            loop_num_stages: None,
             budget: DEFAULT_BUDGET,
         };
         let mut written = None;
@@ -1144,6 +1407,7 @@ pub(crate) mod tests {
             seed: 0,
             threads: 0,
             timeout: o.timeout,
+            stage_bound: None,
             budget: DEFAULT_BUDGET,
         };
         let solved = solve(&problem, &[], &request, Instant::now()).unwrap();
@@ -1170,6 +1434,53 @@ pub(crate) mod tests {
         );
     }
 
+    #[test]
+    fn the_loops_own_num_stages_wins_over_the_option() {
+        let machine = Machine::select("h100").unwrap();
+        let ir = gemm();
+        let o = LoopOptions {
+            num_stages: 3,
+            ..options()
+        };
+        let job = |loop_num_stages| LoopJob {
+            ir: &ir,
+            machine: &machine,
+            o: &o,
+            stages_only: None,
+            mixed: None,
+            loop_num_stages,
+            budget: DEFAULT_BUDGET,
+        };
+        // The loop asks for one stage: Triton does not pipeline it.
+        let skip = schedule_loop(&job(Some(1)), |_| Ok(()), |_| unreachable!()).unwrap_err();
+        assert_eq!(skip.reason, SkipReason::SameAsTriton);
+        // The option's three: the GEMM takes two, and the record says why.
+        let s = schedule_loop(&job(None), |_| Ok(()), |_| unreachable!())
+            .unwrap()
+            .schedule;
+        let n = s.num_stages.unwrap();
+        assert_eq!((n.requested, n.source.as_str(), s.stages), (3, "option", 2));
+        assert!(n.text.starts_with("2 stages, fewer: I="), "{}", n.text);
+        // Free: the same schedule, the bound only reported.
+        let free = LoopOptions {
+            stages: Stages::Free,
+            ..o.clone()
+        };
+        let job = LoopJob {
+            o: &free,
+            ..job(Some(1))
+        };
+        let s = schedule_loop(&job, |_| Ok(()), |_| unreachable!())
+            .unwrap()
+            .schedule;
+        let n = s.num_stages.unwrap();
+        assert_eq!(
+            (n.requested, n.source.as_str(), n.mode.as_str()),
+            (1, "loop", "free")
+        );
+        assert!(n.text.contains("above it (stages=free)"), "{}", n.text);
+    }
+
     /// The GEMM solved for the lowering (one compute group): the plan
     /// the pass hands to the emitter, and the solve it came from.
     fn gemm_lowering() -> (WsPlan, Lowered, JointResult, Scheduled) {
@@ -1187,6 +1498,7 @@ pub(crate) mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            loop_num_stages: None,
             budget: DEFAULT_BUDGET,
         };
         let mut planned = None;
@@ -1212,6 +1524,7 @@ pub(crate) mod tests {
             seed: 0,
             threads: 0,
             timeout: o.timeout,
+            stage_bound: None,
             budget: DEFAULT_BUDGET,
         };
         let solved = solve(&problem, &[], &request, Instant::now()).unwrap();
@@ -1358,6 +1671,7 @@ pub(crate) mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            loop_num_stages: None,
             budget: DEFAULT_BUDGET,
         };
         let s = schedule_loop(&job, |_| Ok(()), |_| unreachable!()).unwrap();
@@ -1384,6 +1698,7 @@ pub(crate) mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            loop_num_stages: None,
             budget: DEFAULT_BUDGET,
         };
         let skip = schedule_loop(&job, |_| Ok(()), |_| unreachable!()).unwrap_err();
@@ -1414,6 +1729,7 @@ pub(crate) mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            loop_num_stages: None,
             budget: o.budget,
         };
         let mut written = None;

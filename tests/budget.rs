@@ -38,6 +38,7 @@ fn solve(
             threads,
             objective: Objective::Length,
             budget,
+            stage_bound: None,
         },
     )
 }

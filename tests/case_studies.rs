@@ -37,6 +37,7 @@ fn solve_for(
             seed: 0,
             threads: 0,
             objective,
+            stage_bound: None,
             budget: 0,
         },
     )

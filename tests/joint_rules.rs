@@ -36,6 +36,7 @@ fn both(p: &Problem, groups: u32) -> Option<JointResult> {
                 seed: 0,
                 threads: 1,
                 objective: Default::default(),
+                stage_bound: None,
                 budget: 0,
             },
         )
@@ -525,6 +526,7 @@ fn latency_slack_is_the_least_path_slack_between_asynchronous_ops() {
                 seed: 0,
                 threads: 1,
                 objective,
+                stage_bound: None,
                 budget: 0,
             },
         )

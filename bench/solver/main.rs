@@ -130,6 +130,7 @@ fn main() {
                     seed: 0,
                     threads: 0,
                     objective: Default::default(),
+                    stage_bound: None,
                     budget: 0,
                 },
             );

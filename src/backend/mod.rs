@@ -41,6 +41,7 @@ pub mod gluon;
 #[cfg(feature = "mlir")]
 pub mod mlir;
 pub mod ops;
+pub mod stages;
 pub mod ws;
 
 use std::collections::BTreeMap;
@@ -1226,6 +1227,7 @@ mod tests {
                 seed: 0,
                 threads: 1,
                 objective: Default::default(),
+                stage_bound: None,
                 budget: 0,
             },
         )

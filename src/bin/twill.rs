@@ -295,6 +295,7 @@ impl Solving<'_> {
             seed: ws.seed,
             threads: ws.threads,
             timeout: self.timeout,
+            stage_bound: None,
             budget: ws.budget,
         };
         // The graph's same_group sets are part of its problem, unless they

@@ -230,6 +230,7 @@ mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            loop_num_stages: None,
             budget: o.budget,
         };
         let lowered = lower(ir, &machine, o.target.last_stage_ops()).unwrap();
@@ -256,6 +257,7 @@ mod tests {
             o: &o,
             stages_only: None,
             mixed: None,
+            loop_num_stages: None,
             budget: o.budget,
         };
         let (_, lowered) = extract(&job).unwrap();
@@ -272,6 +274,7 @@ mod tests {
             threads: 0,
             timeout: o.timeout,
             budget: o.budget,
+            stage_bound: None,
         };
         solve(&problem, &[], &request, std::time::Instant::now())
             .unwrap()

@@ -120,7 +120,7 @@ pub(crate) fn has_attr(op: MlirOperation, name: &str) -> bool {
     }
 }
 
-fn int_attr(op: MlirOperation, name: &str) -> Option<i64> {
+pub(crate) fn int_attr(op: MlirOperation, name: &str) -> Option<i64> {
     // SAFETY: as in has_attr; the attribute is checked to be an integer.
     unsafe {
         let a = mlirOperationGetAttributeByName(

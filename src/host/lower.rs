@@ -168,6 +168,7 @@ mod tests {
             o: &lo,
             stages_only: None,
             mixed: None,
+            loop_num_stages: None,
             budget: lo.budget,
         };
         let mut answer = None;

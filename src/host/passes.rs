@@ -22,12 +22,12 @@ use crate::backend::ws::WsPlan;
 use crate::backend::{self, Arch, TritonTarget};
 use crate::cache::{self, LoopCache};
 use crate::driver::{
-    self, planned_graph, schedule_loop, LoopJob, LoopOptions, Lower, Scheduled, Skip,
+    self, planned_graph, schedule_loop, LoopJob, LoopOptions, Lower, Scheduled, Skip, Stages,
 };
 use crate::frontend::lower::{lower, straight_line_cycles};
 use crate::frontend::mlir::{
-    enclosing_function, find_loops, has_attr, location_text, outside_loops, symbol_name, FoundLoop,
-    Scope,
+    enclosing_function, find_loops, has_attr, int_attr, location_text, outside_loops, symbol_name,
+    FoundLoop, Scope,
 };
 use crate::frontend::{LoopIr, Straight};
 use crate::graph::load::to_toml;
@@ -94,6 +94,11 @@ pub struct ScheduleOptions {
     /// `cache=DIR|off`, else `TWILL_CACHE_DIR`: the schedule cache; none
     /// unless one of them names a directory.
     pub cache: Option<LoopCache>,
+    /// `num-stages=N`: Triton's `num_stages` (0: not given); a loop's own
+    /// `tt.num_stages` wins for that loop.
+    pub num_stages: u32,
+    /// `stages=bound|free`: whether it bounds the schedule's stages.
+    pub stages: Stages,
 }
 
 /// Options of `--twill-export-graph`.
@@ -152,6 +157,8 @@ impl ScheduleOptions {
             lower: Lower::Off,
             ring: Default::default(),
             cache: None,
+            num_stages: 0,
+            stages: Stages::Bound,
         };
         let placed = |k: &str, v: &str| match v {
             "first" => Ok(false),
@@ -227,6 +234,12 @@ impl ScheduleOptions {
                 "lower" => o.lower = v.parse()?,
                 "ring" => o.ring = v.parse()?,
                 "cache" => cache = v,
+                "num-stages" => {
+                    o.num_stages = v.parse::<u32>().ok().filter(|n| *n <= 64).ok_or_else(|| {
+                        format!("num-stages: expected 0..=64 (0: not given), got `{v}`")
+                    })?
+                }
+                "stages" => o.stages = v.parse()?,
                 "rotate" => {
                     o.rotate_kernel = match v {
                         "kernel" => true,
@@ -314,6 +327,8 @@ impl ScheduleOptions {
             lower: self.lower,
             ring: self.ring,
             cache: self.cache.clone(),
+            num_stages: self.num_stages,
+            stages: self.stages,
         }
     }
 }
@@ -399,6 +414,16 @@ fn guarded(
         );
         0
     })
+}
+
+/// A loop's own `tt.num_stages` (`tl.range(num_stages=...)`), when at
+/// least 1. Triton's Hopper warp specialization sets 0 on the loops it
+/// split (which it then does not pipeline itself); a 0 is not a bound, and
+/// the option applies.
+fn loop_num_stages(op: MlirOperation) -> Option<u32> {
+    int_attr(op, "tt.num_stages")
+        .filter(|n| *n >= 1)
+        .map(|n| n.min(i64::from(u32::MAX)) as u32)
 }
 
 /// The machine named by a pass option, or an error on the module.
@@ -545,6 +570,7 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
                     o: &loop_options,
                     stages_only,
                     mixed: mixed.as_deref(),
+                    loop_num_stages: loop_num_stages(found.op),
                     budget: shares.next(found.op),
                 };
                 let (op, arch, this_tag) = (found.op, o.target.arch, tag);
@@ -806,6 +832,7 @@ pub unsafe extern "C" fn export_graph_body(
                         o: &loop_options,
                         stages_only,
                         mixed: None,
+                        loop_num_stages: loop_num_stages(found.op),
                         budget: loop_options.budget,
                     };
                     match export_loop(&job, &o) {

@@ -218,6 +218,8 @@ pub struct JointOptions {
     pub threads: u32,
     /// What is optimized after I.
     pub objective: Objective,
+    /// At most this many stages (the user's `num_stages`); none: no bound.
+    pub stage_bound: Option<StageBound>,
     /// Deterministic work budget of the whole search, in z3 resource units
     /// ([`work`]; 0: none, the wall-clock `timeout` alone). The search is
     /// accounted as the sequential one: the Is in increasing order, each
@@ -225,6 +227,39 @@ pub struct JointOptions {
     /// then the same on any machine and under any load. `timeout` stays a
     /// guard against a runaway query.
     pub budget: u64,
+}
+
+/// A bound on the stages the back end writes for a schedule (Triton's
+/// `num_stages`): with P the deepest prefetch at I (streaming ops issued
+/// `prefetch_depth` iterations ahead, plus `extra`), the written stages are
+/// the schedule's own plus P, so the search keeps L <= (stages - P) * I at
+/// each I: every op then starts in one of the schedule's first
+/// stages - P stages. The answer is optimal among the schedules within
+/// that length (the certificate's `stage_bound` entries name the Is where
+/// it cut Algorithm 1's range).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StageBound {
+    /// Stages at most (`tt.scheduled_max_stage` + 1).
+    pub stages: u32,
+    /// Stages the back end adds to a load's prefetch depth (the `prefetch`
+    /// options, a `loads=auto` rotation).
+    pub extra: u32,
+}
+
+impl StageBound {
+    /// The longest L within the bound at `ii` (0: none), for the streaming
+    /// view `p`.
+    pub fn max_length(&self, p: &Problem, ii: u32) -> u32 {
+        let iteration = f64::from(ii.max(1)) * p.cycle_scale;
+        let deepest = p
+            .ops
+            .iter()
+            .filter(|op| op.streaming)
+            .map(|op| prefetch_depth(op.stream_cycles, iteration) + self.extra)
+            .max()
+            .unwrap_or(0);
+        self.stages.saturating_sub(deepest).saturating_mul(ii)
+    }
 }
 
 /// One entry of the joint certificate.
@@ -239,6 +274,9 @@ pub enum JointRefuted {
         from_length: u32,
         to_length: u32,
     },
+    /// At this I, lengths above `max_length` were not searched: the stage
+    /// bound ([`StageBound`]) excludes them.
+    StageBound { ii: u32, max_length: u32 },
 }
 
 impl std::fmt::Display for JointRefuted {
@@ -251,7 +289,11 @@ impl std::fmt::Display for JointRefuted {
                 to_length,
             } => write!(
                 f,
-                "I = {ii}, L in [{from_length}, {to_length}]: no warp-specialized schedule (SMT unsat)"
+                "I = {ii}, L in [{from_length}, {to_length}]: no joint schedule (SMT unsat)"
+            ),
+            JointRefuted::StageBound { ii, max_length } => write!(
+                f,
+                "I = {ii}: L > {max_length} not searched (the stage bound)"
             ),
         }
     }
@@ -391,8 +433,12 @@ pub enum JointError {
         budget: u64,
     },
     CheckerRejected(Vec<checker::Violation>),
+    /// No schedule at any I up to `cap`, with `groups` compute groups
+    /// (1: software pipelining only) and within `stages` when bounded.
     Exhausted {
         cap: u32,
+        groups: u32,
+        stages: Option<u32>,
     },
 }
 
@@ -421,8 +467,18 @@ impl std::fmt::Display for JointError {
                 }
                 Ok(())
             }
-            JointError::Exhausted { cap } => {
-                write!(f, "no warp-specialized schedule with I <= {cap}")
+            JointError::Exhausted { cap, groups, stages } => {
+                let kind = if *groups > 1 {
+                    "warp-specialized"
+                } else {
+                    "software-pipelined"
+                };
+                write!(f, "no {kind} schedule with I <= {cap}")?;
+                match stages {
+                    Some(1) => write!(f, " within 1 stage"),
+                    Some(n) => write!(f, " within {n} stages"),
+                    None => Ok(()),
+                }
             }
         }
     }
@@ -572,7 +628,11 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
     } else if Instant::now() >= deadline {
         Err(JointError::Timeout { lower_bound })
     } else {
-        Err(JointError::Exhausted { cap })
+        Err(JointError::Exhausted {
+            cap,
+            groups: opts.warps.groups,
+            stages: opts.stage_bound.map(|b| b.stages),
+        })
     }
 }
 
@@ -885,6 +945,7 @@ fn search_at(
         meter: work::Meter::start(opts.budget),
         queries: 0,
         entries: Vec::new(),
+        cut: false,
         snapshots: Vec::new(),
         modulo_length: None,
     };
@@ -919,6 +980,9 @@ struct IiSearch<'a> {
     queries: u32,
     /// The (I, L) refuted so far.
     entries: Vec<JointRefuted>,
+    /// The stage bound cut a length range at this I (its entry is in
+    /// `entries`).
+    cut: bool,
     /// The schedules held so far, with the work spent when each was had.
     snapshots: Vec<Snapshot>,
     /// The best modulo-schedule length known at this I.
@@ -993,8 +1057,29 @@ impl IiSearch<'_> {
         }
     }
 
+    /// `to` within the stage bound at this I: the first cut is recorded in
+    /// the certificate.
+    fn within_bound(&mut self, to: u32) -> u32 {
+        let Some(bound) = self.opts.stage_bound else {
+            return to;
+        };
+        let max_length = bound.max_length(self.p, self.ii);
+        if max_length < to && !self.cut {
+            self.cut = true;
+            self.entries.push(JointRefuted::StageBound {
+                ii: self.ii,
+                max_length,
+            });
+        }
+        to.min(max_length)
+    }
+
     fn run(&mut self, on_feasible: &dyn Fn()) -> Step<AtIi> {
         let (p, ii, opts) = (self.p, self.ii, self.opts);
+        if self.within_bound(1) == 0 {
+            // The prefetch alone takes every stage of the bound.
+            return Err(self.refuted(true));
+        }
         self.last_stage_window()?;
         let mut encoding = new_encoding(p, opts);
         // Ours: a greedy modulo schedule bounds Len(M) from above.
@@ -1009,7 +1094,11 @@ impl IiSearch<'_> {
         let (base, optimal) = self.modulo_length(greedy.as_ref(), early.as_ref())?;
         // Len(M) is only a valid lower bound on L when it is proven minimal.
         let from = if optimal { base } else { 1 };
-        let to = base.div_ceil(ii).max(1) * ii;
+        let to = self.within_bound(base.div_ceil(ii).max(1) * ii);
+        if to < from {
+            // Len(M) is proven: no schedule at this I within the bound.
+            return Err(self.refuted(true));
+        }
         if early.is_none() {
             encoding.set_interval(ii);
         }
@@ -1083,8 +1172,12 @@ impl IiSearch<'_> {
         on_feasible: &dyn Fn(),
     ) -> Step<JointSchedule> {
         let ii = self.ii;
-        let upper = h.length.div_ceil(ii).max(1) * ii;
+        let upper = self.within_bound(h.length.div_ceil(ii).max(1) * ii);
         let lb = length_lower_bound(self.p);
+        if upper < lb {
+            // No schedule is that short: none at this I within the bound.
+            return Err(self.refuted(true));
+        }
         encoding.set_interval(ii);
         let t0 = Instant::now();
         let answer = self.ask(encoding, self.query(upper));
@@ -1882,6 +1975,7 @@ mod tests {
             seed: 0,
             threads: 1,
             objective: Objective::Length,
+            stage_bound: None,
             budget: 0,
         };
         let r = solve(&p, opts).unwrap();
@@ -1916,6 +2010,7 @@ mod tests {
                 seed: 0,
                 threads: 1,
                 objective: Objective::Length,
+                stage_bound: None,
                 budget: 0,
             },
         )

@@ -82,6 +82,16 @@ pub enum SkipReason {
     /// A loop twill lowered earlier (marked `twill.lowered`): it runs as
     /// twill's warp-specialized code, not as a candidate.
     LoweredByTwill,
+    /// What twill would write is what Triton writes by itself: the user's
+    /// `num_stages` is 1 under the stage bound (Triton does not pipeline
+    /// the loop, and within one stage no load is issued ahead), or the
+    /// schedule's stages are Triton's own assignment at `num_stages`
+    /// ([`crate::backend::stages`]). The loop is left to Triton.
+    SameAsTriton,
+    /// The back end's stages exceed the user's `num_stages` (a load moved
+    /// a stage deeper after the solve); the bound holds, so the loop is
+    /// left to Triton.
+    NumStagesExceeded,
 }
 
 /// What the loop costs at least and at most: the busiest unit's cycles per
@@ -171,6 +181,11 @@ pub struct ScheduledLoop {
     /// in twill's model, next to twill's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub triton: Option<TritonSchedule>,
+    /// Present when the user's `num_stages` is known (the `num-stages`
+    /// option or the loop's `tt.num_stages`): the bound, and why the
+    /// schedule has the stages it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_stages: Option<NumStages>,
 }
 
 /// Triton's own schedule of a loop (`loop.stage` of each op, written by its
@@ -204,6 +219,23 @@ impl TritonSchedule {
     }
 }
 
+/// The user's `num_stages` and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumStages {
+    /// The user's `num_stages` for this loop.
+    pub requested: u32,
+    /// `option` (the pass's `num-stages`, Triton's `num_stages`) or `loop`
+    /// (the loop's own `tt.num_stages`, from `tl.range(num_stages=...)`).
+    pub source: String,
+    /// `bound` (at most `requested` stages, the default) or `free`.
+    pub mode: String,
+    /// The Is below the answer's where the bound cut the length range the
+    /// search covers (a schedule with more stages might exist there);
+    /// empty when it cut nothing below the answer's I.
+    pub cut_below: Vec<u32>,
+    /// Why the schedule has the stages it has, in words (the remark's).
+    pub text: String,
+}
 /// What `lower=` made of a scheduled loop (docs/ws-lowering.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lowering {
@@ -442,6 +474,13 @@ impl ScheduledLoop {
             self.length_cycles
         );
         msg.push_str(&unit_note(&record.units));
+        if let Some(n) = &self.num_stages {
+            let _ = write!(
+                msg,
+                " [num_stages={} ({}): {}]",
+                n.requested, n.source, n.text
+            );
+        }
         if let Some(sh) = &self.sharing {
             let _ = write!(
                 msg,
@@ -611,6 +650,7 @@ mod tests {
                 cached: false,
                 sharing: None,
                 lowering: None,
+                num_stages: None,
                 triton: None,
             }),
             solve_seconds: 0.041,
@@ -651,6 +691,37 @@ mod tests {
         assert!(text.starts_with("{\"schema\":\"twill.schedule-report/1\""));
         let back: ScheduleReport = serde_json::from_str(&text).unwrap();
         assert_eq!(back, doc);
+    }
+
+    #[test]
+    fn the_num_stages_record_is_in_the_remark_and_round_trips() {
+        let mut r = scheduled();
+        let s = r.schedule.as_mut().unwrap();
+        s.num_stages = Some(NumStages {
+            requested: 4,
+            source: "loop".into(),
+            mode: "bound".into(),
+            cut_below: vec![],
+            text: "3 stages, fewer: why".into(),
+        });
+        assert!(r
+            .remark()
+            .ends_with("[units per iteration: TC 512, TMA 64 cycles] [num_stages=4 (loop): 3 stages, fewer: why]"));
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("\"num_stages\":{\"requested\":4,\"source\":\"loop\""));
+        let back: LoopRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
+        // Absent, the field is not written (a reader of the older records
+        // sees no change).
+        assert!(!serde_json::to_string(&scheduled())
+            .unwrap()
+            .contains("num_stages"));
+        for (code, text) in [
+            (SkipReason::SameAsTriton, "\"same_as_triton\""),
+            (SkipReason::NumStagesExceeded, "\"num_stages_exceeded\""),
+        ] {
+            assert_eq!(serde_json::to_string(&code).unwrap(), text);
+        }
     }
 
     #[test]

@@ -9,9 +9,11 @@
 // RUN: not %twill-opt %s --twill-schedule="arch=sm90 machine=/nonexistent/m.toml" 2>&1 | FileCheck %s --check-prefix=MACHINE
 // RUN: not %twill-opt %s --twill-schedule="arch=sm90 bogus=1" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not %twill-opt %s --twill-schedule="arch=sm90 rotate=all" 2>&1 | FileCheck %s --check-prefix=ROTATE
+// RUN: not %twill-opt %s --twill-schedule="arch=sm90 stages=some" 2>&1 | FileCheck %s --check-prefix=STAGES
+// RUN: not %twill-opt %s --twill-schedule="arch=sm90 num-stages=65" 2>&1 | FileCheck %s --check-prefix=NUMSTAGES
 // RUN: not %twill-opt %s --twill-export-graph="arch=sm90" 2>&1 | FileCheck %s --check-prefix=DIR
 
-// ARCH: invalid_options.mlir:[[@LINE+9]]:1: error: twill-schedule: arch: expected sm90 or sm100, got `sm75`
+// ARCH: invalid_options.mlir:[[@LINE+11]]:1: error: twill-schedule: arch: expected sm90 or sm100, got `sm75`
 // SCOPE: error: twill-schedule: scope: expected ws or all, got `some`
 // TRITON: error: twill-schedule: triton: expected a version such as 3.6, got `three`
 // ENCODING: error: twill-schedule: unknown encoding `fast` (expected default, int or paper)
@@ -19,6 +21,8 @@
 // MACHINE: error: twill-schedule: machine: /nonexistent/m.toml{{.*}}no bundled machine of that name and no such file
 // UNKNOWN: error: <Pass-Options-Parser>: no such option bogus
 // ROTATE: error: twill-schedule: rotate: expected `kernel` or `loop`, got `all`
+// STAGES: error: twill-schedule: stages: expected `bound` or `free`, got `some`
+// NUMSTAGES: error: twill-schedule: num-stages: expected 0..=64 (0: not given), got `65`
 // DIR: error: twill-export-graph: dir: a directory to write the graphs into is required
 module {
 }

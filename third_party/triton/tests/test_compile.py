@@ -100,9 +100,35 @@ NO_SCHEDULE = "twill: skipped loop: no schedule: "
 TIMED_OUT = NO_SCHEDULE + "timed out before finding a schedule"
 NO_LOOP = "no candidate loop"
 
+_V36 = triton.__version__.startswith("3.6")
 _LOOPS = {"fa_fwd": 1, "matmul": 1, "fa_fwd_causal": 2, "fa_fwd_hd64": 1, "fa_fwd_subtile": 1,
           "fa_fwd_causal_subtile": 2, "fa_bwd_hd128": 2, "fa_bwd_hd64": 2}
 EXPECTED = {(kernel, cap): [SCHEDULED] * n for kernel, n in _LOOPS.items() for cap in (90, 100)}
+SAME = "twill: skipped loop: twill's schedule (I="
+EXPECTED.update({
+    # Within the kernel's num_stages (3) the sm100 GEMM's best schedule is
+    # Triton's own assignment (loads in stage 0 after their tcgen05 reader,
+    # the rest in stage 2): reported as such, the loop left to Triton.
+    ("matmul", 100): [SAME],
+    # The backward's dQ loop is Triton's own assignment at num_stages 3
+    # (hd64) and 2 (hd128) on sm90; its dK/dV loop is twill's.
+    ("fa_bwd_hd64", 90): [SCHEDULED, SAME],
+    ("fa_bwd_hd128", 90): [SCHEDULED, SAME],
+    # Within num_stages=2 on sm100 no schedule exists: each load feeding a
+    # tcgen05 MMA, placed after it, takes a stage of its own on top of its
+    # prefetch.
+    ("fa_bwd_hd128", 100): [NO_SCHEDULE + "no software-pipelined schedule with I <= "] * 2,
+})
+# Triton 3.9: the causal forward's diagonal loop has no schedule under Triton's
+# partition rules, so it is solved without them and gets stages only; its
+# loads feeding tcgen05 MMAs then go after them, a stage deeper than the
+# search counted (it counts that stage only where no partitions are written
+# from the start), and the attributes would exceed num_stages=3.
+EXCEEDED = "twill: skipped loop: the attributes take 4 stages, more than num_stages=3"
+EXPECTED.update({} if _V36 else {
+    ("fa_fwd_causal", 100): [SCHEDULED, EXCEEDED],
+    ("fa_fwd_causal_subtile", 100): [SCHEDULED, EXCEEDED],
+})
 EXPECTED.update({
     # No loop at all.
     ("fa_bwd_preprocess_hd128", 90): [],
@@ -122,7 +148,6 @@ VERIFIER_WS = "the pipeline verifier did not prove"
 VERIFIER_WS_WHY = ": not verified: "
 NOT_BUILDABLE = "partitions left to Triton (no schedule under Triton's partition rules within "
 SEVERAL_36 = "partitions left to Triton (Triton before 3.7 lowers several warp-specialized loops"
-_V36 = triton.__version__.startswith("3.6")
 PARTITIONS = {
     "fa_fwd": [TWILL_PARTS],
     "fa_fwd_hd64": [TWILL_PARTS],
@@ -364,13 +389,13 @@ def test_twill_off_compiles_and_differs(tmp_path, monkeypatch, kernel, cap):
         assert _loop_body(ours.asm["ttgir"]) != _loop_body(stock.asm["ttgir"])
 
 
-# Where twill's optimal schedule, written as attributes, makes Triton's
-# pipeliner emit the loops Triton's own schedule gives: the hd64 backward on
-# sm90 at its num_stages 3. Both loops are proven optimal with the loads one
-# iteration ahead; `loads=auto` rotates the kernel (its dK/dV loop mixes
-# descriptor and pointer loads), so the loads go last, one stage deeper, as
-# Triton places them (measured on the H100: the same instructions).
-SAME_AS_TRITON = {("fa_bwd_hd64", 90)}
+# Where the final TTGIR of twill's kernel is stock Triton's: the backward on
+# sm90 at its num_stages (hd64: 3, hd128: 2). Its dQ loop is Triton's own
+# assignment (a `same_as_triton` skip, left to Triton); its dK/dV loop, which
+# mixes descriptor and pointer loads, is twill's (`loads=auto` rotates it: the
+# loads last, as Triton places them), and Triton's pipeliner emits the same
+# loop from it (measured on the H100 at hd64: the same instructions).
+SAME_AS_TRITON = {("fa_bwd_hd64", 90), ("fa_bwd_hd128", 90)}
 
 
 def test_expectations_cover_every_kernel():
@@ -520,18 +545,33 @@ def test_a_loop_twill_skips_gets_tritons_schedule(tmp_path, monkeypatch, twill):
     schedule at all)."""
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "stock"))
     stock = _loop_bodies(_compile(_fa_causal_bn64, 90).asm["ttgir"])
-    twill(extra_options="loads=last")
+    twill()
     k = _compile(_fa_causal_bn64, 90)
     d = twill_triton.decisions()[-1]
     assert d.scheduled and hook.leaves_loops_to_triton(d.report), d.remarks
     ours = _loop_bodies(k.asm["ttgir"])
     assert len(ours) == len(stock) == 2
     assert ours[1] == stock[1]
-    # (With the loads last, twill's schedule of the off-diagonal loop comes
-    # out as Triton's own here; the remark says it is twill's.)
     assert "twill: scheduled" in d.remarks[0] and "twill: skipped loop" in d.remarks[1]
     scheduled = (Path(d.dump) / "scheduled.mlir").read_text()
     assert scheduled.count("tt.scheduled_max_stage") == 2
+
+
+def test_twills_schedule_that_is_tritons_own_is_reported_as_such(tmp_path, monkeypatch, twill):
+    """The same kernel with the loads last: twill's schedule of the
+    off-diagonal loop is Triton's own assignment at the kernel's num_stages
+    (loads in stage 0 after their readers, the rest in the last stage), so
+    it is reported `same_as_triton` and left to Triton, not called twill's;
+    the kernel is stock Triton's."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "stock"))
+    stock = _loop_bodies(_compile(_fa_causal_bn64, 90).asm["ttgir"])
+    twill(extra_options="loads=last")
+    k = _compile(_fa_causal_bn64, 90)
+    d = twill_triton.decisions()[-1]
+    assert not d.scheduled
+    assert [r["reason"] for r in d.report["loops"]] == ["same_as_triton", "no_schedule"], d.remarks
+    assert "is Triton's own assignment at num_stages=" in d.remarks[0]
+    assert _loop_bodies(k.asm["ttgir"]) == stock
 
 
 def test_fallback_on_control_flow(twill, caplog):

@@ -771,6 +771,13 @@ def _skip_reasons(report):
     return "; ".join(r.get("text") or r.get("reason") or "?" for r in report.get("loops") or [])
 
 
+def _num_stages(options):
+    """Triton's `num_stages` of the compile (0 when the options have none:
+    no bound)."""
+    n = getattr(options, "num_stages", 0)
+    return n if isinstance(n, int) and n >= 0 else 0
+
+
 def _arch(capability):
     if capability // 10 == 9:
         return "sm90"
@@ -816,8 +823,11 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
         # The options that change the schedule are part of the key: a
         # schedule recorded with other options is never replayed.
         lowering = f" lower={lower}" if lower else ""
+        # Triton's num_stages bounds the schedule's stages (a loop's own
+        # tt.num_stages, in the exported module, wins for that loop).
+        stages = f" num-stages={_num_stages(options)}"
         budget = f" budget={cfg.budget:g}" if cfg.budget is not None else ""
-        opts = f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering}{budget} {cfg.extra}".strip()
+        opts = f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering}{stages}{budget} {cfg.extra}".strip()
         key = replay_key(exported, opts)
         (work / "input.mlir").write_text(exported)
         (work / "key.txt").write_text(key + "\n")
@@ -835,16 +845,17 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
             e = _Fallback(f"no twill-opt and no cache entry for key {ckey[:16]}")
             e.decision = decision
             raise e
-        found = _run_twill_opt(exported, work, arch, lowering, cfg, decision, store)
+        found = _run_twill_opt(exported, work, arch, lowering + stages, cfg, decision, store)
         cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), found)
         return _answer(ir, mod, work, found, decision, cfg)
 
 
-def _run_twill_opt(exported, work, arch, lowering, cfg, decision, store):
+def _run_twill_opt(exported, work, arch, more, cfg, decision, store):
     """Runs twill-opt on the exported module, with its per-loop cache in
     `store` (none where that is off or a replay directory): the cache value
     of its answer (`module`: the scheduled module's text, None where no loop
-    was scheduled; `stderr`; `report`). Raises _Fallback where twill-opt
+    was scheduled; `stderr`; `report`). `more`: pass options of this call
+    (` lower=...`, ` num-stages=...`). Raises _Fallback where twill-opt
     fails."""
     inp = work / "input.mlir"
     out = work / "output.mlir"
@@ -858,7 +869,7 @@ def _run_twill_opt(exported, work, arch, lowering, cfg, decision, store):
         # or stages only where no such assignment exists (the remark says
         # why).
         pass_opts += " partitions=false"
-    pass_opts += lowering
+    pass_opts += more
     if cfg.extra:
         pass_opts += " " + cfg.extra
     report_path = work / "report.json"
