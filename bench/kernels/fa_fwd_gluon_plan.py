@@ -99,7 +99,8 @@ def solve(twill: str, graph: Path, consumer_regs: int, groups: int = 2, u: int =
     compute groups of at most `consumer_regs` registers per thread, under
     `objective` (`length`: the paper's shortest L; `slack`: see OBJECTIVE)."""
     r = subprocess.run([twill, "solve", str(graph), "--groups", str(groups), "--reg-limit", str(consumer_regs),
-                        "--u", str(u), "--timeout", str(timeout), "--objective", objective, "--json"],
+                        "--u", str(u), "--timeout", str(timeout), "--objective", objective, "--budget", "0",
+                        "--json"],
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise PlanError(f"twill solve {graph} failed (exit {r.returncode}): {r.stderr.strip()[-300:]}")

@@ -106,7 +106,9 @@ JOBS[("loop_with_if", 90)] = _loop_with_if
 def _twill_schedules(job):
     """Whether twill's schedule reaches the kernel of `job` (else Triton's)."""
     kernel, cap = job
-    return kernel != "loop_with_if" and not (cap == 100 and kernel.startswith(("matmul", "bias_relu")))
+    # The TMA matmul on cuda:100: within its num_stages twill's best is
+    # Triton's own assignment (same_as_triton), so Triton's schedule is used.
+    return kernel != "loop_with_if" and not (cap == 100 and kernel.startswith(("matmul", "bias_relu", "tma matmul")))
 
 
 # Per compiling thread: where the decisions and warnings of its compile go.
