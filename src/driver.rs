@@ -188,6 +188,23 @@ pub struct LoopJob<'a> {
     pub budget: u64,
 }
 
+impl<'a> LoopJob<'a> {
+    /// A loop on its own: no kernel-level decisions (stages only, a mixed
+    /// loop's rotation, a `tt.num_stages` of its own), the whole of the
+    /// options' budget.
+    pub fn new(ir: &'a LoopIr, machine: &'a Machine, o: &'a LoopOptions) -> LoopJob<'a> {
+        LoopJob {
+            ir,
+            machine,
+            o,
+            stages_only: None,
+            mixed: None,
+            loop_num_stages: None,
+            budget: o.budget,
+        }
+    }
+}
+
 /// How the loop is solved: warp specialization and the graph as priced.
 struct Plan {
     /// The loop is marked for warp specialization and `ws` is on.
@@ -1369,15 +1386,7 @@ pub(crate) mod tests {
         let machine = Machine::select("h100").unwrap();
         let ir = gemm();
         let o = options();
-        let job = LoopJob {
-            ir: &ir,
-            machine: &machine,
-            o: &o,
-            stages_only: None,
-            mixed: None,
-            loop_num_stages: None,
-            budget: DEFAULT_BUDGET,
-        };
+        let job = LoopJob::new(&ir, &machine, &o);
         let mut written = None;
         let pass = schedule_loop(
             &job,
@@ -1492,15 +1501,7 @@ pub(crate) mod tests {
             lower: Lower::Force,
             ..options()
         };
-        let job = LoopJob {
-            ir: &ir,
-            machine: &machine,
-            o: &o,
-            stages_only: None,
-            mixed: None,
-            loop_num_stages: None,
-            budget: DEFAULT_BUDGET,
-        };
+        let job = LoopJob::new(&ir, &machine, &o);
         let mut planned = None;
         let scheduled = schedule_loop(
             &job,
@@ -1665,15 +1666,7 @@ pub(crate) mod tests {
             groups: 1,
             ..options()
         };
-        let job = LoopJob {
-            ir: &ir,
-            machine: &machine,
-            o: &o,
-            stages_only: None,
-            mixed: None,
-            loop_num_stages: None,
-            budget: DEFAULT_BUDGET,
-        };
+        let job = LoopJob::new(&ir, &machine, &o);
         let s = schedule_loop(&job, |_| Ok(()), |_| unreachable!()).unwrap();
         assert!(s.schedule.lowering.is_none());
         assert_eq!("force".parse::<Lower>(), Ok(Lower::Force));
@@ -1692,15 +1685,7 @@ pub(crate) mod tests {
             ctas: 17,
             ..options()
         };
-        let job = LoopJob {
-            ir: &ir,
-            machine: &machine,
-            o: &o,
-            stages_only: None,
-            mixed: None,
-            loop_num_stages: None,
-            budget: DEFAULT_BUDGET,
-        };
+        let job = LoopJob::new(&ir, &machine, &o);
         let skip = schedule_loop(&job, |_| Ok(()), |_| unreachable!()).unwrap_err();
         assert_eq!(skip.reason, SkipReason::CtasUnfit);
         let o = options();
@@ -1723,15 +1708,7 @@ pub(crate) mod tests {
             }),
             ..options()
         };
-        let job = LoopJob {
-            ir: &ir,
-            machine: &machine,
-            o: &o,
-            stages_only: None,
-            mixed: None,
-            loop_num_stages: None,
-            budget: o.budget,
-        };
+        let job = LoopJob::new(&ir, &machine, &o);
         let mut written = None;
         let s = schedule_loop(
             &job,

@@ -224,15 +224,7 @@ mod tests {
     fn key_of(ir: &LoopIr, machine: &str, pass_options: &str) -> String {
         let machine = Machine::select(machine).unwrap();
         let o = options();
-        let job = LoopJob {
-            ir,
-            machine: &machine,
-            o: &o,
-            stages_only: None,
-            mixed: None,
-            loop_num_stages: None,
-            budget: o.budget,
-        };
+        let job = LoopJob::new(ir, &machine, &o);
         let lowered = lower(ir, &machine, o.target.last_stage_ops()).unwrap();
         let warps = WarpConfig {
             groups: 2,
@@ -251,15 +243,7 @@ mod tests {
     fn gemm_result() -> JointResult {
         let machine = Machine::select("h100").unwrap();
         let (ir, o) = (gemm(), options());
-        let job = LoopJob {
-            ir: &ir,
-            machine: &machine,
-            o: &o,
-            stages_only: None,
-            mixed: None,
-            loop_num_stages: None,
-            budget: o.budget,
-        };
+        let job = LoopJob::new(&ir, &machine, &o);
         let (_, lowered) = extract(&job).unwrap();
         let problem = price(&lowered.graph, &machine, o.u, o.timeout).unwrap().0;
         let request = SolveRequest {

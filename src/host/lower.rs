@@ -162,15 +162,7 @@ mod tests {
         let found = find_loops(body, Scope::All);
         let ir = found[0].ir.as_ref().unwrap();
         let lo = o.loop_options();
-        let job = LoopJob {
-            ir,
-            machine: &machine,
-            o: &lo,
-            stages_only: None,
-            mixed: None,
-            loop_num_stages: None,
-            budget: lo.budget,
-        };
+        let job = LoopJob::new(ir, &machine, &lo);
         let mut answer = None;
         let (op, n) = (found[0].op, ir.ops.len());
         let _ = schedule_loop(
