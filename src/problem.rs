@@ -458,7 +458,11 @@ impl<'m> MachineUnits<'m> {
             let used: Vec<usize> = (0..self.units.len())
                 .filter(|&f| rrt.iter().any(|row| row[f] > 0))
                 .collect();
-            let op_async = !used.is_empty() && used.iter().all(|&f| self.asynchronous[f]);
+            // A conditional op (an `scf.if`) runs its ops in its own
+            // region, and the code after it waits for them: never
+            // asynchronous, whatever units its branch uses.
+            let op_async =
+                !op.conditional && !used.is_empty() && used.iter().all(|&f| self.asynchronous[f]);
             ops.push(ProblemOp {
                 name: op.name.clone(),
                 cycles,

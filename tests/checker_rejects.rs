@@ -126,3 +126,61 @@ fn every_violation_is_reported_not_just_the_first() {
         assert!(!x.to_string().is_empty());
     }
 }
+
+/// A conditional op (an `scf.if`): one node whose table is its branch's
+/// ops in sequence, here a wgmma's TC cycle then a store's TMA cycles.
+/// The checker holds it to every row of that table: a load issued when
+/// the `if`'s store is on the TMA is rejected, one after it is not; and
+/// the `if` is synchronous although its first unit is asynchronous.
+#[test]
+fn a_conditional_ops_every_row_is_checked() {
+    let g = load::parse(
+        "if.toml",
+        r#"
+name = "epilogue"
+
+[[op]]
+name = "if"
+conditional = true
+rrt = [{ TC = 1 }, { SFU = 1 }, { SFU = 1 }]
+
+[[op]]
+name = "other"
+rrt = [{ SFU = 1 }]
+"#,
+    )
+    .unwrap();
+    let m = Machine::parse("test.toml", &common_machine()).unwrap();
+    let p = Problem::build(&g, &m, BuildOptions::default()).unwrap().0;
+    assert!(!p.ops[0].asynchronous, "an if is never asynchronous");
+    // I = 3, the other op at cycle 1: the SFU is the if's at 1 and 2.
+    let at = |other: u32| Schedule {
+        ii: 3,
+        start: vec![0, other],
+        length: 3,
+    };
+    let v = check(&p, &at(1));
+    assert!(
+        v.iter()
+            .any(|x| matches!(x, Violation::Capacity { unit, residue: 1, .. } if unit == "SFU")),
+        "{v:?}"
+    );
+    assert!(check(&p, &at(0)).is_empty());
+    // A conditional op of variable latency does not load.
+    let bad = load::parse(
+        "if.toml",
+        "name = \"x\"\n[[op]]\nname = \"if\"\nconditional = true\nvariable_latency = true\ncycles = 1\n",
+    );
+    assert!(bad.unwrap_err().to_string().contains("conditional"));
+}
+
+/// One TC (asynchronous) and one SFU.
+fn common_machine() -> String {
+    "name = 'test'\nvendor = 'test'\narch = 'test'\ndescription = 'generated'\n\
+     clock_mhz = 1000\nsms = 1\n\
+     [units.TC]\ncapacity = 1\nasynchronous = true\n[units.SFU]\ncapacity = 1\n\
+     [memory.smem]\ncapacity = 1000\nunit = 'bytes'\n\
+     [warps]\nthreads_per_warp = 32\nwarp_group_size = 4\nmax_warps_per_cta = 32\n\
+     max_regs_per_thread = 255\nregister_file = 65536\n"
+        .to_string()
+}

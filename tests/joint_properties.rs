@@ -39,6 +39,9 @@ struct RawOp {
     /// Bytes (= raw cycles) on the test machine's bandwidth unit BW.
     traffic: u64,
     cross: u64,
+    /// A conditional op (an `scf.if`): its table goes on with a cycle on
+    /// the other unit, as a branch's ops run in sequence.
+    cond: bool,
 }
 
 fn op_strategy() -> impl Strategy<Value = RawOp> {
@@ -52,9 +55,10 @@ fn op_strategy() -> impl Strategy<Value = RawOp> {
         prop::bool::weighted(0.15),
         prop::sample::select(vec![0u64, 0, 1, 2]),
         prop::sample::select(vec![0u64, 0, 1, 2]),
+        prop::bool::weighted(0.2),
     )
         .prop_map(
-            |(unit, cycles, regs, smem, vl, spill, pin, traffic, cross)| RawOp {
+            |(unit, cycles, regs, smem, vl, spill, pin, traffic, cross, cond)| RawOp {
                 unit,
                 cycles,
                 regs,
@@ -64,6 +68,7 @@ fn op_strategy() -> impl Strategy<Value = RawOp> {
                 pin,
                 traffic,
                 cross,
+                cond,
             },
         )
 }
@@ -114,12 +119,25 @@ fn graph_strategy() -> impl Strategy<Value = Graph> {
                     if r.smem > 0 {
                         memory.insert("smem".to_string(), r.smem);
                     }
+                    let cond = r.cond && !r.vl;
+                    let then = if uses.contains_key("SFU") {
+                        "TC"
+                    } else {
+                        "SFU"
+                    };
+                    let mut table = vec![Segment {
+                        len: r.cycles,
+                        uses,
+                    }];
+                    if cond {
+                        table.push(Segment {
+                            len: 1,
+                            uses: BTreeMap::from([(then.to_string(), 1)]),
+                        });
+                    }
                     Op {
                         name: format!("op{i}"),
-                        timing: Timing::Table(vec![Segment {
-                            len: r.cycles,
-                            uses,
-                        }]),
+                        timing: Timing::Table(table),
                         regs: r.regs,
                         memory,
                         variable_latency: r.vl,
@@ -133,6 +151,7 @@ fn graph_strategy() -> impl Strategy<Value = Graph> {
                             BTreeMap::new()
                         },
                         cross_bytes: r.cross,
+                        conditional: cond,
                         origin: format!("generated:{i}"),
                     }
                 })
@@ -295,6 +314,7 @@ fn generated_op(i: usize, cycles: u64, regs: u32, unit: Option<&str>) -> Op {
         spill_cost: 0,
         traffic: BTreeMap::new(),
         cross_bytes: 0,
+        conditional: false,
         origin: format!("generated:{i}"),
     }
 }

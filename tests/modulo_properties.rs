@@ -107,6 +107,7 @@ fn graph_strategy() -> impl Strategy<Value = (Graph, u32, u32)> {
                             BTreeMap::new()
                         },
                         cross_bytes: 0,
+                        conditional: false,
                         origin: format!("generated:{}", i + 1),
                     }
                 })

@@ -430,10 +430,11 @@ pub fn decide(
             ));
         }
     }
-    let ops: Vec<OpDecision> = out
+    let mut ops: Vec<OpDecision> = out
         .into_iter()
         .map(|d| d.expect("every op decided"))
         .collect();
+    folded_before_users(lowered, &users, &mut ops);
     let max_stage = ops.iter().map(|d| d.stage).max().unwrap_or(0);
     LoopDecision {
         ops,
@@ -441,6 +442,30 @@ pub fn decide(
         partition_stages: parts.stages(),
         anchor_stores: parts.sm90(),
         moved_last,
+    }
+}
+
+/// A folded op placed after one of its users (each anchors on its own
+/// graph nodes: a compare that feeds an `scf.if` late in the iteration and
+/// a select that feeds an MMA of the next iteration) moves to that user's
+/// stage and cluster. Body order, users last, so that a chain of folded ops
+/// moves as one.
+fn folded_before_users(lowered: &Lowered, users: &[Vec<usize>], ops: &mut [OpDecision]) {
+    for i in (0..ops.len()).rev() {
+        if lowered.ops[i].node.is_some() {
+            continue;
+        }
+        let earliest = users[i]
+            .iter()
+            .filter(|&&j| j > i)
+            .map(|&j| (ops[j].stage, ops[j].cluster))
+            .min();
+        if let Some((stage, cluster)) = earliest {
+            if (stage, cluster) < (ops[i].stage, ops[i].cluster) {
+                ops[i].stage = stage;
+                ops[i].cluster = cluster;
+            }
+        }
     }
 }
 

@@ -25,6 +25,13 @@
 //!   is released only once read), around the iteration likewise.
 //! * Edges leaving an op whose rule says `blocking` are blocking; a
 //!   variable-latency op with no incoming edge is streaming (section 5.3).
+//! * An `scf.if` is one node (Triton's pipeliner stages it as one op): its
+//!   reservation table is the ops of its costlier branch in sequence, each
+//!   priced by its rule as a body op would be (worst case: the branch is
+//!   taken in every iteration); its dependences are those of every value its
+//!   regions use, and its registers those of its results. A body whose `if`
+//!   holds a loop or a synchronizing op (an mbarrier, an asynchronous copy)
+//!   is refused.
 //! * Registers: a register tile result costs elements x bytes / 4 per thread
 //!   of the CTA's `num_warps` warps; its cross-warp spill cost is a store
 //!   and a load of the tile through shared memory (the `smem_copy` class).
@@ -34,7 +41,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use petgraph::unionfind::UnionFind;
 
 use super::{element_bytes, parse_tile, IrOp, LoopIr, Tile, ValueSrc};
-use crate::graph::{Edge, Graph, Op, SameGroup, Timing};
+use crate::graph::{Edge, Graph, Op, SameGroup, Segment, Timing};
 use crate::machine::{DtypeFrom, Machine, OpRule, ShapeFrom, TrafficFrom};
 use crate::problem::{busy_cycles, priced_segments};
 
@@ -116,6 +123,9 @@ pub(crate) const CONTROL_FLOW: &[&str] = &[
     "cf.switch",
 ];
 
+/// The op that becomes one node of the graph with its regions: an `scf.if`.
+pub(crate) const CONDITIONAL: &str = "scf.if";
+
 /// How one body op was classified.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Classified {
@@ -159,10 +169,11 @@ pub fn lower(
         classified,
         mut ops,
         op_of_node,
+        writers,
     } = classify(ir, machine, &rules, last_stage_ops, &mut notes);
     let mut edges = EdgeMap::new();
     data_edges(ir, &rules, &classified, &mut edges);
-    memory_edges(ir, &rules, &classified, &mut edges);
+    memory_edges(ir, &rules, &classified, &writers, &mut edges);
     let order_chain = sync_order(ir, &rules, &classified);
     let graph_edges = graph_edges(ir, &op_of_node, &edges, order_chain);
     for (v, op) in ops.iter_mut().enumerate() {
@@ -199,8 +210,11 @@ fn check_lowerable(ir: &LoopIr, machine: &Machine) -> Result<(), Unsupported> {
         });
     }
     for op in &ir.ops {
+        // An `scf.if` (holding no other control flow) is a node of its own.
+        let conditional = op.name == CONDITIONAL;
         if let Some(cf) = std::iter::once(&op.name)
             .chain(op.nested.iter())
+            .filter(|n| !(conditional && n.as_str() == CONDITIONAL))
             .find(|n| CONTROL_FLOW.contains(&n.as_str()))
         {
             return Err(Unsupported {
@@ -217,12 +231,12 @@ fn check_lowerable(ir: &LoopIr, machine: &Machine) -> Result<(), Unsupported> {
 fn op_rules<'m>(ir: &LoopIr, machine: &'m Machine) -> Result<Vec<Option<&'m OpRule>>, Unsupported> {
     let mut rules: Vec<Option<&OpRule>> = Vec::with_capacity(ir.ops.len());
     for op in &ir.ops {
-        let tiled = op
-            .results
-            .iter()
-            .chain(op.operands.iter().map(|v| &v.ty))
-            .any(|t| parse_tile(t).is_some());
-        if !tiled {
+        if op.name == CONDITIONAL {
+            check_branches(op, machine)?;
+            rules.push(None);
+            continue;
+        }
+        if !is_tiled(op) {
             rules.push(None);
             continue;
         }
@@ -240,11 +254,46 @@ fn op_rules<'m>(ir: &LoopIr, machine: &'m Machine) -> Result<Vec<Option<&'m OpRu
     Ok(rules)
 }
 
+/// Whether `op` has a tile operand or result (ops without one are scalar).
+fn is_tiled(op: &IrOp) -> bool {
+    op.results
+        .iter()
+        .chain(op.operands.iter().map(|v| &v.ty))
+        .any(|t| parse_tile(t).is_some())
+}
+
+/// Every tile op in the branches of `if_op` has a rule, and none is a
+/// synchronizing side effect (its program order against the body's others
+/// could not be kept from outside the `if`).
+fn check_branches(if_op: &IrOp, machine: &Machine) -> Result<(), Unsupported> {
+    for op in if_op.branches.iter().flatten().filter(|o| is_tiled(o)) {
+        let Some(rule) = machine.op_rule(&op.name) else {
+            return Err(Unsupported {
+                location: op.location.clone(),
+                reason: format!(
+                    "machine `{}` has no op rule matching `{}` (under `scf.if`)",
+                    machine.name, op.name
+                ),
+            });
+        };
+        if rule.ordered {
+            return Err(Unsupported {
+                location: op.location.clone(),
+                reason: format!("a synchronizing op (`{}`) under `scf.if`", op.name),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The classification of the body ops: graph nodes and folded ops.
 struct Nodes {
     classified: Vec<Classified>,
     ops: Vec<Op>,
     op_of_node: Vec<usize>,
+    /// Body ops (`scf.if`s) that write the buffers they use, by their
+    /// regions' ops' rules.
+    writers: BTreeSet<usize>,
 }
 
 /// Classifies every body op: a graph node priced by its rule, or folded
@@ -262,6 +311,7 @@ fn classify(
         classified: Vec::with_capacity(ir.ops.len()),
         ops: Vec::new(),
         op_of_node: Vec::new(),
+        writers: BTreeSet::new(),
     };
     let mut absorbed_into: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for (i, op) in ir.ops.iter().enumerate() {
@@ -271,6 +321,23 @@ fn classify(
             rule,
             folded: Some(why),
         };
+        if op.name == CONDITIONAL {
+            let Some(c) = price_if(op, i, machine, threads, last_stage_ops, notes) else {
+                nodes.classified.push(folded("no tile work", None));
+                continue;
+            };
+            if c.writes {
+                nodes.writers.insert(i);
+            }
+            nodes.classified.push(Classified {
+                node: Some(nodes.ops.len()),
+                rule: None,
+                folded: None,
+            });
+            nodes.op_of_node.push(i);
+            nodes.ops.push(c.op);
+            continue;
+        }
         let Some(rule) = rules[i] else {
             nodes.classified.push(folded("scalar", None));
             continue;
@@ -306,6 +373,98 @@ fn classify(
     }
     absorb_loads(ir, &absorbed_into, &mut nodes);
     nodes
+}
+
+/// An `scf.if` priced as one node.
+struct PricedIf {
+    op: Op,
+    /// An op of its regions writes the buffers it uses.
+    writes: bool,
+}
+
+/// The node of `scf.if` body op `i`: the ops of its costlier branch in
+/// sequence (each priced by its rule; free and scalar ops cost nothing),
+/// issued by a warp group or pinned to the last stage when an op of any
+/// branch is; `None` when no branch does tile work.
+fn price_if(
+    op: &IrOp,
+    i: usize,
+    machine: &Machine,
+    threads: u64,
+    last_stage_ops: &[&str],
+    notes: &mut Vec<String>,
+) -> Option<PricedIf> {
+    let mut worst: Option<(u64, Vec<Segment>)> = None;
+    let (mut warp_group, mut last_stage, mut writes) = (false, false, false);
+    let mut traffic: BTreeMap<String, u64> = BTreeMap::new();
+    for branch in &op.branches {
+        let mut segments: Vec<Segment> = Vec::new();
+        let mut moved: BTreeMap<String, u64> = BTreeMap::new();
+        for b in branch.iter().filter(|o| is_tiled(o)) {
+            let Some(rule) = machine.op_rule(&b.name) else {
+                continue;
+            };
+            writes |= rule.writes;
+            let Some(class) = &rule.class else {
+                continue;
+            };
+            let Some(node) = price_op(b, i, rule, class, machine, threads, notes) else {
+                continue;
+            };
+            warp_group |= rule.warp_group;
+            last_stage |= last_stage_ops.contains(&b.name.as_str());
+            for (unit, bytes) in node.traffic {
+                *moved.entry(unit).or_insert(0) += bytes;
+            }
+            match priced_segments(&node.timing, machine) {
+                Ok(segs) => segments.extend(segs),
+                Err(e) => notes.push(format!("`{}` ({}): {e}", b.name, b.location)),
+            }
+        }
+        for (unit, bytes) in moved {
+            let t = traffic.entry(unit).or_insert(0);
+            *t = (*t).max(bytes);
+        }
+        let cycles: u64 = segments.iter().map(|s| s.len).sum();
+        if worst.as_ref().is_none_or(|(c, _)| cycles > *c) {
+            worst = Some((cycles, segments));
+        }
+    }
+    let (cycles, segments) = worst?;
+    if cycles == 0 {
+        return None;
+    }
+    let held = held_results(op, None, machine, threads);
+    Some(PricedIf {
+        op: Op {
+            name: format!("if_{i}"),
+            timing: Timing::Table(merge_segments(segments)),
+            regs: held.regs.min(u64::from(u32::MAX)) as u32,
+            memory: held.memory,
+            variable_latency: false,
+            streaming: false,
+            warp_group,
+            last_stage,
+            spill_cost: held.spill_cost,
+            traffic,
+            cross_bytes: held.cross_bytes,
+            conditional: true,
+            origin: op.location.clone(),
+        },
+        writes,
+    })
+}
+
+/// `segments` with neighbours of equal uses joined.
+fn merge_segments(segments: Vec<Segment>) -> Vec<Segment> {
+    let mut out: Vec<Segment> = Vec::with_capacity(segments.len());
+    for s in segments.into_iter().filter(|s| s.len > 0) {
+        match out.last_mut() {
+            Some(last) if last.uses == s.uses => last.len += s.len,
+            _ => out.push(s),
+        }
+    }
+    out
 }
 
 /// The first tile operand of `op` and where it comes from.
@@ -348,7 +507,7 @@ fn price_op(
             dtype = fallback;
         }
     }
-    let held = held_results(op, rule, machine, threads);
+    let held = held_results(op, rule.memory.as_deref(), machine, threads);
     Some(Op {
         name: format!("{}_{i}", short_name(&op.name)),
         timing: Timing::Cost {
@@ -365,6 +524,7 @@ fn price_op(
         spill_cost: held.spill_cost,
         traffic,
         cross_bytes: held.cross_bytes,
+        conditional: false,
         origin: op.location.clone(),
     })
 }
@@ -457,8 +617,9 @@ struct Held {
 }
 
 /// Registers (per thread of `threads`) of the register tiles, memory of
-/// the buffers, and the cross-warp spill of the register tiles.
-fn held_results(op: &IrOp, rule: &OpRule, machine: &Machine, threads: u64) -> Held {
+/// the buffers (of kind `memory`, the op's rule's), and the cross-warp
+/// spill of the register tiles.
+fn held_results(op: &IrOp, memory: Option<&str>, machine: &Machine, threads: u64) -> Held {
     let mut held = Held {
         regs: 0,
         memory: BTreeMap::new(),
@@ -467,8 +628,8 @@ fn held_results(op: &IrOp, rule: &OpRule, machine: &Machine, threads: u64) -> He
     };
     for t in op.results.iter().filter_map(|t| parse_tile(t)) {
         if t.memdesc {
-            if let Some(kind) = &rule.memory {
-                held.memory.insert(kind.clone(), footprint(&t));
+            if let Some(kind) = memory {
+                held.memory.insert(kind.to_string(), footprint(&t));
             }
         } else {
             held.regs += (t.elements() * element_bytes(&t.dtype)).div_ceil(4 * threads);
@@ -549,6 +710,7 @@ fn memory_edges(
     ir: &LoopIr,
     rules: &[Option<&OpRule>],
     classified: &[Classified],
+    writers: &BTreeSet<usize>,
     edges: &mut EdgeMap,
 ) {
     let mut accessors: BTreeMap<Root, Vec<(usize, bool)>> = BTreeMap::new();
@@ -556,7 +718,7 @@ fn memory_edges(
         if classified[i].node.is_none() {
             continue;
         }
-        let writes = rules[i].is_some_and(|r| r.writes);
+        let writes = rules[i].is_some_and(|r| r.writes) || writers.contains(&i);
         let mut seen = BTreeSet::new();
         for val in op.operands.iter().chain(op.region_uses.iter()) {
             if parse_tile(&val.ty).is_some_and(|t| t.memdesc) {
@@ -823,6 +985,7 @@ pub(crate) mod tests {
             region_uses: Vec::new(),
             nested: Vec::new(),
             triton_stage: None,
+            branches: Vec::new(),
         }
     }
 
@@ -997,6 +1160,163 @@ pub(crate) mod tests {
         let e = lower(&ir, &Machine::select("h100").unwrap(), &[]).unwrap_err();
         assert!(e.reason.contains("`scf.if`"), "{e}");
         assert_eq!(e.location, "loc(\"ttng.warp_group_dot\")");
+    }
+
+    const H: &str = "tensor<128x128xf16, #mma>";
+
+    /// The GEMM with a persistent kernel's epilogue: an `scf.if` on an
+    /// outside flag that downcasts the accumulator, stores it and yields
+    /// zeros, else yields the accumulator; the `if` feeds the next wgmma.
+    fn gemm_with_epilogue(then: Vec<IrOp>, other: Vec<IrOp>) -> LoopIr {
+        let mut ir = gemm();
+        let acc = v(ValueSrc::Op { op: 6, result: 0 }, ACC);
+        let mut epilogue = op("scf.if", vec![v(ValueSrc::Outside(5), "i1")], &[ACC]);
+        epilogue.region_uses = vec![acc.clone(), v(ValueSrc::Outside(3), DESC)];
+        epilogue.nested = then
+            .iter()
+            .chain(&other)
+            .map(|o| o.name.clone())
+            .chain(["scf.yield".to_string(), "scf.yield".to_string()])
+            .collect();
+        epilogue.branches = vec![then, other];
+        ir.ops.push(epilogue);
+        ir.yields = vec![v(ValueSrc::Op { op: 7, result: 0 }, ACC)];
+        ir
+    }
+
+    fn store_epilogue() -> Vec<IrOp> {
+        let acc = v(ValueSrc::Op { op: 6, result: 0 }, ACC);
+        vec![
+            op("arith.truncf", vec![acc], &[H]),
+            op(
+                "tt.descriptor_store",
+                vec![v(ValueSrc::Outside(3), DESC), v(ValueSrc::Local, H)],
+                &[],
+            ),
+        ]
+    }
+
+    /// Busy cycles per unit of `ops` lowered on their own, in sequence.
+    fn busy_alone(ops: Vec<IrOp>, m: &Machine) -> BTreeMap<String, u64> {
+        let mut ir = gemm();
+        // Each op on its own: its operands from outside the loop.
+        ir.ops = ops
+            .into_iter()
+            .map(|mut o| {
+                for (k, val) in o.operands.iter_mut().enumerate() {
+                    val.src = ValueSrc::Outside(20 + k);
+                }
+                o
+            })
+            .collect();
+        ir.yields = Vec::new();
+        let l = lower(&ir, m, &[]).unwrap();
+        let segs: Vec<Segment> = l
+            .graph
+            .ops
+            .iter()
+            .flat_map(|o| priced_segments(&o.timing, m).unwrap())
+            .collect();
+        busy_cycles(&segs)
+    }
+
+    #[test]
+    fn an_if_is_one_node_priced_by_its_costlier_branch() {
+        let m = Machine::select("h100").unwrap();
+        // The store on either side: the same node, the costlier branch.
+        for flip in [false, true] {
+            let (then, other) = if flip {
+                (Vec::new(), store_epilogue())
+            } else {
+                (store_epilogue(), Vec::new())
+            };
+            let ir = gemm_with_epilogue(then, other);
+            let l = lower(&ir, &m, &["ttng.warp_group_dot"]).unwrap();
+            let names: Vec<&str> = l.graph.ops.iter().map(|o| o.name.as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    "descriptor_load_1",
+                    "descriptor_load_3",
+                    "warp_group_dot_6",
+                    "if_7"
+                ]
+            );
+            let node = &l.graph.ops[3];
+            assert!(node.conditional && !node.variable_latency && !node.warp_group);
+            assert!(!node.last_stage, "no wgmma under the if");
+            // Its table is the downcast and the store in sequence, priced
+            // as the same ops in the body would be.
+            let Timing::Table(segs) = &node.timing else {
+                panic!("an if's timing is a table: {:?}", node.timing);
+            };
+            assert_eq!(busy_cycles(segs), busy_alone(store_epilogue(), &m));
+            assert!(busy_cycles(segs).contains_key("TMA"));
+            // It holds the accumulator it yields: 128x128 f32 over 128 threads.
+            assert_eq!(node.regs, 128);
+            let e: Vec<(usize, usize, u32)> = l
+                .graph
+                .edges
+                .iter()
+                .map(|e| (e.from, e.to, e.distance))
+                .collect();
+            assert!(e.contains(&(2, 3, 0)) && e.contains(&(3, 2, 1)), "{e:?}");
+            assert_eq!(l.ops[7].node, Some(3));
+        }
+    }
+
+    #[test]
+    fn an_if_without_tile_work_is_folded_and_one_with_a_wgmma_is_pinned() {
+        let m = Machine::select("h100").unwrap();
+        let scalar = vec![op(
+            "arith.addi",
+            vec![v(ValueSrc::InductionVar, "i32")],
+            &["i32"],
+        )];
+        let l = lower(&gemm_with_epilogue(scalar, Vec::new()), &m, &[]).unwrap();
+        assert_eq!(l.ops[7].folded, Some("no tile work"));
+        assert_eq!(l.graph.ops.len(), 3);
+        let dot = op(
+            "ttng.warp_group_dot",
+            vec![
+                v(ValueSrc::Op { op: 2, result: 0 }, S),
+                v(ValueSrc::Op { op: 5, result: 0 }, ST),
+                v(ValueSrc::Op { op: 6, result: 0 }, ACC),
+            ],
+            &[ACC],
+        );
+        let l = lower(
+            &gemm_with_epilogue(vec![dot], Vec::new()),
+            &m,
+            &["ttng.warp_group_dot"],
+        )
+        .unwrap();
+        let node = &l.graph.ops[3];
+        assert!(node.conditional && node.warp_group && node.last_stage);
+    }
+
+    #[test]
+    fn an_if_holding_a_loop_or_a_barrier_is_refused() {
+        let m = Machine::select("h100").unwrap();
+        let mut ir = gemm_with_epilogue(store_epilogue(), Vec::new());
+        ir.ops[7].nested.push("scf.for".into());
+        let e = lower(&ir, &m, &[]).unwrap_err();
+        assert!(e.reason.contains("`scf.for`"), "{e}");
+        let bar = "!ttg.memdesc<1xi64, #shared, #smem, mutable>";
+        let wait = op(
+            "ttng.wait_barrier",
+            vec![
+                v(ValueSrc::Outside(9), bar),
+                v(ValueSrc::Outside(10), "i32"),
+            ],
+            &[],
+        );
+        let e = lower(&gemm_with_epilogue(vec![wait], Vec::new()), &m, &[]).unwrap_err();
+        assert!(
+            e.reason
+                .contains("a synchronizing op (`ttng.wait_barrier`) under `scf.if`"),
+            "{e}"
+        );
     }
 
     /// A warp-specialized loop body of 4 warps with `ops`, no loop-carried values.

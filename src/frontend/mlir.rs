@@ -330,55 +330,94 @@ impl Reader {
             }
         }
         let empty = HashSet::new();
-        let mut ir_ops = Vec::with_capacity(ops.len());
-        for &op in ops {
-            // SAFETY: reading operands, results and nested ops of a live op.
-            unsafe {
-                let operands: Vec<IrValue> = (0..mlirOperationGetNumOperands(op))
-                    .map(|k| self.resolve(mlirOperationGetOperand(op, k), &empty))
-                    .collect();
-                let results: Vec<String> = (0..mlirOperationGetNumResults(op))
-                    .map(|k| type_text(mlirOperationGetResult(op, k)))
-                    .collect();
-                let mut inner = Vec::new();
-                nested_ops(op, &mut inner);
-                // Values defined inside the op's regions.
-                let mut local = HashSet::new();
-                for &o in std::iter::once(&op).chain(&inner) {
-                    if o.ptr != op.ptr {
-                        for r in 0..mlirOperationGetNumResults(o) {
-                            local.insert(mlirOperationGetResult(o, r).ptr);
-                        }
+        ops.iter().map(|&op| self.read_op(op, &empty)).collect()
+    }
+
+    /// One op: its operands (resolved against `local`, the values defined
+    /// inside the op that holds it, if any), results, what its regions use
+    /// from outside it, and for an `scf.if` its branches.
+    fn read_op(&mut self, op: MlirOperation, local: &HashSet<ValueKey>) -> IrOp {
+        // SAFETY: reading operands, results and nested ops of a live op.
+        unsafe {
+            let operands: Vec<IrValue> = (0..mlirOperationGetNumOperands(op))
+                .map(|k| self.resolve(mlirOperationGetOperand(op, k), local))
+                .collect();
+            let results: Vec<String> = (0..mlirOperationGetNumResults(op))
+                .map(|k| type_text(mlirOperationGetResult(op, k)))
+                .collect();
+            let mut inner = Vec::new();
+            nested_ops(op, &mut inner);
+            // Values defined inside the op's regions, and those of the op
+            // that holds it.
+            let mut inside = local.clone();
+            for &o in std::iter::once(&op).chain(&inner) {
+                if o.ptr != op.ptr {
+                    for r in 0..mlirOperationGetNumResults(o) {
+                        inside.insert(mlirOperationGetResult(o, r).ptr);
                     }
-                    for r in regions(o) {
-                        for b in blocks(r) {
-                            for a in 0..mlirBlockGetNumArguments(b) {
-                                local.insert(mlirBlockGetArgument(b, a).ptr);
-                            }
+                }
+                for r in regions(o) {
+                    for b in blocks(r) {
+                        for a in 0..mlirBlockGetNumArguments(b) {
+                            inside.insert(mlirBlockGetArgument(b, a).ptr);
                         }
                     }
                 }
-                let mut region_uses = Vec::new();
-                for &o in &inner {
-                    for k in 0..mlirOperationGetNumOperands(o) {
-                        let v = mlirOperationGetOperand(o, k);
-                        if !local.contains(&v.ptr) {
-                            region_uses.push(self.resolve(v, &local));
-                        }
+            }
+            let mut region_uses = Vec::new();
+            for &o in &inner {
+                for k in 0..mlirOperationGetNumOperands(o) {
+                    let v = mlirOperationGetOperand(o, k);
+                    if !inside.contains(&v.ptr) {
+                        region_uses.push(self.resolve(v, &inside));
                     }
                 }
-                ir_ops.push(IrOp {
-                    name: op_name(op),
-                    location: location_text(op),
-                    operands,
-                    results,
-                    region_uses,
-                    nested: inner.iter().map(|&o| op_name(o)).collect(),
-                    triton_stage: int_attr(op, "loop.stage").and_then(|s| u32::try_from(s).ok()),
-                });
+            }
+            let name = op_name(op);
+            let branches = if name == "scf.if" {
+                self.branches(op, &inside)
+            } else {
+                Vec::new()
+            };
+            IrOp {
+                name,
+                location: location_text(op),
+                operands,
+                results,
+                region_uses,
+                nested: inner.iter().map(|&o| op_name(o)).collect(),
+                triton_stage: int_attr(op, "loop.stage").and_then(|s| u32::try_from(s).ok()),
+                branches,
             }
         }
-        ir_ops
+    }
+
+    /// The ops of each region of `if_op` ([`IrOp::branches`]).
+    fn branches(&mut self, if_op: MlirOperation, inside: &HashSet<ValueKey>) -> Vec<Vec<IrOp>> {
+        let mut out = Vec::new();
+        for r in regions(if_op) {
+            let mut ops = Vec::new();
+            for b in blocks(r) {
+                for o in block_ops(b) {
+                    ops.push(o);
+                    nested_ops(o, &mut ops);
+                }
+            }
+            let read = ops
+                .into_iter()
+                .filter(|&o| !matches!(op_name(o).as_str(), "scf.yield" | "scf.if"))
+                // Ops inside a tile op's own regions (a reduction's
+                // combiner) belong to it.
+                .filter(|&o| {
+                    enclosing(o, |_| true).is_none_or(|p| {
+                        p.ptr == if_op.ptr || matches!(op_name(p).as_str(), "scf.if")
+                    })
+                })
+                .map(|o| self.read_op(o, inside))
+                .collect();
+            out.push(read);
+        }
+        out
     }
 }
 

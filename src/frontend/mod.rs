@@ -50,6 +50,13 @@ pub struct IrOp {
     /// The stage Triton's own scheduler gave the op (`loop.stage`), when
     /// the loop carries Triton's schedule.
     pub triton_stage: Option<u32>,
+    /// For an `scf.if`: the ops of each of its regions (then, else), every
+    /// op nested at any depth in pre-order with the terminators and the
+    /// nested `scf.if`s themselves left out (a nested `if`'s regions are
+    /// both counted in the branch that holds it); their operands name
+    /// [`ValueSrc::Local`] for values defined inside the `if`. Empty for
+    /// every other op.
+    pub branches: Vec<Vec<IrOp>>,
 }
 
 /// One candidate loop.

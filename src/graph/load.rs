@@ -80,6 +80,8 @@ struct RawOp {
     traffic: BTreeMap<String, Spanned<i64>>,
     cross_bytes: Option<Spanned<i64>>,
     #[serde(default)]
+    conditional: Option<Spanned<bool>>,
+    #[serde(default)]
     origin: Option<String>,
 }
 
@@ -278,6 +280,14 @@ impl Ctx<'_> {
                 "a streaming op must also be `variable_latency = true` (section 5.3)",
             ));
         }
+        let conditional = op.conditional.as_ref().is_some_and(|c| *c.get_ref());
+        if conditional && op.variable_latency {
+            return Err(map.error(
+                op.conditional.as_ref().map(|c| c.span()),
+                field("conditional"),
+                "a conditional op (an `scf.if`) runs at a fixed latency: it cannot be `variable_latency`",
+            ));
+        }
         let spill_cost = match &op.spill_cost {
             Some(s) => self.int(s, &field("spill_cost"), 0, "spill cost")?,
             None => 0,
@@ -290,6 +300,7 @@ impl Ctx<'_> {
         Ok(Op {
             traffic,
             cross_bytes,
+            conditional,
             name,
             timing,
             regs,
@@ -723,6 +734,9 @@ pub fn to_toml(g: &Graph) -> String {
         push_table(&mut out, "traffic", &op.traffic);
         if op.cross_bytes > 0 {
             out.push_str(&format!("cross_bytes = {}\n", op.cross_bytes));
+        }
+        if op.conditional {
+            out.push_str("conditional = true\n");
         }
         out.push_str(&format!("origin = {}\n", quote(&op.origin)));
     }

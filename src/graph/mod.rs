@@ -59,6 +59,10 @@ pub struct Op {
     /// Bytes moved through the machine's crossing unit for each consumer of
     /// this op's result on another warp group (a store and a load).
     pub cross_bytes: u64,
+    /// The op stands for a region op (an `scf.if`): its table is its
+    /// costlier branch's ops in sequence, and it runs as one op of fixed
+    /// latency on the warps that issue it.
+    pub conditional: bool,
     /// Where the op came from (an MLIR location, or `file:line`).
     pub origin: String,
 }

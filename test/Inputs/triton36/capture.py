@@ -58,6 +58,10 @@ Further modules, "before" snapshot only (NAME.before.mlir + NAME.before.pretty.m
                        `tl.range(..., warp_specialize=True)`), DEFAULT_CONFIG
                        (num_warps=4, num_stages=3); TTGIR just before
                        nvidia.passes.hopper.add_hopper_warpspec (see NOTE)
+    persistent_tma_sm90  persistent_matmul.persistent_tma_kernel (the
+                       fixtures' persistent TMA GEMM: fused tile and K loops,
+                       the tile's set-up and epilogue under scf.ifs); cuda:90,
+                       num_warps=4, num_stages=3; ".triton_schedule" only
     loop_with_if_sm90  test_kernels.loop_with_if_kernel (next to this script): a
                        block-sparse GEMM loop whose body keeps an `scf.if` (the
                        branch on a flag loaded from memory guards a load and a
@@ -147,6 +151,7 @@ def _fixture(name):
 
 
 fa_bwd = _fixture("fa_bwd")
+persistent_matmul = _fixture("persistent_matmul")
 fa_fwd = _fixture("fa_fwd")
 matmul = _fixture("matmul")
 
@@ -365,6 +370,12 @@ def modules():
     cfg = dict(test_kernels.LOOP_WITH_IF_CONFIG)
     opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages")}
     yield "loop_with_if_sm90", test_kernels.make_ast_source(**cfg), 90, opts, SPLIT_FIRST, ("before", )
+
+    # The persistent TMA GEMM: after fuse_nested_loops one loop over (tile,
+    # k) steps whose body keeps the tile's set-up and its epilogue under
+    # scf.ifs; with Triton's own schedule on it (what twill's hook reads).
+    src, opts = persistent_matmul.ast_source("tma")
+    yield "persistent_tma_sm90", src, 90, opts, SPLIT_FIRST, ("triton_schedule", )
 
 
 def check_with_mlir_opt(mlir_opt, path):

@@ -11,7 +11,7 @@ TTGIR carries its decisions: the shared-memory buffer count Triton derives
 from each load's stages and clusters (LowerLoops' getDefUseStageDiff: stage
 gap, +1 when the first use is in a later cluster, +1 for an MMA operand:
 wgmma or tcgen05), and warp specialization where the loop asked for it. The
-fallback path is checked on a loop with control flow.
+fallback path is checked with a pass option twill refuses.
 
 Needs twill-opt (TWILL_OPT, or target/release/twill-opt of this checkout).
 """
@@ -31,7 +31,7 @@ triton = pytest.importorskip("triton")
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
 import twill_triton  # noqa: E402
-from kernels import fa_bwd, fa_fwd, load, matmul  # noqa: E402
+from kernels import fa_bwd, fa_fwd, load, matmul, persistent_matmul  # noqa: E402
 from twill_triton import hook  # noqa: E402
 
 test_kernels = load("twill_compile_test_kernels", REPO / "test" / "Inputs" / "triton36" / "test_kernels.py")
@@ -55,6 +55,16 @@ def _loop_with_if(cap):
     cfg = dict(test_kernels.LOOP_WITH_IF_CONFIG)
     opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages")}
     return test_kernels.make_ast_source(**cfg), opts
+
+
+def _persistent(name):
+    """A persistent GEMM of kernels/persistent_matmul.py: one loop over
+    (tile, k) steps with the tile's set-up and epilogue under scf.ifs."""
+
+    def compile_args(cap):
+        return persistent_matmul.ast_source(name)
+
+    return compile_args
 
 
 def _config(module, name):
@@ -89,6 +99,8 @@ KERNELS = {
     "fa_bwd_hd64": _config(fa_bwd, "hd64"),
     "fa_bwd_preprocess_hd128": _bwd_preprocess("hd128"),
     "fa_bwd_preprocess_hd64": _bwd_preprocess("hd64"),
+    "persistent_tma": _persistent("tma"),
+    "persistent_pointer": _persistent("pointer"),
 }
 
 # What twill does with each candidate loop of a kernel, in program order:
@@ -101,8 +113,11 @@ TIMED_OUT = NO_SCHEDULE + "timed out before finding a schedule"
 NO_LOOP = "no candidate loop"
 
 _V36 = triton.__version__.startswith("3.6")
+# The persistent GEMMs have two loops: the store of zero tiles Triton makes
+# for K = 0, and the fused (tile, k) loop with its scf.ifs.
 _LOOPS = {"fa_fwd": 1, "matmul": 1, "fa_fwd_causal": 2, "fa_fwd_hd64": 1, "fa_fwd_subtile": 1,
-          "fa_fwd_causal_subtile": 2, "fa_bwd_hd128": 2, "fa_bwd_hd64": 2}
+          "fa_fwd_causal_subtile": 2, "fa_bwd_hd128": 2, "fa_bwd_hd64": 2, "persistent_tma": 2,
+          "persistent_pointer": 2}
 EXPECTED = {(kernel, cap): [SCHEDULED] * n for kernel, n in _LOOPS.items() for cap in (90, 100)}
 SAME = "twill: skipped loop: twill's schedule (I="
 EXPECTED.update({
@@ -130,6 +145,10 @@ EXPECTED.update({} if _V36 else {
     ("fa_fwd_causal_subtile", 100): [SCHEDULED, EXCEEDED],
 })
 EXPECTED.update({
+    # On sm100 the pointer loads feeding the tcgen05 MMA would refill a
+    # ring slot the MMA of an earlier iteration still reads: the fused
+    # loop is left to Triton.
+    ("persistent_pointer", 100): [SCHEDULED, "twill: skipped loop: the decision breaks Triton's contract: "],
     # No loop at all.
     ("fa_bwd_preprocess_hd128", 90): [],
     ("fa_bwd_preprocess_hd128", 100): [],
@@ -395,7 +414,9 @@ def test_twill_off_compiles_and_differs(tmp_path, monkeypatch, kernel, cap):
 # mixes descriptor and pointer loads, is twill's (`loads=auto` rotates it: the
 # loads last, as Triton places them), and Triton's pipeliner emits the same
 # loop from it (measured on the H100 at hd64: the same instructions).
-SAME_AS_TRITON = {("fa_bwd_hd64", 90), ("fa_bwd_hd128", 90)}
+# And the persistent pointer GEMM on sm100: its zero-store loop (one stage)
+# is what Triton emits too, and its fused loop is left to Triton.
+SAME_AS_TRITON = {("fa_bwd_hd64", 90), ("fa_bwd_hd128", 90), ("persistent_pointer", 100)}
 
 
 def test_expectations_cover_every_kernel():
@@ -446,10 +467,14 @@ def test_twill_schedule_reaches_cubin(twill, kernel, cap):
         # Warp-specialized: buffers between partitions follow num_stages;
         # the partitions are twill's where it wrote them.
         _check_partitions(kernel, d, scheduled, ttgir)
+    elif kernel == "persistent_pointer":
+        # Pointer loads: their buffers are not derived here (no descriptor
+        # load), the hook's pipeline verifier proved the ring.
+        assert "scf.if" in scheduled and "ttg.async_copy_global_to_local" in ttgir
     else:
         solved = _solved_buffers(scheduled, cap)
         assert solved, scheduled
-        if kernel in ("fa_fwd", "matmul"):
+        if kernel in ("fa_fwd", "matmul", "persistent_tma"):
             final = _final_buffers(ttgir, "128x128xf16" if kernel == "fa_fwd" else "128x64xf16")
         else:
             final = _final_buffers_any(ttgir)
@@ -574,14 +599,31 @@ def test_twills_schedule_that_is_tritons_own_is_reported_as_such(tmp_path, monke
     assert _loop_bodies(k.asm["ttgir"]) == stock
 
 
-def test_fallback_on_control_flow(twill, caplog):
+def test_loop_with_if_is_scheduled(twill):
+    """A loop whose scf.if guards a load and a wgmma: the if is one node,
+    staged as one op, and the kernel reaches cubin with twill's schedule."""
+    twill()
+    k = _compile(_loop_with_if, 90)
+    assert len(k.asm["cubin"]) > 0 and "trap;" not in k.asm["ptx"]
+    d = twill_triton.decisions()[-1]
+    assert d.scheduled, d.reason
+    (record, ) = d.loop_records()
+    assert record["decision"] == "scheduled", record
+    scheduled = (Path(d.dump) / "scheduled.mlir").read_text()
+    assert re.search(r"\}\) \{loop\.cluster = \d+ : i32, loop\.stage = \d+ : i32\} : \(i1\)", scheduled)
+
+
+def test_fallback_names_the_reason(twill, caplog, monkeypatch):
+    """A kernel twill cannot take (here: a bad pass option) compiles with
+    Triton's own schedule, one warning, and the reason recorded."""
+    monkeypatch.setenv("TWILL_OPTIONS", "objective=fastest")
     twill()
     with caplog.at_level(logging.WARNING, logger="twill"):
         k = _compile(_loop_with_if, 90)
     assert len(k.asm["cubin"]) > 0
     d = twill_triton.decisions()[-1]
     assert not d.scheduled
-    assert "control flow inside the loop body (`scf.if`)" in d.reason
+    assert "unknown objective `fastest`" in d.reason
     warnings = [r for r in caplog.records if r.name == "twill"]
     assert len(warnings) == 1 and "uses Triton's own schedule" in warnings[0].getMessage()
 
@@ -608,9 +650,10 @@ def test_twill_options_env_reaches_the_pass(tmp_path, monkeypatch):
         twill_triton.disable()
 
 
-def test_strict_mode_raises(twill):
+def test_strict_mode_raises(twill, monkeypatch):
+    monkeypatch.setenv("TWILL_OPTIONS", "objective=fastest")
     twill(strict=True)
-    with pytest.raises(Exception, match="control flow inside the loop body"):
+    with pytest.raises(Exception, match="unknown objective"):
         _compile(_loop_with_if, 90)
 
 
