@@ -1,6 +1,7 @@
 """Coverage and compile time of twill on every kernel of the test fixtures
 (third_party/triton/tests/kernels: TMA GEMMs, FlashAttention forward and
-backward, the pointer-load matmuls and attention backward), on the CPU:
+backward, the pointer-load matmuls and attention backward, the persistent
+GEMMs with TMA and pointer loads), on the CPU:
 
     PYTHONPATH=third_party/triton:. python -m bench.compile.coverage [--caps 90,100] [--json FILE]
 
@@ -24,7 +25,8 @@ import triton
 from triton.backends.compiler import GPUTarget
 
 import twill_triton
-from third_party.triton.tests.kernels import fa_bwd, fa_fwd, matmul, pointer_attention_bwd, pointer_matmul
+from third_party.triton.tests.kernels import (fa_bwd, fa_fwd, matmul, persistent_matmul, pointer_attention_bwd,
+                                              pointer_matmul)
 
 
 def _config(module, name):
@@ -48,6 +50,12 @@ def _pointer(module, kernel, config):
     return make
 
 
+def _persistent(name):
+    def make(cap):
+        return persistent_matmul.ast_source(name)
+    return make
+
+
 def kernels():
     """(name, make(cap) -> (source, options)) of every fixture kernel."""
     out = [("matmul_tma", _gemm())]
@@ -59,6 +67,7 @@ def kernels():
             for name, c in pointer_matmul.BIAS_CONFIGS.items()]
     out += [(f"pointer_attn_bwd_{name}", _pointer(pointer_attention_bwd, "bwd", c))
             for name, c in pointer_attention_bwd.CONFIGS.items()]
+    out += [(f"persistent_{name}", _persistent(name)) for name in persistent_matmul.CONFIGS]
     return out
 
 

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""GPU bench of the persistent GEMMs (third_party/triton/tests/kernels/
+persistent_matmul.py: TMA and pointer loads), stock Triton against twill
+(scope=all), live: twill-opt schedules on the GPU machine (the installed
+wheel's, bash bench/gpu/install_wheel.sh).
+
+    python3 -m bench.gpu.persistent --out DIR [--sizes 4096x4096x4096,...] [--stages 2,3,4]
+
+Their loop is the fused (tile, k) loop whose body keeps the tile's set-up
+and epilogue under scf.ifs. Per variant (tma, pointer), num_stages and size:
+the kernel compiled stock and with twill (each in a fresh Triton cache),
+launched on NaN-poisoned C and checked against a float32 torch reference
+(max |C - ref| / max |ref| <= TOL; NaN never passes; REPEATS launches, the
+worst counts), then timed paired: ROUNDS rounds alternating stock and twill,
+each a do_bench median; the ratio is of the medians of the rounds. Each row
+prints what twill decided for the fused loop (scheduled, or the skip reason
+code) and the model's prediction for Triton's schedule and for twill's
+(cycles per iteration, from the report's `triton` record and schedule), so
+that a wrong prediction is visible next to the measurement. The summary
+gives, per variant and size, twill at each num_stages against the best stock
+num_stages.
+
+Writes DIR/results.json and DIR/table.md. Exit status 1 when a row is wrong
+or failed, 0 otherwise; 2 without a GPU.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+TOL = 1e-2
+REPEATS = 3
+ROUNDS = 5
+SIZES = [(4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 4096), (1024, 1024, 64)]
+STAGES = [2, 3, 4]
+
+
+def parse_sizes(text):
+    return [tuple(int(x) for x in s.split("x")) for s in text.split(",") if s]
+
+
+def fused_loop(decision):
+    """The report's record of the fused loop (the one with Triton's
+    schedule on it, the last loop), or None."""
+    if decision is None or not decision.report:
+        return None
+    loops = decision.report.get("loops", [])
+    return loops[-1] if loops else None
+
+
+def prediction(record):
+    """(decision or reason, twill's cycles per iteration, Triton's) of a
+    fused-loop record."""
+    if record is None:
+        return "no report", None, None
+    sched = record.get("schedule") or {}
+    triton_rec = sched.get("triton") or {}
+    what = record["decision"] if record["decision"] == "scheduled" else record.get("reason")
+    return what, sched.get("ii_cycles"), triton_rec.get("ii_cycles")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--sizes", type=parse_sizes, default=SIZES)
+    ap.add_argument("--stages", default=",".join(map(str, STAGES)))
+    ap.add_argument("--variants", default="tma,pointer")
+    args = ap.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        print("no GPU", file=sys.stderr)
+        return 2
+    import triton
+    from triton.testing import do_bench
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    import twill_triton
+    from third_party.triton.tests.kernels import persistent_matmul as pm
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    stages = [int(s) for s in args.stages.split(",")]
+    rows, failed = [], False
+
+    def launch(name, cfg, a, b, c):
+        m, k = a.shape
+        n = b.shape[0]
+        grid = (min(sms, triton.cdiv(m, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"])), )
+        cx, opts = pm.split(dict(cfg, NUM_PROGRAMS=grid[0]))
+        if name == "tma":
+            da = TensorDescriptor.from_tensor(a, [cx["BLOCK_M"], cx["BLOCK_K"]])
+            db = TensorDescriptor.from_tensor(b, [cx["BLOCK_N"], cx["BLOCK_K"]])
+            dc = TensorDescriptor.from_tensor(c, [cx["BLOCK_M"], cx["BLOCK_N"]])
+            return lambda: pm.persistent_tma_kernel[grid](da, db, dc, m, n, k, **cx, **opts)
+        return lambda: pm.persistent_pointer_kernel[grid](a, b, c, m, n, k, **cx, **opts)
+
+    def compiled(name, cfg, a, b, c, twill):
+        """The launch of a freshly compiled kernel (its own Triton cache),
+        its worst relative error, and twill's decision."""
+        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-persistent-")
+        pm.persistent_tma_kernel.device_caches.clear()
+        pm.persistent_pointer_kernel.device_caches.clear()
+        before = len(twill_triton.decisions())
+        if twill:
+            twill_triton.enable(scope="all")
+        try:
+            fn = launch(name, cfg, a, b, c)
+            ref = (a.float() @ b.float().T)
+            worst = 0.0
+            for _ in range(REPEATS):
+                c.fill_(float("nan"))
+                fn()
+                torch.cuda.synchronize()
+                err = ((c.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-6)).item()
+                worst = err if err != err else max(worst, err)  # NaN stays NaN
+                if worst != worst:
+                    break
+        finally:
+            twill_triton.disable()
+        new = twill_triton.decisions()[before:]
+        return fn, worst, (new[-1] if new else None)
+
+    for name in args.variants.split(","):
+        for (m, n, k) in args.sizes:
+            torch.manual_seed(0)
+            a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+            b = torch.randn(n, k, device="cuda", dtype=torch.float16)
+            for ns in stages:
+                cfg = dict(pm.CONFIGS[name], num_stages=ns)
+                row = {"variant": name, "size": f"{m}x{n}x{k}", "num_stages": ns}
+                try:
+                    c0 = torch.empty(m, n, device="cuda", dtype=torch.float16)
+                    c1 = torch.empty(m, n, device="cuda", dtype=torch.float16)
+                    stock, e0, _ = compiled(name, cfg, a, b, c0, False)
+                    ours, e1, d = compiled(name, cfg, a, b, c1, True)
+                    what, ours_cyc, triton_cyc = prediction(fused_loop(d))
+                    row.update(stock_err=e0, twill_err=e1, twill=what, applied=bool(d and d.scheduled),
+                               model_twill_cycles=ours_cyc, model_triton_cycles=triton_cyc)
+                    ok = all(e == e and e <= TOL for e in (e0, e1))
+                    row["verdict"] = "correct" if ok else "WRONG"
+                    failed |= not ok
+                    ts, tt = [], []
+                    for r in range(ROUNDS):
+                        pair = [(stock, ts), (ours, tt)] if r % 2 == 0 else [(ours, tt), (stock, ts)]
+                        for fn, acc in pair:
+                            acc.append(do_bench(fn, warmup=25, rep=100, return_mode="median"))
+                    row.update(stock_ms=statistics.median(ts), twill_ms=statistics.median(tt))
+                    row["ratio"] = row["stock_ms"] / row["twill_ms"]
+                    row["tflops"] = 2 * m * n * k / row["twill_ms"] / 1e9
+                except Exception as e:  # a failed row is reported, the bench goes on
+                    row.update(verdict="error", error=f"{type(e).__name__}: {e}"[:400])
+                    failed = True
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+
+    summary = []
+    for name in args.variants.split(","):
+        for (m, n, k) in args.sizes:
+            size = f"{m}x{n}x{k}"
+            mine = [r for r in rows if r["variant"] == name and r["size"] == size and "stock_ms" in r]
+            if not mine:
+                continue
+            best = min(r["stock_ms"] for r in mine)
+            for r in mine:
+                summary.append({"variant": name, "size": size, "num_stages": r["num_stages"],
+                                "vs_same": r["ratio"], "vs_best_stock": best / r["twill_ms"]})
+    lines = ["| variant | size | num_stages | verdict | twill | model: Triton / twill (cycles/iter) "
+             "| stock ms | twill ms | paired | vs best stock |", "|" + " --- |" * 10]
+    for r in rows:
+        s = next((x for x in summary if x["variant"] == r["variant"] and x["size"] == r["size"]
+                  and x["num_stages"] == r["num_stages"]), None)
+        lines.append("| {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} |".format(
+            r["variant"], r["size"], r["num_stages"], r.get("verdict"), r.get("twill", r.get("error", "")),
+            r.get("model_triton_cycles"), r.get("model_twill_cycles"),
+            f"{r['stock_ms']:.3f}" if "stock_ms" in r else "-", f"{r['twill_ms']:.3f}" if "twill_ms" in r else "-",
+            f"{r['ratio']:.3f}" if "ratio" in r else "-", f"{s['vs_best_stock']:.3f}" if s else "-"))
+    table = "\n".join(lines)
+    print(table)
+    (args.out / "table.md").write_text(table + "\n")
+    (args.out / "results.json").write_text(json.dumps({
+        "device": torch.cuda.get_device_name(0), "triton": triton.__version__, "rows": rows,
+        "summary": summary}, indent=1))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
