@@ -426,10 +426,12 @@ pub fn schedule_loop(
             let _ = write!(skip.text, " [tried: {}]", job.tried(&plan.warps));
             skip
         })?;
+    tracing::debug!(target: "twill", seconds = started.elapsed().as_secs_f64(), "solved");
     let partitioning = plan.partitioning(job, &solved);
     let iteration = redepth(&mut solved.result, o.ctas, problem.cycle_scale);
     let solved_problem = solved.colocated_problem.as_ref().unwrap_or(&problem);
     check(solved_problem, &solved.result, &plan.warps)?;
+    tracing::debug!(target: "twill", seconds = started.elapsed().as_secs_f64(), "checked");
     let triton = triton_schedule(job, &lowered, solved_problem, &solved, &plan.warps);
     if let Some(t) = &triton {
         prefer_triton(t, &solved, problem.cycle_scale)?;

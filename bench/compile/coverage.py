@@ -10,8 +10,11 @@ Per kernel and target: what twill did with each loop under `scope=all`
 order), whether the kernel kept twill's schedule or fell back (and why), and
 the compile time it added: one cold compile of stock Triton, one of Triton
 with twill and an empty twill schedule cache, one more with that cache warm
-(a fresh Triton cache for each). The summary gives the median and maximum
-added time, cold and warm. Timing targets live here, not in tests."""
+(a fresh Triton cache for each), as the difference to stock and as twill's
+own seconds (the hook's clock around its twill-opt calls and the
+verification; the difference of two compiles is noisy by a few tenths of a
+second on a busy machine). The summary gives the median and maximum added
+time, cold and warm. Timing targets live here, not in tests."""
 
 import argparse
 import json
@@ -114,24 +117,36 @@ def row(name, make, cap):
     return dict(kernel=name, cap=cap, loops=loops_of(d), kept=bool(d and d.scheduled),
                 fallback=None if d is None or d.scheduled else (d.reason or ""), error=error,
                 stock=stock, cold=cold - stock, warm=warm - stock,
+                twill_cold=twill_seconds(d), twill_warm=twill_seconds(d2),
                 cached=bool(getattr(d2, "cached", False)))
 
 
+def twill_seconds(d):
+    """What twill itself spent in the compile (the hook's own clock: the
+    attribute route's twill-opt call, the lowering call, the verification),
+    without the compile-to-compile noise of a difference of two compiles."""
+    if d is None:
+        return 0.0
+    return d.schedule_seconds + d.lowering_seconds + d.verify_seconds
+
+
 def table(rows):
-    print("| kernel | target | loops (scope=all) | kept | stock s | added cold s | added warm s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| kernel | target | loops (scope=all) | kept | stock s | added cold s | added warm s "
+          "| twill cold s | twill warm s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "stock" not in r:
             print(f"| {r['kernel']} | cuda:{r['cap']} | not compiled by stock Triton: {r['error']} | | | | |")
             continue
         kept = "yes" if r["kept"] else f"no: {(r['fallback'] or r['error'] or '')[:80]}"
         print(f"| {r['kernel']} | cuda:{r['cap']} | {', '.join(r['loops']) or 'no loop'} | {kept} | "
-              f"{r['stock']:.2f} | {r['cold']:+.2f} | {r['warm']:+.2f} |")
+              f"{r['stock']:.2f} | {r['cold']:+.2f} | {r['warm']:+.2f} | {r['twill_cold']:.3f} | "
+              f"{r['twill_warm']:.3f} |")
     timed = [r for r in rows if "stock" in r]
-    for what in ("cold", "warm"):
+    for what in ("cold", "warm", "twill_cold", "twill_warm"):
         xs = [r[what] for r in timed]
         if xs:
-            print(f"\nadded {what}: median {statistics.median(xs):+.2f} s, max {max(xs):+.2f} s over {len(xs)} compiles")
+            print(f"\nadded {what}: median {statistics.median(xs):+.3f} s, max {max(xs):+.3f} s over {len(xs)} compiles")
 
 
 def main():

@@ -549,6 +549,7 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
     }
     .clamp(1, cap.saturating_sub(first).saturating_add(1).max(1));
     let outcomes = search_is(p, first, cap, threads, &opts, deadline);
+    debug!(seconds = started.elapsed().as_secs_f64(), "Is searched");
 
     // Walk the outcomes in the order of Algorithm 1, accounting the work
     // as the sequential search spends it.
@@ -883,7 +884,9 @@ fn search_is(
                     let ctx = z3::Context::thread_local().get_z3_context().as_ptr() as usize;
                     *lock(&running[me]) = Some((ii, ctx));
                     // Once I is known to be feasible, no larger I matters.
-                    let o = search_at(p, ii, opts, deadline, &|| cut(me, ii));
+                    // A smaller I with a schedule makes this one moot.
+                    let moot = || found_at.load(Ordering::SeqCst) < ii;
+                    let o = search_at(p, ii, opts, deadline, (&|| cut(me, ii), &moot));
                     *lock(&running[me]) = None;
                     o
                 });
@@ -935,13 +938,14 @@ fn search_at(
     ii: u32,
     opts: &JointOptions,
     deadline: Instant,
-    on_feasible: &dyn Fn(),
+    (on_feasible, moot): (&dyn Fn(), &dyn Fn() -> bool),
 ) -> IiOutcome {
     let mut search = IiSearch {
         p,
         ii,
         opts,
         deadline,
+        moot,
         meter: work::Meter::start(opts.budget),
         queries: 0,
         entries: Vec::new(),
@@ -974,6 +978,9 @@ struct IiSearch<'a> {
     ii: u32,
     opts: &'a JointOptions,
     deadline: Instant,
+    /// Whether a smaller I has a schedule (another thread found it): this
+    /// I's answer is not read, so no more queries are asked of it.
+    moot: &'a dyn Fn() -> bool,
     /// The work spent at this I, against the budget.
     meter: work::Meter,
     /// SMT queries made so far.
@@ -1027,6 +1034,9 @@ impl IiSearch<'_> {
     fn ask(&mut self, encoding: &mut dyn JointEncoding, q: Query) -> EncodingOutcome {
         if self.meter.exhausted() {
             return EncodingOutcome::Unknown("the work budget is spent".into());
+        }
+        if (self.moot)() {
+            return EncodingOutcome::Unknown("a smaller I has a schedule".into());
         }
         self.queries += 1;
         encoding.solve(&self.within(q))

@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""GPU bench of the persistent GEMMs (third_party/triton/tests/kernels/
-persistent_matmul.py: TMA and pointer loads), stock Triton against twill
-(scope=all), live: twill-opt schedules on the GPU machine (the installed
-wheel's, bash bench/gpu/install_wheel.sh).
+"""GPU bench of twill under scope=all on the GEMMs users write themselves:
+the persistent GEMMs (third_party/triton/tests/kernels/persistent_matmul.py:
+TMA and pointer loads; their loop is the fused (tile, k) loop whose body
+keeps the tile's set-up and epilogue under scf.ifs) and the tutorial-03
+style pointer-load matmuls (pointer_matmul.py, each configuration of
+CONFIGS at its own num_stages). Stock Triton against twill, live: twill-opt
+schedules on the GPU machine (the installed wheel's, bash
+bench/gpu/install_wheel.sh).
 
-    python3 -m bench.gpu.persistent --out DIR [--sizes 4096x4096x4096,...] [--stages 2,3,4]
+    python3 -m bench.gpu.scope_all --out DIR [--sizes 4096x4096x4096,...] [--stages 2,3,4]
+                                   [--variants tma,pointer,tutorial]
 
-Their loop is the fused (tile, k) loop whose body keeps the tile's set-up
-and epilogue under scf.ifs. Per variant (tma, pointer), num_stages and size:
+Per variant, num_stages (the persistent GEMMs: each of --stages; the
+tutorial matmuls: their configuration's) and size:
 the kernel compiled stock and with twill (each in a fresh Triton cache),
 launched on NaN-poisoned C and checked against a float32 torch reference
 (max |C - ref| / max |ref| <= TOL; NaN never passes; REPEATS launches, the
@@ -68,7 +73,7 @@ def main():
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--sizes", type=parse_sizes, default=SIZES)
     ap.add_argument("--stages", default=",".join(map(str, STAGES)))
-    ap.add_argument("--variants", default="tma,pointer")
+    ap.add_argument("--variants", default="tma,pointer,tutorial")
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -80,6 +85,7 @@ def main():
 
     import twill_triton
     from third_party.triton.tests.kernels import persistent_matmul as pm
+    from third_party.triton.tests.kernels import pointer_matmul as tm
 
     args.out.mkdir(parents=True, exist_ok=True)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -89,6 +95,13 @@ def main():
     def launch(name, cfg, a, b, c):
         m, k = a.shape
         n = b.shape[0]
+        if name.startswith("tutorial"):
+            # B is K x N here: its transpose, contiguous.
+            bt = b.T.contiguous()
+            cx, opts = tm.split(cfg)
+            grid = (triton.cdiv(m, cx["BLOCK_M"]) * triton.cdiv(n, cx["BLOCK_N"]), )
+            return lambda: tm.matmul_kernel[grid](a, bt, c, m, n, k, a.stride(0), a.stride(1), bt.stride(0),
+                                                  bt.stride(1), c.stride(0), c.stride(1), **cx, **opts)
         grid = (min(sms, triton.cdiv(m, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"])), )
         cx, opts = pm.split(dict(cfg, NUM_PROGRAMS=grid[0]))
         if name == "tma":
@@ -102,8 +115,8 @@ def main():
         """The launch of a freshly compiled kernel (its own Triton cache),
         its worst relative error, and twill's decision."""
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-persistent-")
-        pm.persistent_tma_kernel.device_caches.clear()
-        pm.persistent_pointer_kernel.device_caches.clear()
+        for kernel in (pm.persistent_tma_kernel, pm.persistent_pointer_kernel, tm.matmul_kernel):
+            kernel.device_caches.clear()
         before = len(twill_triton.decisions())
         if twill:
             twill_triton.enable(scope="all")
@@ -124,13 +137,22 @@ def main():
         new = twill_triton.decisions()[before:]
         return fn, worst, (new[-1] if new else None)
 
-    for name in args.variants.split(","):
+    def configurations(variant):
+        """(row name, configuration) of a --variants entry."""
+        if variant == "tutorial":
+            return [(f"tutorial {c}", dict(cfg)) for c, cfg in tm.CONFIGS.items()]
+        return [(variant, dict(pm.CONFIGS[variant], num_stages=ns)) for ns in stages]
+
+    names = []
+    for variant in args.variants.split(","):
         for (m, n, k) in args.sizes:
             torch.manual_seed(0)
             a = torch.randn(m, k, device="cuda", dtype=torch.float16)
             b = torch.randn(n, k, device="cuda", dtype=torch.float16)
-            for ns in stages:
-                cfg = dict(pm.CONFIGS[name], num_stages=ns)
+            for name, cfg in configurations(variant):
+                ns = cfg["num_stages"]
+                if name not in names:
+                    names.append(name)
                 row = {"variant": name, "size": f"{m}x{n}x{k}", "num_stages": ns}
                 try:
                     c0 = torch.empty(m, n, device="cuda", dtype=torch.float16)
@@ -158,7 +180,7 @@ def main():
                 print(json.dumps(row), flush=True)
 
     summary = []
-    for name in args.variants.split(","):
+    for name in names:
         for (m, n, k) in args.sizes:
             size = f"{m}x{n}x{k}"
             mine = [r for r in rows if r["variant"] == name and r["size"] == size and "stock_ms" in r]
