@@ -202,6 +202,12 @@ struct TwillSchedulePass
                      "number (num_stages is only reported)"),
       llvm::cl::init("bound")};
 
+  Option<std::string> ties{
+      *this, "ties",
+      llvm::cl::desc("twill: a tie with Triton's own schedule in twill's "
+                     "model keeps twill's; triton: it keeps Triton's"),
+      llvm::cl::init("twill")};
+
   void runOnOperation() override {
     std::string o;
     render(o, "arch", arch);
@@ -225,6 +231,7 @@ struct TwillSchedulePass
     render(o, "objective", objective);
     render(o, "num-stages", std::to_string(numStages));
     render(o, "stages", stages);
+    render(o, "ties", ties);
     render(o, "report", report);
     render(o, "lower", lower);
     render(o, "ring", ring);

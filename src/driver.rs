@@ -80,6 +80,32 @@ pub struct LoopOptions {
     pub num_stages: u32,
     /// `stages=`: whether the user's `num_stages` bounds the schedule.
     pub stages: Stages,
+    /// `ties=`: whose schedule a tie in twill's model keeps.
+    pub ties: Ties,
+}
+
+/// The pass's `ties=` option: where Triton's own schedule reaches the same
+/// I in twill's model as twill's (and twill writes no partitions and
+/// lowers nothing), whose schedule the loop gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ties {
+    /// twill's (the default).
+    #[default]
+    Twill,
+    /// Triton's: only a predicted gain replaces the schedule Triton would
+    /// run (`triton_as_good`).
+    Triton,
+}
+
+impl std::str::FromStr for Ties {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Ties, String> {
+        match s {
+            "twill" => Ok(Ties::Twill),
+            "triton" => Ok(Ties::Triton),
+            other => Err(format!("ties: expected `twill` or `triton`, got `{other}`")),
+        }
+    }
 }
 
 /// The pass's `stages=` option: what the user's `num_stages` means.
@@ -434,7 +460,11 @@ pub fn schedule_loop(
     tracing::debug!(target: "twill", seconds = started.elapsed().as_secs_f64(), "checked");
     let triton = triton_schedule(job, &lowered, solved_problem, &solved, &plan.warps);
     if let Some(t) = &triton {
-        prefer_triton(t, &solved, problem.cycle_scale)?;
+        // Twill's partitions and its own lowering are worth more than the
+        // stages the comparison sees: a tie goes to Triton only without them.
+        let tie_to_triton =
+            o.ties == Ties::Triton && !partitioning.written && o.lower == Lower::Off;
+        prefer_triton(t, &solved, problem.cycle_scale, tie_to_triton)?;
     }
     let decided = decide(job, &lowered, &solved.result, partitioning.written);
     within_bound(job, &decided)?;
@@ -821,10 +851,24 @@ fn triton_schedule(
 
 /// Never worse than Triton: where Triton's schedule reaches a smaller I in
 /// twill's model than the schedule twill found (cut short by its budget),
-/// Triton's is kept.
-fn prefer_triton(triton: &TritonSchedule, solved: &Solved, scale: f64) -> Result<(), Skip> {
+/// Triton's is kept; with `tie_to_triton` (`ties=triton`) also where it
+/// reaches the same I.
+fn prefer_triton(
+    triton: &TritonSchedule,
+    solved: &Solved,
+    scale: f64,
+    tie_to_triton: bool,
+) -> Result<(), Skip> {
     let ours = solved.result.schedule.schedule.ii;
     match triton.ii {
+        Some(theirs) if theirs == ours && tie_to_triton => Err(Skip::new(
+            SkipReason::TritonAsGood,
+            format!(
+                "Triton's own schedule is as good in twill's model: I={theirs} (~{} cycles, {} stages), the I of twill's schedule; ties=triton keeps Triton's",
+                cycles(f64::from(theirs) * scale),
+                triton.stages,
+            ),
+        )),
         Some(theirs) if theirs < ours => Err(Skip::new(
             SkipReason::TritonBetter,
             format!(
@@ -1380,6 +1424,7 @@ pub(crate) mod tests {
             cache: None,
             num_stages: 0,
             stages: Stages::Bound,
+            ties: Ties::Twill,
         }
     }
 

@@ -22,7 +22,7 @@ use crate::backend::ws::WsPlan;
 use crate::backend::{self, Arch, TritonTarget};
 use crate::cache::{self, LoopCache};
 use crate::driver::{
-    self, planned_graph, schedule_loop, LoopJob, LoopOptions, Lower, Scheduled, Skip, Stages,
+    self, planned_graph, schedule_loop, LoopJob, LoopOptions, Lower, Scheduled, Skip, Stages, Ties,
 };
 use crate::frontend::lower::{lower, straight_line_cycles};
 use crate::frontend::mlir::{
@@ -99,6 +99,8 @@ pub struct ScheduleOptions {
     pub num_stages: u32,
     /// `stages=bound|free`: whether it bounds the schedule's stages.
     pub stages: Stages,
+    /// `ties=twill|triton`: whose schedule a tie in twill's model keeps.
+    pub ties: Ties,
 }
 
 /// Options of `--twill-export-graph`.
@@ -159,6 +161,7 @@ impl ScheduleOptions {
             cache: None,
             num_stages: 0,
             stages: Stages::Bound,
+            ties: Ties::Twill,
         };
         let placed = |k: &str, v: &str| match v {
             "first" => Ok(false),
@@ -240,6 +243,7 @@ impl ScheduleOptions {
                     })?
                 }
                 "stages" => o.stages = v.parse()?,
+                "ties" => o.ties = v.parse()?,
                 "rotate" => {
                     o.rotate_kernel = match v {
                         "kernel" => true,
@@ -329,6 +333,7 @@ impl ScheduleOptions {
             cache: self.cache.clone(),
             num_stages: self.num_stages,
             stages: self.stages,
+            ties: self.ties,
         }
     }
 }

@@ -79,6 +79,10 @@ pub enum SkipReason {
     /// better in twill's model than the schedule twill found within its
     /// budget: Triton's is kept (the record's text gives both).
     TritonBetter,
+    /// `ties=triton`: a loop without warp partitions whose own Triton
+    /// schedule reaches the same I in twill's model as twill's: Triton's is
+    /// kept (the record's text gives both).
+    TritonAsGood,
     /// A loop twill lowered earlier (marked `twill.lowered`): it runs as
     /// twill's warp-specialized code, not as a candidate.
     LoweredByTwill,
@@ -718,6 +722,7 @@ mod tests {
             .contains("num_stages"));
         for (code, text) in [
             (SkipReason::SameAsTriton, "\"same_as_triton\""),
+            (SkipReason::TritonAsGood, "\"triton_as_good\""),
             (SkipReason::NumStagesExceeded, "\"num_stages_exceeded\""),
         ] {
             assert_eq!(serde_json::to_string(&code).unwrap(), text);

@@ -12,6 +12,11 @@
 // RUN: %twill-opt %inputs/triton36/fa_fwd_sm90.triton_schedule.mlir --twill-schedule="arch=sm90 scope=all budget=0.05" -o %t.kept.mlir 2>/dev/null
 // RUN: %twill-opt %inputs/triton36/fa_fwd_sm90.triton_schedule.mlir -o %t.input.mlir
 // RUN: diff %t.kept.mlir %t.input.mlir
+// With ties=triton a tie in twill's model (I=32 both) keeps Triton's
+// schedule too (`triton_as_good`): nothing predicts a gain.
+// RUN: %twill-opt %inputs/triton36/fa_fwd_sm90.triton_schedule.mlir --twill-schedule="arch=sm90 scope=all ties=triton report=%t.tie.json" -o %t.tie.mlir 2>&1 | FileCheck %s --check-prefix=TIE
+// RUN: FileCheck %s --check-prefix=TIE-REPORT --input-file=%t.tie.json
+// RUN: diff %t.tie.mlir %t.input.mlir
 
 // CHECK: remark: twill: scheduled attn_fwd_kernel_loop1: I=32 (~3748 cycles)
 // CHECK-SAME: proven optimal
@@ -27,3 +32,7 @@
 // SMALL-REPORT: "reason": "triton_better",
 
 // The kept module is the input printed back: Triton's attributes unchanged.
+
+// TIE: remark: twill: skipped loop: Triton's own schedule is as good in twill's model: I=32 (~3748 cycles, 3 stages), the I of twill's schedule; ties=triton keeps Triton's
+// TIE-REPORT: "decision": "skipped",
+// TIE-REPORT: "reason": "triton_as_good",

@@ -759,3 +759,23 @@ def test_replay_key_ignores_locations_and_names():
     assert replay_key(a) == replay_key(b) != replay_key(c)
     # Other pass options, another schedule: another key.
     assert replay_key(a, "sm90 partitions=True loads=last") != replay_key(a, "sm90 partitions=True")
+
+
+def test_ties_keep_tritons_schedule(tmp_path, monkeypatch):
+    """TWILL_OPTIONS="ties=triton": where twill's model gives Triton's own
+    schedule the same I as twill's, the loop keeps Triton's (the persistent
+    TMA GEMM on cuda:90: its fused loop ties; its one-stage K = 0 loop,
+    which Triton leaves unpipelined, is twill's and the same code), and the
+    kernel compiles to stock Triton's loops."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "stock"))
+    stock = _compile(KERNELS["persistent_tma"], 90)
+    monkeypatch.setenv("TWILL_OPTIONS", "ties=triton")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "ties"))
+    twill_triton.enable(twill_opt=TWILL_OPT, scope="all")
+    try:
+        ours = _compile(KERNELS["persistent_tma"], 90)
+    finally:
+        twill_triton.disable()
+    d = twill_triton.decisions()[-1]
+    assert [r["reason"] for r in d.report["loops"]] == [None, "triton_as_good"], d.remarks
+    assert _loop_body(ours.asm["ttgir"]) == _loop_body(stock.asm["ttgir"])
