@@ -1428,6 +1428,26 @@ pub(crate) mod tests {
         }
     }
 
+    /// The request `twill solve` makes under `o` on `machine` with
+    /// `groups` compute groups (the machine's register limit, crossings
+    /// allowed, no stage bound).
+    pub(crate) fn solve_request(o: &LoopOptions, machine: &Machine, groups: u32) -> SolveRequest {
+        SolveRequest {
+            encoding: o.encoding,
+            warps: WarpConfig {
+                groups,
+                reg_limit: machine.warps.max_regs_per_thread,
+                cross_warp: true,
+            },
+            objective: o.objective,
+            seed: 0,
+            threads: 0,
+            timeout: o.timeout,
+            stage_bound: None,
+            budget: o.budget,
+        }
+    }
+
     #[test]
     fn twill_solve_and_the_pass_give_the_same_schedule() {
         let machine = Machine::select("h100").unwrap();
@@ -1452,20 +1472,7 @@ pub(crate) mod tests {
         let graph = planned_graph(&job, &lowered);
         let graph = load::parse("gemm.toml", &crate::graph::load::to_toml(&graph)).unwrap();
         let (problem, _) = price(&graph, &machine, o.u, o.timeout).unwrap();
-        let request = SolveRequest {
-            encoding: o.encoding,
-            warps: WarpConfig {
-                groups: o.groups,
-                reg_limit: machine.warps.max_regs_per_thread,
-                cross_warp: true,
-            },
-            objective: o.objective,
-            seed: 0,
-            threads: 0,
-            timeout: o.timeout,
-            stage_bound: None,
-            budget: DEFAULT_BUDGET,
-        };
+        let request = solve_request(&o, &machine, o.groups);
         let solved = solve(&problem, &[], &request, Instant::now()).unwrap();
         check(&problem, &solved.result, &request.warps).unwrap();
         let s = &solved.result.schedule.schedule;
@@ -1561,20 +1568,7 @@ pub(crate) mod tests {
         .unwrap();
         let (_, lowered) = extract(&job).unwrap();
         let problem = price(&lowered.graph, &machine, o.u, o.timeout).unwrap().0;
-        let request = SolveRequest {
-            encoding: o.encoding,
-            warps: WarpConfig {
-                groups: 1,
-                reg_limit: machine.warps.max_regs_per_thread,
-                cross_warp: true,
-            },
-            objective: o.objective,
-            seed: 0,
-            threads: 0,
-            timeout: o.timeout,
-            stage_bound: None,
-            budget: DEFAULT_BUDGET,
-        };
+        let request = solve_request(&o, &machine, 1);
         let solved = solve(&problem, &[], &request, Instant::now()).unwrap();
         (planned.unwrap(), lowered, solved.result, scheduled)
     }

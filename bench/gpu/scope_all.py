@@ -92,12 +92,11 @@ def main():
     stages = [int(s) for s in args.stages.split(",")]
     rows, failed = [], False
 
-    def launch(name, cfg, a, b, c):
+    def launch(name, cfg, data, c):
+        a, b, bt = data["a"], data["b"], data["bt"]
         m, k = a.shape
         n = b.shape[0]
         if name.startswith("tutorial"):
-            # B is K x N here: its transpose, contiguous.
-            bt = b.T.contiguous()
             cx, opts = tm.split(cfg)
             grid = (triton.cdiv(m, cx["BLOCK_M"]) * triton.cdiv(n, cx["BLOCK_N"]), )
             return lambda: tm.matmul_kernel[grid](a, bt, c, m, n, k, a.stride(0), a.stride(1), bt.stride(0),
@@ -111,7 +110,7 @@ def main():
             return lambda: pm.persistent_tma_kernel[grid](da, db, dc, m, n, k, **cx, **opts)
         return lambda: pm.persistent_pointer_kernel[grid](a, b, c, m, n, k, **cx, **opts)
 
-    def compiled(name, cfg, a, b, c, twill):
+    def compiled(name, cfg, data, c, twill):
         """The launch of a freshly compiled kernel (its own Triton cache),
         its worst relative error, and twill's decision."""
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-persistent-")
@@ -121,8 +120,8 @@ def main():
         if twill:
             twill_triton.enable(scope="all")
         try:
-            fn = launch(name, cfg, a, b, c)
-            ref = (a.float() @ b.float().T)
+            fn = launch(name, cfg, data, c)
+            ref = data["ref"]
             worst = 0.0
             for _ in range(REPEATS):
                 c.fill_(float("nan"))
@@ -149,6 +148,9 @@ def main():
             torch.manual_seed(0)
             a = torch.randn(m, k, device="cuda", dtype=torch.float16)
             b = torch.randn(n, k, device="cuda", dtype=torch.float16)
+            # The tutorial kernel reads B as K x N: its transpose, contiguous.
+            data = {"a": a, "b": b, "bt": b.T.contiguous() if variant == "tutorial" else None,
+                    "ref": a.float() @ b.float().T}
             for name, cfg in configurations(variant):
                 ns = cfg["num_stages"]
                 if name not in names:
@@ -157,8 +159,8 @@ def main():
                 try:
                     c0 = torch.empty(m, n, device="cuda", dtype=torch.float16)
                     c1 = torch.empty(m, n, device="cuda", dtype=torch.float16)
-                    stock, e0, _ = compiled(name, cfg, a, b, c0, False)
-                    ours, e1, d = compiled(name, cfg, a, b, c1, True)
+                    stock, e0, _ = compiled(name, cfg, data, c0, False)
+                    ours, e1, d = compiled(name, cfg, data, c1, True)
                     what, ours_cyc, triton_cyc = prediction(fused_loop(d))
                     row.update(stock_err=e0, twill_err=e1, twill=what, applied=bool(d and d.scheduled),
                                model_twill_cycles=ours_cyc, model_triton_cycles=triton_cyc)

@@ -213,8 +213,8 @@ pub fn key(options: &str, machine: &Machine, graph: &Graph, warps: &WarpConfig) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::tests::options;
-    use crate::driver::{extract, planned_graph, price, solve, LoopJob, SolveRequest};
+    use crate::driver::tests::{options, solve_request};
+    use crate::driver::{extract, planned_graph, price, solve, LoopJob};
     use crate::frontend::lower::{lower, tests::gemm};
     use crate::frontend::LoopIr;
 
@@ -246,20 +246,7 @@ mod tests {
         let job = LoopJob::new(&ir, &machine, &o);
         let (_, lowered) = extract(&job).unwrap();
         let problem = price(&lowered.graph, &machine, o.u, o.timeout).unwrap().0;
-        let request = SolveRequest {
-            encoding: o.encoding,
-            warps: WarpConfig {
-                groups: 1,
-                reg_limit: machine.warps.max_regs_per_thread,
-                cross_warp: true,
-            },
-            objective: o.objective,
-            seed: 0,
-            threads: 0,
-            timeout: o.timeout,
-            budget: o.budget,
-            stage_bound: None,
-        };
+        let request = solve_request(&o, &machine, 1);
         solve(&problem, &[], &request, std::time::Instant::now())
             .unwrap()
             .result

@@ -240,18 +240,21 @@ fn op_rules<'m>(ir: &LoopIr, machine: &'m Machine) -> Result<Vec<Option<&'m OpRu
             rules.push(None);
             continue;
         }
-        let Some(rule) = machine.op_rule(&op.name) else {
-            return Err(Unsupported {
-                location: op.location.clone(),
-                reason: format!(
-                    "machine `{}` has no op rule matching `{}`",
-                    machine.name, op.name
-                ),
-            });
-        };
-        rules.push(Some(rule));
+        rules.push(Some(rule_of(op, machine, "")?));
     }
     Ok(rules)
+}
+
+/// The machine's rule for tile op `op`; a tile op without one is
+/// unsupported (`context` is added to the reason).
+fn rule_of<'m>(op: &IrOp, machine: &'m Machine, context: &str) -> Result<&'m OpRule, Unsupported> {
+    machine.op_rule(&op.name).ok_or_else(|| Unsupported {
+        location: op.location.clone(),
+        reason: format!(
+            "machine `{}` has no op rule matching `{}`{context}",
+            machine.name, op.name
+        ),
+    })
 }
 
 /// Whether `op` has a tile operand or result (ops without one are scalar).
@@ -267,15 +270,7 @@ fn is_tiled(op: &IrOp) -> bool {
 /// could not be kept from outside the `if`).
 fn check_branches(if_op: &IrOp, machine: &Machine) -> Result<(), Unsupported> {
     for op in if_op.branches.iter().flatten().filter(|o| is_tiled(o)) {
-        let Some(rule) = machine.op_rule(&op.name) else {
-            return Err(Unsupported {
-                location: op.location.clone(),
-                reason: format!(
-                    "machine `{}` has no op rule matching `{}` (under `scf.if`)",
-                    machine.name, op.name
-                ),
-            });
-        };
+        let rule = rule_of(op, machine, " (under `scf.if`)")?;
         if rule.ordered {
             return Err(Unsupported {
                 location: op.location.clone(),
@@ -294,6 +289,19 @@ struct Nodes {
     /// Body ops (`scf.if`s) that write the buffers they use, by their
     /// regions' ops' rules.
     writers: BTreeSet<usize>,
+}
+
+impl Nodes {
+    /// Body op `i` (matched by machine rule `rule`) becomes graph node `op`.
+    fn push_node(&mut self, i: usize, rule: Option<usize>, op: Op) {
+        self.classified.push(Classified {
+            node: Some(self.ops.len()),
+            rule,
+            folded: None,
+        });
+        self.op_of_node.push(i);
+        self.ops.push(op);
+    }
 }
 
 /// Classifies every body op: a graph node priced by its rule, or folded
@@ -329,13 +337,7 @@ fn classify(
             if c.writes {
                 nodes.writers.insert(i);
             }
-            nodes.classified.push(Classified {
-                node: Some(nodes.ops.len()),
-                rule: None,
-                folded: None,
-            });
-            nodes.op_of_node.push(i);
-            nodes.ops.push(c.op);
+            nodes.push_node(i, None, c.op);
             continue;
         }
         let Some(rule) = rules[i] else {
@@ -363,13 +365,7 @@ fn classify(
             continue;
         };
         node.last_stage = last_stage_ops.contains(&op.name.as_str());
-        nodes.classified.push(Classified {
-            node: Some(nodes.ops.len()),
-            rule: rule_index,
-            folded: None,
-        });
-        nodes.op_of_node.push(i);
-        nodes.ops.push(node);
+        nodes.push_node(i, rule_index, node);
     }
     absorb_loads(ir, &absorbed_into, &mut nodes);
     nodes
@@ -417,7 +413,7 @@ fn price_if(
                 *moved.entry(unit).or_insert(0) += bytes;
             }
             match priced_segments(&node.timing, machine) {
-                Ok(segs) => segments.extend(segs),
+                Ok(segs) => segs.into_iter().for_each(|s| s.append_to(&mut segments)),
                 Err(e) => notes.push(format!("`{}` ({}): {e}", b.name, b.location)),
             }
         }
@@ -438,7 +434,7 @@ fn price_if(
     Some(PricedIf {
         op: Op {
             name: format!("if_{i}"),
-            timing: Timing::Table(merge_segments(segments)),
+            timing: Timing::Table(segments),
             regs: held.regs.min(u64::from(u32::MAX)) as u32,
             memory: held.memory,
             variable_latency: false,
@@ -453,18 +449,6 @@ fn price_if(
         },
         writes,
     })
-}
-
-/// `segments` with neighbours of equal uses joined.
-fn merge_segments(segments: Vec<Segment>) -> Vec<Segment> {
-    let mut out: Vec<Segment> = Vec::with_capacity(segments.len());
-    for s in segments.into_iter().filter(|s| s.len > 0) {
-        match out.last_mut() {
-            Some(last) if last.uses == s.uses => last.len += s.len,
-            _ => out.push(s),
-        }
-    }
-    out
 }
 
 /// The first tile operand of `op` and where it comes from.

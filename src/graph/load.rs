@@ -421,10 +421,7 @@ impl Ctx<'_> {
         let mut segs: Vec<Segment> = Vec::new();
         for (r, row) in rrt.get_ref().iter().enumerate() {
             let uses = self.uses(row.get_ref(), &format!("op[{i}].rrt[{r}]"))?;
-            match segs.last_mut() {
-                Some(s) if s.uses == uses => s.len += 1,
-                _ => segs.push(Segment { len: 1, uses }),
-            }
+            Segment { len: 1, uses }.append_to(&mut segs);
         }
         let rows = rrt.get_ref().len() as u64;
         if let Some(c) = cycles {

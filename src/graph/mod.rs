@@ -19,6 +19,21 @@ pub struct Segment {
     pub uses: BTreeMap<String, u32>,
 }
 
+impl Segment {
+    /// Appends `self` to the run-length encoded rows `segments`: joined
+    /// with the last segment when it uses the same units; nothing for an
+    /// empty segment.
+    pub fn append_to(self, segments: &mut Vec<Segment>) {
+        if self.len == 0 {
+            return;
+        }
+        match segments.last_mut() {
+            Some(last) if last.uses == self.uses => last.len += self.len,
+            _ => segments.push(self),
+        }
+    }
+}
+
 /// How an op's cycles and reservation table are known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Timing {
