@@ -269,6 +269,16 @@ impl LoopJob<'_> {
             .map(|(n, _)| n)
     }
 
+    /// The stages of Triton's own schedule of the loop where they are more
+    /// than the bound (on sm100 Triton gives an MMA's result a stage of its
+    /// own beyond `num_stages`): the bound of a second search where none
+    /// exists within the first, so that twill never answers "no schedule"
+    /// where Triton has one.
+    fn tritons_bound(&self) -> Option<u32> {
+        let triton = self.ir.triton_max_stage? + 1;
+        self.stage_bound().filter(|&n| triton > n).map(|_| triton)
+    }
+
     /// Where the loads go: `loads=auto` rotates the loads of a loop that
     /// mixes descriptor and pointer loads, or (`rotate=kernel`) of any loop
     /// of its kernel. Returns the placement and whether it is rotated.
@@ -296,6 +306,9 @@ impl LoopJob<'_> {
         };
         if let Some(n) = self.stage_bound() {
             let _ = write!(what, "; at most {n} stages (num_stages)");
+        }
+        if let Some(n) = self.tritons_bound() {
+            let _ = write!(what, ", then {n} (Triton's own schedule's)");
         }
         what
     }
@@ -348,6 +361,12 @@ impl Plan {
         }
     }
 
+    /// Whether twill's partitions are written when a schedule meets the
+    /// colocation sets.
+    fn partitioned(&self, job: &LoopJob) -> bool {
+        self.ws && job.o.partitions && job.stages_only.is_none()
+    }
+
     /// Whether twill's partitions are written, and why not when for a
     /// reason other than the options.
     fn partitioning(&self, job: &LoopJob, solved: &Solved) -> Partitioning {
@@ -380,6 +399,10 @@ pub struct SolveRequest {
     pub timeout: f64,
     /// At most this many stages (the user's `num_stages`).
     pub stage_bound: Option<joint::StageBound>,
+    /// The bound of the attempt without the colocation sets, whose
+    /// partitions are not written (on sm100 the back end then places a
+    /// load after its tcgen05 reader: one stage more); None: `stage_bound`.
+    pub stage_bound_alone: Option<joint::StageBound>,
     /// Deterministic work budget of the whole solve, both attempts, z3
     /// resource units (0: none).
     pub budget: u64,
@@ -442,11 +465,29 @@ pub fn schedule_loop(
         timeout: o.timeout,
         stage_bound: job.stage_bound().map(|stages| joint::StageBound {
             stages,
-            extra: extra_stages(job, &lowered, &problem),
+            extra: extra_stages(job, &lowered, &problem, plan.partitioned(job)),
+        }),
+        stage_bound_alone: job.stage_bound().map(|stages| joint::StageBound {
+            stages,
+            extra: extra_stages(job, &lowered, &problem, false),
         }),
         budget: job.budget,
     };
     let mut solved = solve_through_cache(job, machine, &plan, &problem, &request, started)
+        .or_else(|s| match job.tritons_bound() {
+            // None within num_stages: within Triton's own stages.
+            Some(stages) if s.reason == SkipReason::NoSchedule => {
+                tracing::debug!(target: "twill", stages, "no schedule within num_stages; within Triton's stages");
+                let raise = |b: Option<joint::StageBound>| b.map(|b| joint::StageBound { stages, ..b });
+                let raised = SolveRequest {
+                    stage_bound: raise(request.stage_bound),
+                    stage_bound_alone: raise(request.stage_bound_alone),
+                    ..request
+                };
+                solve_through_cache(job, machine, &plan, &problem, &raised, started)
+            }
+            _ => Err(s),
+        })
         .map_err(|s| {
             let mut skip = kept(job, s);
             let _ = write!(skip.text, " [tried: {}]", job.tried(&plan.warps));
@@ -621,7 +662,7 @@ pub fn solve(
     request: &SolveRequest,
     started: Instant,
 ) -> Result<Solved, Skip> {
-    let run = |p: &Problem, seconds: f64, budget: u64| {
+    let run = |p: &Problem, seconds: f64, budget: u64, alone: bool| {
         joint::solve(
             p,
             JointOptions {
@@ -631,7 +672,10 @@ pub fn solve(
                 seed: request.seed,
                 threads: request.threads,
                 objective: request.objective,
-                stage_bound: request.stage_bound,
+                stage_bound: match alone {
+                    true => request.stage_bound_alone.or(request.stage_bound),
+                    false => request.stage_bound,
+                },
                 budget,
             },
         )
@@ -641,14 +685,14 @@ pub fn solve(
     let mut without_colocation = None;
     let mut work = 0;
     let answer = if colocated.is_empty() {
-        run(problem, left(), request.budget)
+        run(problem, left(), request.budget, false)
     } else {
         let with = with_colocation(problem, colocated);
         let seconds = (left() / 3.0).min(COLOCATED_SECONDS);
         // Two thirds of the work budget: the rules are what Triton can
         // build, and the attempt without them keeps a third.
         let budget = request.budget / 3 * 2;
-        match run(&with, seconds, budget) {
+        match run(&with, seconds, budget, false) {
             Ok(r) => {
                 colocated_problem = Some(with);
                 Ok(r)
@@ -668,7 +712,7 @@ pub fn solve(
                     ),
                     _ => format!("none that Triton can build: {why}"),
                 });
-                run(problem, left(), request.budget.saturating_sub(budget))
+                run(problem, left(), request.budget.saturating_sub(budget), true)
             }
         }
     };
@@ -719,8 +763,8 @@ fn solve_through_cache(
     // short stops, and its own stage bound (its `tt.num_stages` wins over
     // the option) what it may find: either differing is another entry.
     let options = format!(
-        "{}\nshare={}\nstage_bound={:?}",
-        store.options, request.budget, request.stage_bound
+        "{}\nshare={}\nstage_bound={:?}/{:?}",
+        store.options, request.budget, request.stage_bound, request.stage_bound_alone
     );
     let key = cache::key(&options, machine, &graph, &plan.warps);
     if let Some(hit) = store
@@ -1064,9 +1108,8 @@ pub fn validate(
 /// a load placed after its tcgen05 reader): the most over the loop's
 /// streaming loads, for the stage bound. A `loads=auto` rotation's stage is
 /// not counted: [`decide`] drops it where it would exceed the bound.
-fn extra_stages(job: &LoopJob, lowered: &Lowered, problem: &Problem) -> u32 {
+fn extra_stages(job: &LoopJob, lowered: &Lowered, problem: &Problem, partitioned: bool) -> u32 {
     let loads = job.o.loads;
-    let partitioned = job.warp_specialized() && job.o.partitions && job.stages_only.is_none();
     let after_reader = |v: usize| {
         job.o.target.arch == backend::Arch::Sm100
             && !partitioned
@@ -1087,7 +1130,7 @@ fn extra_stages(job: &LoopJob, lowered: &Lowered, problem: &Problem) -> u32 {
 /// back end may move a load one stage deeper after the solve (sm100, a
 /// load placed after its tcgen05 reader).
 fn within_bound(job: &LoopJob, decided: &Decided) -> Result<(), Skip> {
-    let Some(n) = job.stage_bound() else {
+    let Some(n) = job.tritons_bound().or(job.stage_bound()) else {
         return Ok(());
     };
     let stages = decided.decision.max_stage + 1;
@@ -1312,7 +1355,13 @@ impl Facts<'_> {
             requested,
             source: source.to_string(),
             mode: if free { "free" } else { "bound" }.to_string(),
-            text: stages_text(requested, stages, &cut_below, result),
+            text: match self.job.ir.triton_max_stage {
+                Some(m) if !free && stages > requested => format!(
+                    "{stages} stages, above num_stages={requested}: Triton's own schedule of the loop takes {}, and twill is bound by the larger",
+                    m + 1
+                ),
+                _ => stages_text(requested, stages, &cut_below, result),
+            },
             cut_below,
         })
     }
@@ -1444,6 +1493,7 @@ pub(crate) mod tests {
             threads: 0,
             timeout: o.timeout,
             stage_bound: None,
+            stage_bound_alone: None,
             budget: o.budget,
         }
     }

@@ -25,6 +25,7 @@ fn request(stage_bound: Option<StageBound>) -> SolveRequest {
         threads: 1,
         timeout: 60.0,
         stage_bound,
+        stage_bound_alone: None,
         budget: 0,
     }
 }

@@ -296,6 +296,7 @@ impl Solving<'_> {
             threads: ws.threads,
             timeout: self.timeout,
             stage_bound: None,
+            stage_bound_alone: None,
             budget: ws.budget,
         };
         // The graph's same_group sets are part of its problem, unless they

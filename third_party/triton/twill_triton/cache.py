@@ -4,10 +4,11 @@ One entry per `twill-opt` call of the hook (a kernel's module at the split
 point, or at Hopper warp specialization for `lower=only`) and per pipeline
 verification: a typed JSON record (schema `twill.schedule-cache/1`,
 docs/report-schema.md) under `DIR/schedules/` or `DIR/verify/`, named
-`<key>.<twill-opt identity>.json`. The key is `replay_key` of the exported
-module and of the options that change the answer (Triton's version among
-them); the identity is the SHA-256 prefix of the twill-opt binary. A warm
-compile reads the entry and never starts twill-opt.
+`<key>.<twill-opt identity>.json`. The key is `module_key` of the module
+(Triton's own print of it, without locations) and of the options that
+change the answer (Triton's version among them); the identity is the
+SHA-256 prefix of the twill-opt binary. A warm compile reads the entry and
+never starts twill-opt, nor exports the module.
 
 The directory is `$TWILL_CACHE_DIR`, else `.triton/twill` beside Triton's
 own cache (`$TRITON_HOME`, else the home directory, as Triton's knobs);

@@ -98,6 +98,8 @@ class Decision:
     # route's calls and the lowering call) came from the schedule cache
     # (twill_triton.cache): twill-opt did not run for it.
     cached: bool = False
+    # The schedule cache's key of the attribute route's twill-opt call.
+    cache_key: Optional[str] = None
     # The pipeline verifier's records came from the cache.
     verify_cached: bool = False
 
@@ -478,6 +480,7 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
                 e = _Fallback("the pipeline verifier did not prove the pipeline Triton built from twill's "
                               "schedule: " + "; ".join(_verdict_text(r) for r in unproved))
                 e.decision = decision
+                _remember_unproved(cfg, decision, str(e))
                 raise e
             _add_decision(decision)
             result["mod"] = new
@@ -510,6 +513,19 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
     if hasattr(final, "get_tensordesc_metadata"):
         metadata["tensordesc_meta"] = final.get_tensordesc_metadata()
     return final
+
+
+def _remember_unproved(cfg, decision, reason):
+    """Marks the schedule cache's entry of the kernel's twill-opt call: the
+    pipeline Triton built from it was not proved, so a warm compile falls
+    back at once (falling back needs no proof; a proof is only ever taken
+    from the verifier's own entry, keyed by the pipelined module)."""
+    store = cache.location()
+    found = cache.load(store, cache.SCHEDULES, decision.cache_key, _identity(cfg.twill_opt)) \
+        if decision.cache_key else None
+    if found is not None and not store.read_only:
+        value = dict(found, unproved={"reason": reason, "loops": decision.verification})
+        cache.store(store, cache.SCHEDULES, decision.cache_key, _identity(cfg.twill_opt), value)
 
 
 def _lower_first(ir, mod, calls, h, i, capability, options, cfg, tag):
@@ -660,9 +676,9 @@ def _generic_text(ir, mod, workdir):
     `llvm.data_layout = 0 : i32`, is printed, and that attribute is removed
     from the text. The live module is never touched.
     """
-    pretty = Path(workdir) / "export.pretty.mlir"
-    pretty.write_text(mod.str())
-    copy = ir.parse_mlir_module(str(pretty), mod.context)
+    path = Path(workdir) / "export.pretty.mlir"
+    path.write_text(mod.str())
+    copy = ir.parse_mlir_module(str(path), mod.context)
     copy.context = mod.context
     copy.set_attr(_BOGUS_ATTR, ir.builder(mod.context).get_int32_attr(0))
     text = copy.str()
@@ -720,6 +736,15 @@ def replay_key(exported, options=""):
     names = {}
     text = re.sub(r"%[A-Za-z_$.][\w$.-]*|%\d+", lambda m: names.setdefault(m.group(0), f"%v{len(names)}"), text)
     text = re.sub(r"[ \t]+", " ", text)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def module_key(mod, options=""):
+    """The cache key of a module as Triton prints it without locations (its
+    custom form: the same for the same kernel and Triton on any machine),
+    with `options`, the pass options that change the answer. Cheaper than
+    an export: a warm compile never exports."""
+    text = options + "\n" + mod.str_nodebug()
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -819,7 +844,6 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
             work.mkdir(parents=True, exist_ok=True)
         decision = Decision(kernel=kernel, capability=capability, scheduled=False,
                             dump=str(work) if cfg.dump_dir else None)
-        exported = _generic_text(ir, mod, work)
         # The options that change the schedule are part of the key: a
         # schedule recorded with other options is never replayed.
         lowering = f" lower={lower}" if lower else ""
@@ -828,15 +852,20 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
         stages = f" num-stages={_num_stages(options)}"
         budget = f" budget={cfg.budget:g}" if cfg.budget is not None else ""
         opts = f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering}{stages}{budget} {cfg.extra}".strip()
-        key = replay_key(exported, opts)
-        (work / "input.mlir").write_text(exported)
-        (work / "key.txt").write_text(key + "\n")
         store = cache.location()
-        ckey = replay_key(exported, f"{opts} triton={_triton_version()} timeout={cfg.timeout:g}"
-                                    f"{_machine_file_digest(cfg.extra)}")
+        # Keyed by Triton's own print of the module: a hit costs no export.
+        ckey = module_key(mod, f"{opts} triton={_triton_version()} timeout={cfg.timeout:g}"
+                                  f"{_machine_file_digest(cfg.extra)}")
         found = cache.load(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt))
-        if found is None and store is not None and store.read_only:
-            found = _replayed(key)
+        decision.cache_key = ckey
+        exported = None
+        if found is None or cfg.dump_dir:
+            exported = _generic_text(ir, mod, work)
+            key = replay_key(exported, opts)
+            (work / "input.mlir").write_text(exported)
+            (work / "key.txt").write_text(key + "\n")
+            if found is None and store is not None and store.read_only:
+                found = _replayed(key)
         if found is not None:
             decision.cached = True
             log.info("twill: %s: schedule from the cache %s (key %s)", kernel, store.root, ckey[:16])
@@ -846,8 +875,15 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
             e.decision = decision
             raise e
         found = _run_twill_opt(exported, work, arch, lowering + stages, cfg, decision, store)
-        cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), found)
-        return _answer(ir, mod, work, found, decision, cfg)
+        try:
+            new, decision = _answer(ir, mod, work, found, decision, cfg)
+        except _Fallback:
+            cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), found)
+            raise
+        # Stored as Triton prints the parsed module (its custom form, which
+        # a warm compile parses faster than twill-opt's generic form).
+        cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), dict(found, module=new.str()))
+        return new, decision
 
 
 def _run_twill_opt(exported, work, arch, more, cfg, decision, store):
@@ -923,6 +959,12 @@ def _answer(ir, mod, work, found, decision, cfg):
     if cfg.dump_dir:
         (work / "remarks.txt").write_text(found.get("stderr") or "")
         (work / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    unproved = found.get("unproved")
+    if isinstance(unproved, dict):
+        decision.verification = unproved.get("loops") or []
+        e = _Fallback(unproved.get("reason") or "the pipeline verifier did not prove the pipeline")
+        e.decision = decision
+        raise e
     scheduled = [lp for lp in decision.loop_records() if lp["decision"] == "scheduled"]
     text = found.get("module")
     if not scheduled or text is None:
@@ -959,14 +1001,16 @@ def _verify(ir, mod, cfg, decision, name):
     with tempfile.TemporaryDirectory(prefix="twill-verify-") as tmp:
         work = Path(decision.dump) / name if decision.dump else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        text = _generic_text(ir, mod, work)
-        key = replay_key(text, "verify-pipeline")
-        (work / "pipelined.mlir").write_text(text)
-        (work / "verify.key").write_text(key + "\n")
+        ckey = module_key(mod, "verify-pipeline")
         store = cache.location()
-        stored = cache.load(store, cache.VERIFY, key, _identity(cfg.twill_opt))
-        if stored is None and store is not None and store.read_only:
-            stored = _replayed_verification(key)
+        stored = cache.load(store, cache.VERIFY, ckey, _identity(cfg.twill_opt))
+        if stored is None or decision.dump:
+            text = _generic_text(ir, mod, work)
+            key = replay_key(text, "verify-pipeline")
+            (work / "pipelined.mlir").write_text(text)
+            (work / "verify.key").write_text(key + "\n")
+            if stored is None and store is not None and store.read_only:
+                stored = _replayed_verification(key)
         if stored is not None and isinstance(stored.get("loops"), list):
             if name == "verify":
                 decision.verify_cached = True
@@ -988,7 +1032,7 @@ def _verify(ir, mod, cfg, decision, name):
                      "unsupported": {"why": f"twill-opt --twill-verify-pipeline failed: {r.stderr[-300:]}",
                                      "op": ""}}]
         loops = json.loads(report.read_text())["loops"]
-        cache.store(store, cache.VERIFY, key, _identity(cfg.twill_opt), {"loops": loops})
+        cache.store(store, cache.VERIFY, ckey, _identity(cfg.twill_opt), {"loops": loops})
         return loops
 
 
