@@ -35,8 +35,8 @@ use crate::modulo::mii;
 use crate::normalize::Normalization;
 use crate::problem::{BuildOptions, Problem};
 use crate::report::schedule::{
-    cycles, Bounds, Loads, Lowering, NumStages, Partitions, PartitionsCode, Placement, Prefetch,
-    Proof, ScheduledLoop, Sharing, SkipReason, SlackRecord, TritonSchedule, UnitCycles,
+    cycles, Bounds, Compared, Loads, Lowering, NumStages, Partitions, PartitionsCode, Placement,
+    Prefetch, Proof, ScheduledLoop, Sharing, SkipReason, SlackRecord, TritonSchedule, UnitCycles,
 };
 
 /// The pass's default work budget per kernel, z3 resource units
@@ -177,6 +177,8 @@ pub struct Skip {
     pub text: String,
     pub bounds: Option<Bounds>,
     pub units: Vec<UnitCycles>,
+    /// twill's schedule against Triton's, where Triton's is kept for it.
+    pub compared: Option<Compared>,
 }
 
 impl Skip {
@@ -186,6 +188,7 @@ impl Skip {
             text: text.into(),
             bounds: None,
             units: Vec::new(),
+            compared: None,
         }
     }
 }
@@ -724,6 +727,7 @@ pub fn solve(
             sequential_cycles: sequential_cycles(problem),
         }),
         units: units(problem),
+        compared: None,
     })?;
     work += result.work;
     Ok(Solved {
@@ -904,26 +908,31 @@ fn prefer_triton(
     tie_to_triton: bool,
 ) -> Result<(), Skip> {
     let ours = solved.result.schedule.schedule.ii;
-    match triton.ii {
-        Some(theirs) if theirs == ours && tie_to_triton => Err(Skip::new(
-            SkipReason::TritonAsGood,
-            format!(
-                "Triton's own schedule is as good in twill's model: I={theirs} (~{} cycles, {} stages), the I of twill's schedule; ties=triton keeps Triton's",
-                cycles(f64::from(theirs) * scale),
-                triton.stages,
-            ),
-        )),
-        Some(theirs) if theirs < ours => Err(Skip::new(
-            SkipReason::TritonBetter,
-            format!(
-                "Triton's own schedule is better in twill's model: I={theirs} (~{} cycles, {} stages) against twill's I={ours} (~{} cycles, not proven within its budget)",
-                cycles(f64::from(theirs) * scale),
-                triton.stages,
-                cycles(f64::from(ours) * scale),
-            ),
-        )),
-        _ => Ok(()),
-    }
+    let text = match triton.ii {
+        Some(theirs) if theirs == ours && tie_to_triton => format!(
+            "Triton's own schedule is as good in twill's model: I={theirs} (~{} cycles, {} stages), the I of twill's schedule; ties=triton keeps Triton's",
+            cycles(f64::from(theirs) * scale),
+            triton.stages,
+        ),
+        Some(theirs) if theirs < ours => format!(
+            "Triton's own schedule is better in twill's model: I={theirs} (~{} cycles, {} stages) against twill's I={ours} (~{} cycles, not proven within its budget)",
+            cycles(f64::from(theirs) * scale),
+            triton.stages,
+            cycles(f64::from(ours) * scale),
+        ),
+        _ => return Ok(()),
+    };
+    let reason = match triton.ii {
+        Some(theirs) if theirs == ours => SkipReason::TritonAsGood,
+        _ => SkipReason::TritonBetter,
+    };
+    let mut skip = Skip::new(reason, text);
+    skip.compared = Some(Compared {
+        ii: ours,
+        ii_cycles: cycles(f64::from(ours) * scale),
+        triton: triton.clone(),
+    });
+    Err(skip)
 }
 
 /// The ops back to back, raw cycles.
@@ -1171,6 +1180,7 @@ fn tritons_own(
         ),
         bounds: Some(bounds(problem, result.res_mii)),
         units: units(problem),
+        compared: None,
     })
 }
 

@@ -9,7 +9,7 @@ schedules on the GPU machine (the installed wheel's, bash
 bench/gpu/install_wheel.sh).
 
     python3 -m bench.gpu.scope_all --out DIR [--sizes 4096x4096x4096,...] [--stages 2,3,4]
-                                   [--variants tma,pointer,tutorial]
+                                   [--variants tma,pointer,tutorial] [--ties triton] [--timer graph]
 
 Per variant, num_stages (the persistent GEMMs: each of --stages; the
 tutorial matmuls: their configuration's) and size:
@@ -20,8 +20,16 @@ worst counts), then timed paired: ROUNDS rounds alternating stock and twill,
 each a do_bench median; the ratio is of the medians of the rounds. Each row
 prints what twill decided for the fused loop (scheduled, or the skip reason
 code) and the model's prediction for Triton's schedule and for twill's
-(cycles per iteration, from the report's `triton` record and schedule), so
-that a wrong prediction is visible next to the measurement. The summary
+(cycles per iteration, from the report's schedule and its `triton` record,
+or its `compared` record where twill kept Triton's schedule), so that a
+wrong prediction is visible next to the measurement. twill runs with the
+hook's defaults (a tie with Triton's schedule in the model keeps twill's);
+`--ties triton` keeps Triton's there (`triton_as_good`). Each row
+says whether the two binaries differ: where they are the same, the pair is
+an A/A test of the timing (its spread is the method's noise at that size).
+Each compile launches through a JITFunction of its own, so that each
+column runs its own binary (Triton's JIT caches compiled kernels in memory
+by arguments and options, not by the stages hook). The summary
 gives, per variant and size, twill at each num_stages against the best stock
 num_stages.
 
@@ -62,7 +70,9 @@ def prediction(record):
     fused-loop record."""
     if record is None:
         return "no report", None, None
-    sched = record.get("schedule") or {}
+    # Scheduled: twill's schedule, Triton's beside it; kept Triton's on a
+    # tie or a loss in the model: both from `compared`.
+    sched = record.get("schedule") or record.get("compared") or {}
     triton_rec = sched.get("triton") or {}
     what = record["decision"] if record["decision"] == "scheduled" else record.get("reason")
     return what, sched.get("ii_cycles"), triton_rec.get("ii_cycles")
@@ -74,13 +84,24 @@ def main():
     ap.add_argument("--sizes", type=parse_sizes, default=SIZES)
     ap.add_argument("--stages", default=",".join(map(str, STAGES)))
     ap.add_argument("--variants", default="tma,pointer,tutorial")
+    ap.add_argument("--timer", choices=("bench", "graph"), default="bench",
+                    help="bench: do_bench (L2 flushed before each launch); graph: do_bench_cudagraph "
+                         "(launches replayed from a CUDA graph, L2 warm: no launch overhead, for kernels of "
+                         "a few microseconds)")
+    ap.add_argument("--ties", choices=("triton", "twill"), default=None,
+                    help="the hook's TWILL_TIES (default: the hook's own, twill)")
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
         print("no GPU", file=sys.stderr)
         return 2
     import triton
-    from triton.testing import do_bench
+    from triton.testing import do_bench, do_bench_cudagraph
+
+    def timed(fn):
+        if args.timer == "graph":
+            return do_bench_cudagraph(fn, rep=100, return_mode="median")
+        return do_bench(fn, warmup=25, rep=100, return_mode="median")
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     import twill_triton
@@ -92,14 +113,18 @@ def main():
     stages = [int(s) for s in args.stages.split(",")]
     rows, failed = [], False
 
-    def launch(name, cfg, data, c):
+    def launch(name, cfg, data, c, jit):
+        """The launch of the kernel of row `name` through `jit`, the
+        JITFunctions of this compile (its own, so that its in-memory cache
+        holds this compile's binary alone: Triton's JIT keys that cache by
+        the arguments and options, not by the stages hook)."""
         a, b, bt = data["a"], data["b"], data["bt"]
         m, k = a.shape
         n = b.shape[0]
         if name.startswith("tutorial"):
             cx, opts = tm.split(cfg)
             grid = (triton.cdiv(m, cx["BLOCK_M"]) * triton.cdiv(n, cx["BLOCK_N"]), )
-            return lambda: tm.matmul_kernel[grid](a, bt, c, m, n, k, a.stride(0), a.stride(1), bt.stride(0),
+            return lambda: jit["tutorial"][grid](a, bt, c, m, n, k, a.stride(0), a.stride(1), bt.stride(0),
                                                   bt.stride(1), c.stride(0), c.stride(1), **cx, **opts)
         grid = (min(sms, triton.cdiv(m, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"])), )
         cx, opts = pm.split(dict(cfg, NUM_PROGRAMS=grid[0]))
@@ -107,25 +132,25 @@ def main():
             da = TensorDescriptor.from_tensor(a, [cx["BLOCK_M"], cx["BLOCK_K"]])
             db = TensorDescriptor.from_tensor(b, [cx["BLOCK_N"], cx["BLOCK_K"]])
             dc = TensorDescriptor.from_tensor(c, [cx["BLOCK_M"], cx["BLOCK_N"]])
-            return lambda: pm.persistent_tma_kernel[grid](da, db, dc, m, n, k, **cx, **opts)
-        return lambda: pm.persistent_pointer_kernel[grid](a, b, c, m, n, k, **cx, **opts)
+            return lambda: jit["tma"][grid](da, db, dc, m, n, k, **cx, **opts)
+        return lambda: jit["pointer"][grid](a, b, c, m, n, k, **cx, **opts)
 
     def compiled(name, cfg, data, c, twill):
         """The launch of a freshly compiled kernel (its own Triton cache),
-        its worst relative error, and twill's decision."""
+        its worst relative error, twill's decision, and the binary (cubin)."""
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-persistent-")
-        for kernel in (pm.persistent_tma_kernel, pm.persistent_pointer_kernel, tm.matmul_kernel):
-            kernel.device_caches.clear()
+        jit = {"tma": triton.jit(pm.persistent_tma_kernel.fn), "pointer": triton.jit(pm.persistent_pointer_kernel.fn),
+               "tutorial": triton.jit(tm.matmul_kernel.fn)}
         before = len(twill_triton.decisions())
         if twill:
-            twill_triton.enable(scope="all")
+            twill_triton.enable(scope="all", ties=args.ties)
         try:
-            fn = launch(name, cfg, data, c)
+            fn = launch(name, cfg, data, c, jit)
             ref = data["ref"]
-            worst = 0.0
+            worst, binary = 0.0, None
             for _ in range(REPEATS):
                 c.fill_(float("nan"))
-                fn()
+                binary = fn().asm["cubin"]
                 torch.cuda.synchronize()
                 err = ((c.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-6)).item()
                 worst = err if err != err else max(worst, err)  # NaN stays NaN
@@ -134,7 +159,7 @@ def main():
         finally:
             twill_triton.disable()
         new = twill_triton.decisions()[before:]
-        return fn, worst, (new[-1] if new else None)
+        return fn, worst, (new[-1] if new else None), binary
 
     def configurations(variant):
         """(row name, configuration) of a --variants entry."""
@@ -159,10 +184,12 @@ def main():
                 try:
                     c0 = torch.empty(m, n, device="cuda", dtype=torch.float16)
                     c1 = torch.empty(m, n, device="cuda", dtype=torch.float16)
-                    stock, e0, _ = compiled(name, cfg, data, c0, False)
-                    ours, e1, d = compiled(name, cfg, data, c1, True)
+                    stock, e0, _, stock_bin = compiled(name, cfg, data, c0, False)
+                    ours, e1, d, twill_bin = compiled(name, cfg, data, c1, True)
                     what, ours_cyc, triton_cyc = prediction(fused_loop(d))
+                    # Identical binaries make the pair an A/A test of the timing.
                     row.update(stock_err=e0, twill_err=e1, twill=what, applied=bool(d and d.scheduled),
+                               binary="same" if stock_bin == twill_bin else "differs",
                                model_twill_cycles=ours_cyc, model_triton_cycles=triton_cyc)
                     ok = all(e == e and e <= TOL for e in (e0, e1))
                     row["verdict"] = "correct" if ok else "WRONG"
@@ -171,7 +198,7 @@ def main():
                     for r in range(ROUNDS):
                         pair = [(stock, ts), (ours, tt)] if r % 2 == 0 else [(ours, tt), (stock, ts)]
                         for fn, acc in pair:
-                            acc.append(do_bench(fn, warmup=25, rep=100, return_mode="median"))
+                            acc.append(timed(fn))
                     row.update(stock_ms=statistics.median(ts), twill_ms=statistics.median(tt))
                     row["ratio"] = row["stock_ms"] / row["twill_ms"]
                     row["tflops"] = 2 * m * n * k / row["twill_ms"] / 1e9
@@ -192,13 +219,14 @@ def main():
             for r in mine:
                 summary.append({"variant": name, "size": size, "num_stages": r["num_stages"],
                                 "vs_same": r["ratio"], "vs_best_stock": best / r["twill_ms"]})
-    lines = ["| variant | size | num_stages | verdict | twill | model: Triton / twill (cycles/iter) "
-             "| stock ms | twill ms | paired | vs best stock |", "|" + " --- |" * 10]
+    lines = ["| variant | size | num_stages | verdict | twill | binary | model: Triton / twill (cycles/iter) "
+             "| stock ms | twill ms | paired | vs best stock |", "|" + " --- |" * 11]
     for r in rows:
         s = next((x for x in summary if x["variant"] == r["variant"] and x["size"] == r["size"]
                   and x["num_stages"] == r["num_stages"]), None)
-        lines.append("| {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} |".format(
+        lines.append("| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} |".format(
             r["variant"], r["size"], r["num_stages"], r.get("verdict"), r.get("twill", r.get("error", "")),
+            r.get("binary", "-"),
             r.get("model_triton_cycles"), r.get("model_twill_cycles"),
             f"{r['stock_ms']:.3f}" if "stock_ms" in r else "-", f"{r['twill_ms']:.3f}" if "twill_ms" in r else "-",
             f"{r['ratio']:.3f}" if "ratio" in r else "-", f"{s['vs_best_stock']:.3f}" if s else "-"))
@@ -206,7 +234,7 @@ def main():
     print(table)
     (args.out / "table.md").write_text(table + "\n")
     (args.out / "results.json").write_text(json.dumps({
-        "device": torch.cuda.get_device_name(0), "triton": triton.__version__, "rows": rows,
+        "device": torch.cuda.get_device_name(0), "triton": triton.__version__, "timer": args.timer, "rows": rows,
         "summary": summary}, indent=1))
     return 1 if failed else 0
 

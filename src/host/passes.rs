@@ -704,6 +704,7 @@ fn loop_record(
         bounds: None,
         units: Vec::new(),
         schedule: None,
+        compared: None,
         solve_seconds: started.elapsed().as_secs_f64(),
     };
     match outcome {
@@ -718,6 +719,7 @@ fn loop_record(
             record.text = skip.text;
             record.bounds = skip.bounds;
             record.units = skip.units;
+            record.compared = skip.compared;
         }
     }
     record

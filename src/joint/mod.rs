@@ -539,6 +539,22 @@ pub fn solve(p: &Problem, opts: JointOptions) -> Result<JointResult, JointError>
             first = bound;
         }
     }
+    if let Some(b) = opts.stage_bound {
+        // The prefetch alone fills every stage of the bound at the largest
+        // I, so at every I (a load's depth does not grow with I): nothing
+        // to search.
+        if b.max_length(p, cap) == 0 {
+            debug!(
+                stages = b.stages,
+                "the prefetch fills the stage bound at every I"
+            );
+            return Err(JointError::Exhausted {
+                cap,
+                groups: opts.warps.groups,
+                stages: Some(b.stages),
+            });
+        }
+    }
     let deadline = started + Duration::from_secs_f64(opts.timeout.max(0.0));
     // The paper's search stays sequential: Algorithm 1 literally, and its
     // ZLP (HiGHS) cannot be interrupted from another thread.

@@ -140,8 +140,22 @@ pub struct LoopRecord {
     pub units: Vec<UnitCycles>,
     /// Present when scheduled.
     pub schedule: Option<ScheduledLoop>,
+    /// Present when skipped as `triton_as_good` or `triton_better`: twill's
+    /// schedule against Triton's own, both in twill's model.
+    #[serde(default)]
+    pub compared: Option<Compared>,
     /// Seconds spent on the loop (extraction to write-back).
     pub solve_seconds: f64,
+}
+
+/// The I of the schedule twill found for a loop it left to Triton's own
+/// schedule, and that schedule, both in twill's model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compared {
+    /// twill's I, normalized and in raw cycles.
+    pub ii: u32,
+    pub ii_cycles: i64,
+    pub triton: TritonSchedule,
 }
 
 /// The schedule twill wrote for a loop.
@@ -657,6 +671,7 @@ mod tests {
                 num_stages: None,
                 triton: None,
             }),
+            compared: None,
             solve_seconds: 0.041,
         }
     }

@@ -756,20 +756,38 @@ def test_replay_key_ignores_locations_and_names():
 
 
 def test_ties_keep_tritons_schedule(tmp_path, monkeypatch):
-    """TWILL_OPTIONS="ties=triton": where twill's model gives Triton's own
-    schedule the same I as twill's, the loop keeps Triton's (the persistent
-    TMA GEMM on cuda:90: its fused loop ties; its one-stage K = 0 loop,
-    which Triton leaves unpipelined, is twill's and the same code), and the
-    kernel compiles to stock Triton's loops."""
+    """TWILL_TIES=triton: where twill's model gives Triton's own schedule
+    the same I as twill's, the loop keeps Triton's (the persistent TMA GEMM
+    on cuda:90: its fused loop ties; its one-stage K = 0 loop, which Triton
+    leaves unpipelined, is twill's and the same code), and the kernel
+    compiles to stock Triton's loops, with both Is in the report's
+    `compared`; where twill's schedule is better in the model (the
+    persistent pointer-load GEMM's fused loop), it is twill's. By default a
+    tie keeps twill's."""
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "stock"))
     stock = _compile(KERNELS["persistent_tma"], 90)
-    monkeypatch.setenv("TWILL_OPTIONS", "ties=triton")
+    monkeypatch.setenv("TWILL_TIES", "triton")
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "ties"))
     twill_triton.enable(twill_opt=TWILL_OPT, scope="all")
     try:
         ours = _compile(KERNELS["persistent_tma"], 90)
+        tma = twill_triton.decisions()[-1]
+        _compile(KERNELS["persistent_pointer"], 90)
+        pointer = twill_triton.decisions()[-1]
     finally:
         twill_triton.disable()
-    d = twill_triton.decisions()[-1]
-    assert [r["reason"] for r in d.report["loops"]] == [None, "triton_as_good"], d.remarks
+    assert [r["reason"] for r in tma.report["loops"]] == [None, "triton_as_good"], tma.remarks
+    compared = tma.report["loops"][1]["compared"]
+    assert compared["triton"]["ii"] == compared["ii"] and compared["ii_cycles"] > 0, compared
     assert _loop_body(ours.asm["ttgir"]) == _loop_body(stock.asm["ttgir"])
+    fused = pointer.report["loops"][1]
+    assert pointer.scheduled and fused["decision"] == "scheduled", pointer.remarks
+    assert fused["schedule"]["triton"]["ii"] > fused["schedule"]["ii"], fused["schedule"]["triton"]
+    monkeypatch.delenv("TWILL_TIES")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "twill"))
+    twill_triton.enable(twill_opt=TWILL_OPT, scope="all")
+    try:
+        _compile(KERNELS["persistent_tma"], 90)
+    finally:
+        twill_triton.disable()
+    assert [r["decision"] for r in twill_triton.decisions()[-1].report["loops"]] == ["scheduled"] * 2

@@ -36,6 +36,8 @@ Environment:
     TWILL_LOWER=1       on sm90, lower each loop twill can to its own warp-specialized
                         code (verified before it is emitted), before Triton's
                         Hopper warp specialization; the others as without it
+    TWILL_TIES=triton   where twill's model gives Triton's own schedule of a loop the
+                        same I, keep Triton's (default twill: twill's)
     TWILL_OPTIONS=S     more pass options, space separated, as twill-opt's
                         --twill-schedule takes them (e.g. "objective=slack
                         loads=last"); enable(extra_options=...) overrides it

@@ -190,6 +190,18 @@ class Config:
     # timeout alone). The same kernel gets the same schedule on a busy and
     # on a quiet machine.
     budget: Optional[float] = None
+    # Where twill's model gives Triton's own schedule of a loop the same I
+    # as twill's, keep twill's ("twill", the default) or Triton's
+    # ("triton"; TWILL_TIES). The pass option `ties=` (docs/options.md, D25).
+    ties: str = "twill"
+
+
+def _ties(ties):
+    """`enable(ties=...)`, else TWILL_TIES, else "twill"."""
+    value = (ties or os.environ.get("TWILL_TIES", "") or "twill").strip().lower()
+    if value not in ("triton", "twill"):
+        raise ValueError(f"twill: ties must be 'triton' or 'twill', got {ties!r}")
+    return value
 
 
 def _budget(budget):
@@ -206,7 +218,7 @@ def _budget(budget):
 
 
 def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra="", verify_triton=None,
-            lower=None, budget=None):
+            lower=None, budget=None, ties=None):
     return Config(
         twill_opt=_find_twill_opt(twill_opt),
         timeout=float(timeout if timeout is not None else os.environ.get("TWILL_TIMEOUT", 30)),
@@ -220,6 +232,7 @@ def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None
         verify_triton=_env_bool("TWILL_VERIFY_TRITON") if verify_triton is None else bool(verify_triton),
         lower=_env_bool("TWILL_LOWER") if lower is None else bool(lower),
         budget=_budget(budget),
+        ties=_ties(ties),
     )
 
 
@@ -273,18 +286,18 @@ def _cache_key(cfg):
     """What makes a twill compilation differ from Triton's: the twill binary
     (hence its machine descriptions and solver) and the pass options."""
     replay = os.environ.get("TWILL_REPLAY_DIR", "")
-    return (f"twill-{_binary_hash(cfg.twill_opt)}-{cfg.scope}-{cfg.timeout}-{cfg.budget}-{cfg.extra}"
+    return (f"twill-{_binary_hash(cfg.twill_opt)}-{cfg.scope}-{cfg.timeout}-{cfg.budget}-{cfg.ties}-{cfg.extra}"
             f"-{'p' if cfg.partitions else 'np'}-{'l' if cfg.lower else 'nl'}-{replay}")
 
 
 def enable(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra_options="",
-           verify_triton=None, lower=None, budget=None):
+           verify_triton=None, lower=None, budget=None, ties=None):
     """Schedule the loops of every Triton kernel compiled from now on with
     twill. Arguments override the environment (see the package doc)."""
     import triton
     from triton import knobs
 
-    cfg = _config(twill_opt, timeout, scope, strict, dump_dir, extra_options, verify_triton, lower, budget)
+    cfg = _config(twill_opt, timeout, scope, strict, dump_dir, extra_options, verify_triton, lower, budget, ties)
     if (not cfg.twill_opt or not os.path.exists(cfg.twill_opt)) and not os.environ.get("TWILL_REPLAY_DIR"):
         raise TwillError("twill-opt not found: set TWILL_OPT, put it on PATH, or build it "
                          "(cargo build --release); or set TWILL_REPLAY_DIR to replay recorded schedules")
@@ -851,7 +864,8 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
         # tt.num_stages, in the exported module, wins for that loop).
         stages = f" num-stages={_num_stages(options)}"
         budget = f" budget={cfg.budget:g}" if cfg.budget is not None else ""
-        opts = f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering}{stages}{budget} {cfg.extra}".strip()
+        opts = (f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering}{stages}{budget} ties={cfg.ties} "
+                f"{cfg.extra}").strip()
         store = cache.location()
         # Keyed by Triton's own print of the module: a hit costs no export.
         ckey = module_key(mod, f"{opts} triton={_triton_version()} timeout={cfg.timeout:g}"
@@ -898,6 +912,7 @@ def _run_twill_opt(exported, work, arch, more, cfg, decision, store):
     pass_opts = f"arch={arch} triton={_triton_version()} scope={cfg.scope} timeout={cfg.timeout:g}"
     if cfg.budget is not None:
         pass_opts += f" budget={cfg.budget:g}"
+    pass_opts += f" ties={cfg.ties}"
     if arch == "sm100" and not cfg.partitions:
         # Stages only: Triton's partition scheduler partitions around
         # them. By default twill writes its own partitions (sm100), solved
