@@ -791,3 +791,41 @@ def test_ties_keep_tritons_schedule(tmp_path, monkeypatch):
     finally:
         twill_triton.disable()
     assert [r["decision"] for r in twill_triton.decisions()[-1].report["loops"]] == ["scheduled"] * 2
+
+
+def test_a_warm_compile_of_an_unproved_pipeline_falls_back_at_once(tmp_path, monkeypatch):
+    """The FA forward on cuda:100, whose pipeline (Triton's warp
+    specialization of twill's schedule) the verifier does not prove: the
+    first compile falls back after the verifier and marks the schedule
+    cache's entry; a second compile with the same cache falls back at once,
+    with the same reason and records, without exporting the module, running
+    twill-opt or the verifier."""
+    from twill_triton import hook
+
+    monkeypatch.setenv("TWILL_CACHE_DIR", str(tmp_path / "twill-cache"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "first"))
+    twill_triton.enable(twill_opt=TWILL_OPT)
+    try:
+        _compile(KERNELS["fa_fwd"], 100)
+    finally:
+        twill_triton.disable()
+    first = twill_triton.decisions()[-1]
+    assert not first.scheduled and VERIFIER_WS in first.reason, first.reason
+
+    def must_not_run(*a, **k):
+        raise AssertionError("a warm compile of an unproved schedule exported or verified the module")
+
+    monkeypatch.setattr(hook, "_generic_text", must_not_run)
+    monkeypatch.setattr(hook, "_verify", must_not_run)
+    # A Triton cache of its own: Triton compiles again, twill answers from
+    # its cache.
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "second"))
+    twill_triton.enable(twill_opt=TWILL_OPT)
+    try:
+        _compile(KERNELS["fa_fwd"], 100)
+    finally:
+        twill_triton.disable()
+    second = twill_triton.decisions()[-1]
+    assert second is not first and not second.scheduled and second.cached
+    assert second.reason == first.reason
+    assert second.verification == first.verification and second.verification
