@@ -177,8 +177,9 @@ pub struct Skip {
     pub text: String,
     pub bounds: Option<Bounds>,
     pub units: Vec<UnitCycles>,
-    /// twill's schedule against Triton's, where Triton's is kept for it.
-    pub compared: Option<Compared>,
+    /// twill's schedule against Triton's, where Triton's is kept for it
+    /// (boxed: a skip is the error of every step).
+    pub compared: Option<Box<Compared>>,
 }
 
 impl Skip {
@@ -927,11 +928,11 @@ fn prefer_triton(
         _ => SkipReason::TritonBetter,
     };
     let mut skip = Skip::new(reason, text);
-    skip.compared = Some(Compared {
+    skip.compared = Some(Box::new(Compared {
         ii: ours,
         ii_cycles: cycles(f64::from(ours) * scale),
         triton: triton.clone(),
-    });
+    }));
     Err(skip)
 }
 

@@ -719,7 +719,7 @@ fn loop_record(
             record.text = skip.text;
             record.bounds = skip.bounds;
             record.units = skip.units;
-            record.compared = skip.compared;
+            record.compared = skip.compared.map(|c| *c);
         }
     }
     record
