@@ -676,9 +676,10 @@ pub fn solve(
                 seed: request.seed,
                 threads: request.threads,
                 objective: request.objective,
-                stage_bound: match alone {
-                    true => request.stage_bound_alone.or(request.stage_bound),
-                    false => request.stage_bound,
+                stage_bound: if alone {
+                    request.stage_bound_alone.or(request.stage_bound)
+                } else {
+                    request.stage_bound
                 },
                 budget,
             },
@@ -909,23 +910,25 @@ fn prefer_triton(
     tie_to_triton: bool,
 ) -> Result<(), Skip> {
     let ours = solved.result.schedule.schedule.ii;
-    let text = match triton.ii {
-        Some(theirs) if theirs == ours && tie_to_triton => format!(
-            "Triton's own schedule is as good in twill's model: I={theirs} (~{} cycles, {} stages), the I of twill's schedule; ties=triton keeps Triton's",
-            cycles(f64::from(theirs) * scale),
-            triton.stages,
+    let (reason, text) = match triton.ii {
+        Some(theirs) if theirs == ours && tie_to_triton => (
+            SkipReason::TritonAsGood,
+            format!(
+                "Triton's own schedule is as good in twill's model: I={theirs} (~{} cycles, {} stages), the I of twill's schedule; ties=triton keeps Triton's",
+                cycles(f64::from(theirs) * scale),
+                triton.stages,
+            ),
         ),
-        Some(theirs) if theirs < ours => format!(
-            "Triton's own schedule is better in twill's model: I={theirs} (~{} cycles, {} stages) against twill's I={ours} (~{} cycles, not proven within its budget)",
-            cycles(f64::from(theirs) * scale),
-            triton.stages,
-            cycles(f64::from(ours) * scale),
+        Some(theirs) if theirs < ours => (
+            SkipReason::TritonBetter,
+            format!(
+                "Triton's own schedule is better in twill's model: I={theirs} (~{} cycles, {} stages) against twill's I={ours} (~{} cycles, not proven within its budget)",
+                cycles(f64::from(theirs) * scale),
+                triton.stages,
+                cycles(f64::from(ours) * scale),
+            ),
         ),
         _ => return Ok(()),
-    };
-    let reason = match triton.ii {
-        Some(theirs) if theirs == ours => SkipReason::TritonAsGood,
-        _ => SkipReason::TritonBetter,
     };
     let mut skip = Skip::new(reason, text);
     skip.compared = Some(Box::new(Compared {

@@ -113,34 +113,38 @@ def main():
     stages = [int(s) for s in args.stages.split(",")]
     rows, failed = [], False
 
+    def kernel_of(name):
+        if name.startswith("tutorial"):
+            return tm.matmul_kernel
+        return pm.persistent_tma_kernel if name == "tma" else pm.persistent_pointer_kernel
+
     def launch(name, cfg, data, c, jit):
-        """The launch of the kernel of row `name` through `jit`, the
-        JITFunctions of this compile (its own, so that its in-memory cache
-        holds this compile's binary alone: Triton's JIT keys that cache by
-        the arguments and options, not by the stages hook)."""
+        """The launch of the kernel of row `name` through `jit`, this
+        compile's own JITFunction of it (so that its in-memory cache holds
+        this compile's binary alone: Triton's JIT keys that cache by the
+        arguments and options, not by the stages hook)."""
         a, b, bt = data["a"], data["b"], data["bt"]
         m, k = a.shape
         n = b.shape[0]
         if name.startswith("tutorial"):
             cx, opts = tm.split(cfg)
             grid = (triton.cdiv(m, cx["BLOCK_M"]) * triton.cdiv(n, cx["BLOCK_N"]), )
-            return lambda: jit["tutorial"][grid](a, bt, c, m, n, k, a.stride(0), a.stride(1), bt.stride(0),
-                                                  bt.stride(1), c.stride(0), c.stride(1), **cx, **opts)
+            return lambda: jit[grid](a, bt, c, m, n, k, a.stride(0), a.stride(1), bt.stride(0), bt.stride(1),
+                                     c.stride(0), c.stride(1), **cx, **opts)
         grid = (min(sms, triton.cdiv(m, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"])), )
         cx, opts = pm.split(dict(cfg, NUM_PROGRAMS=grid[0]))
         if name == "tma":
             da = TensorDescriptor.from_tensor(a, [cx["BLOCK_M"], cx["BLOCK_K"]])
             db = TensorDescriptor.from_tensor(b, [cx["BLOCK_N"], cx["BLOCK_K"]])
             dc = TensorDescriptor.from_tensor(c, [cx["BLOCK_M"], cx["BLOCK_N"]])
-            return lambda: jit["tma"][grid](da, db, dc, m, n, k, **cx, **opts)
-        return lambda: jit["pointer"][grid](a, b, c, m, n, k, **cx, **opts)
+            return lambda: jit[grid](da, db, dc, m, n, k, **cx, **opts)
+        return lambda: jit[grid](a, b, c, m, n, k, **cx, **opts)
 
     def compiled(name, cfg, data, c, twill):
         """The launch of a freshly compiled kernel (its own Triton cache),
         its worst relative error, twill's decision, and the binary (cubin)."""
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="twill-persistent-")
-        jit = {"tma": triton.jit(pm.persistent_tma_kernel.fn), "pointer": triton.jit(pm.persistent_pointer_kernel.fn),
-               "tutorial": triton.jit(tm.matmul_kernel.fn)}
+        jit = triton.jit(kernel_of(name).fn)
         before = len(twill_triton.decisions())
         if twill:
             twill_triton.enable(scope="all", ties=args.ties)

@@ -534,9 +534,10 @@ def _remember_unproved(cfg, decision, reason):
     back at once (falling back needs no proof; a proof is only ever taken
     from the verifier's own entry, keyed by the pipelined module)."""
     store = cache.location()
-    found = cache.load(store, cache.SCHEDULES, decision.cache_key, _identity(cfg.twill_opt)) \
-        if decision.cache_key else None
-    if found is not None and not store.read_only:
+    if store is None or store.read_only or not decision.cache_key:
+        return
+    found = cache.load(store, cache.SCHEDULES, decision.cache_key, _identity(cfg.twill_opt))
+    if found is not None:
         value = dict(found, unproved={"reason": reason, "loops": decision.verification})
         cache.store(store, cache.SCHEDULES, decision.cache_key, _identity(cfg.twill_opt), value)
 
@@ -1019,6 +1020,8 @@ def _verify(ir, mod, cfg, decision, name):
         ckey = module_key(mod, "verify-pipeline")
         store = cache.location()
         stored = cache.load(store, cache.VERIFY, ckey, _identity(cfg.twill_opt))
+        if stored is not None and not isinstance(stored.get("loops"), list):
+            stored = None  # not an entry of the verifier's records: a miss
         if stored is None or decision.dump:
             text = _generic_text(ir, mod, work)
             key = replay_key(text, "verify-pipeline")
@@ -1026,7 +1029,7 @@ def _verify(ir, mod, cfg, decision, name):
             (work / "verify.key").write_text(key + "\n")
             if stored is None and store is not None and store.read_only:
                 stored = _replayed_verification(key)
-        if stored is not None and isinstance(stored.get("loops"), list):
+        if stored is not None:
             if name == "verify":
                 decision.verify_cached = True
             return stored["loops"]
