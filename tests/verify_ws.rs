@@ -425,3 +425,166 @@ fn the_region_barrier_depends_on_the_modules_warps() {
         "WriteWhileRead",
     );
 }
+
+/// Two compute partitions (hand-made, Triton 3.6 spelling): the default
+/// region and a 4-warp worker both consume the producer's rings (`empty`
+/// counts 2); the worker hands its loop result to the default region
+/// through a result buffer (`local_store`, a barrier of its warps, an
+/// arrival on `done`; the default region waits on `done`, `local_load`s).
+/// The lit test's comments (its RUN lines) are left out.
+fn result_buffer() -> String {
+    let input = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("test/twill-verify-pipeline/ws-result-buffer.mlir");
+    let text = std::fs::read_to_string(input).expect("read fixture");
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with("//")).collect();
+    lines.join("\n")
+}
+
+const RESULT_PROVED: &str =
+    "twill: pipeline proved safe: 6 rings (2, 2, 2, 2, 1, 1), trip counts 0..=8";
+
+/// The lines of `module` holding `needle`, exactly one.
+fn line_with<'a>(module: &'a str, needle: &str) -> &'a str {
+    let lines: Vec<&str> = module.lines().filter(|l| l.contains(needle)).collect();
+    assert_eq!(lines.len(), 1, "{needle}: {lines:?}");
+    lines[0]
+}
+
+#[test]
+fn result_buffer_between_two_compute_partitions_is_proved() {
+    let m = result_buffer();
+    let err = verify(&m);
+    assert!(err.contains(RESULT_PROVED), "{err}");
+    // The barrier of the worker's warps in the 3.9 spelling.
+    let m = m.replace(
+        "\"gpu.barrier\"() : () -> ()",
+        "\"ttg.barrier\"() {addrSpace = 31 : i32} : () -> ()",
+    );
+    assert!(verify(&m).contains(RESULT_PROVED));
+}
+
+/// The default region loads the result without waiting on `done`.
+#[test]
+fn result_load_without_the_done_wait_races_the_store() {
+    let m = result_buffer();
+    let m = m.replace(line_with(&m, "loc(\"default_wait_done\")"), "");
+    assert_rejected(
+        &m,
+        "rule 10 (StoreRace): ttg.local_load @ loc(\"default_load_result\") reads slot 0 before the store it reads happens before it",
+    );
+}
+
+/// The worker arrives on `done` before it stores the result.
+#[test]
+fn done_arrival_before_the_store_races_the_load() {
+    let m = result_buffer();
+    let store = line_with(&m, "loc(\"worker_store_result\")");
+    let arrive = line_with(&m, "loc(\"worker_arrive_done\")");
+    let m = m
+        .replace(store, "")
+        .replace(arrive, &format!("{arrive}\n{store}"));
+    assert_rejected(
+        &m,
+        "rule 10 (StoreRace): ttg.local_load @ loc(\"default_load_result\")",
+    );
+}
+
+/// `done` counts two arrivals; only the worker arrives.
+#[test]
+fn done_count_two_deadlocks() {
+    let m = result_buffer();
+    let m = mutate(
+        &m,
+        "\"ttng.init_barrier\"(%dn) {count = 1 : i32}",
+        "\"ttng.init_barrier\"(%dn) {count = 2 : i32}",
+        0,
+    );
+    assert_rejected(
+        &m,
+        "rule 5 (WaitWithoutArrival): ttng.wait_barrier @ loc(\"default_wait_done\")",
+    );
+}
+
+/// `empty` counts one arrival while both consumers release each slot: the
+/// second release falls into the next phase.
+#[test]
+fn empty_count_one_with_two_consumers_overruns() {
+    let m = result_buffer()
+        .replace(
+            "\"ttng.init_barrier\"(%e0) {count = 2 : i32}",
+            "\"ttng.init_barrier\"(%e0) {count = 1 : i32}",
+        )
+        .replace(
+            "\"ttng.init_barrier\"(%e1) {count = 2 : i32}",
+            "\"ttng.init_barrier\"(%e1) {count = 1 : i32}",
+        );
+    assert_rejected(
+        &m,
+        "rule 6 (PhaseOverrun): ttng.arrive_barrier @ loc(\"default_release\")",
+    );
+}
+
+/// `empty` counts three arrivals: the producer hangs on it.
+#[test]
+fn empty_count_three_deadlocks() {
+    let m = result_buffer().replace(
+        "\"ttng.init_barrier\"(%e0) {count = 2 : i32}",
+        "\"ttng.init_barrier\"(%e0) {count = 3 : i32}",
+    );
+    assert_rejected(
+        &m,
+        "rule 5 (WaitWithoutArrival): ttng.wait_barrier @ loc(\"producer_wait_empty\")",
+    );
+}
+
+/// The default region stores into the result buffer too, before its wait
+/// on `done`: the two stores are not ordered (write after write). After
+/// its load (ordered by the wait) the same store is proved.
+#[test]
+fn a_second_unordered_store_into_the_result_buffer_races() {
+    let m = result_buffer();
+    let store =
+        "\"ttg.local_store\"(%d_fin, %res) : (!acc, !res) -> () loc(\"default_store_result\")";
+    let early = mutate(
+        &m,
+        "%d_true = arith.constant true",
+        &format!("%d_true = arith.constant true\n      {store}"),
+        0,
+    );
+    assert_rejected(&early, "rule 10 (StoreRace)");
+    assert_rejected(
+        &early,
+        "writes slot 0 while the write of ttg.local_store @ loc(\"worker_store_result\") may be in flight",
+    );
+    let load = line_with(&m, "loc(\"default_load_result\")");
+    let late = m.replace(load, &format!("{load}\n      {store}"));
+    assert!(verify(&late).contains(RESULT_PROVED));
+}
+
+/// A worker of 8 warps (two warp groups, each waiting for its own wgmmas
+/// and storing its part of the result): its release and its arrival on
+/// `done` each need a barrier of its warps first. Without the one after
+/// the store, the default region may load a half-written result.
+#[test]
+fn a_worker_of_two_warp_groups_needs_the_barrier_after_its_store() {
+    let m = result_buffer().replace(
+        "partitionNumWarps = array<i32: 1, 4>",
+        "partitionNumWarps = array<i32: 1, 8>",
+    );
+    let release = line_with(&m, "loc(\"worker_release\")");
+    let m = m.replace(
+        release,
+        &format!("          \"gpu.barrier\"() : () -> ()\n{release}"),
+    );
+    assert!(verify(&m).contains(RESULT_PROVED));
+    let store = line_with(&m, "loc(\"worker_store_result\")");
+    let without = m.replace(
+        &format!("{store}\n        \"gpu.barrier\"() : () -> ()"),
+        store,
+    );
+    assert_ne!(without, m);
+    assert_rejected(
+        &without,
+        "rule 10 (StoreRace): ttg.local_load @ loc(\"default_load_result\")",
+    );
+}

@@ -59,14 +59,20 @@
 //! 7. **drained** ([`Rule::NotDrained`]): nothing is in flight on a buffer
 //!    when it is deallocated or the function returns.
 //!
-//! Warp-specialized code (`ws`) adds two rules between its threads:
+//! Warp-specialized code (`ws`) adds three rules between its threads:
 //!
 //! 8. **phase race** ([`Rule::PhaseRace`]): a wait that observed phase k of
 //!    a barrier has the completion of phase k − 1 happening before it, and
 //!    phase k + 1 completes only after it (one of that phase's arrivals
 //!    happens after the wait), so it observes phase k in every interleaving;
 //! 9. **exit imbalance** ([`Rule::ExitImbalance`]): at the join, the threads
-//!    that run loops have run them the same numbers of times.
+//!    that run loops have run them the same numbers of times;
+//! 10. **store race** ([`Rule::StoreRace`]): a place of shared memory that a
+//!     thread writes with `ttg.local_store` (a result buffer delivered from
+//!     one partition to another) is read only after the store it reads
+//!     happens before the read, and stored into only after every earlier read
+//!     and write of it happens before the store (no read-after-write,
+//!     write-after-read or write-after-write race between threads).
 //!
 //! A loop whose pipeline touches what the machine does not model (an op it
 //! does not know on a ring, a slot index it cannot evaluate, warp
@@ -157,6 +163,7 @@ pub enum Rule {
     NotDrained,
     PhaseRace,
     ExitImbalance,
+    StoreRace,
 }
 
 impl Rule {

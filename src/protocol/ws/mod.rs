@@ -279,6 +279,7 @@ fn run(ws: &Op, tr: Traces, locs: &HashMap<usize, &str>) -> Vec<Violation> {
     let traces = tr.threads.into_iter().map(|t| t.0).collect();
     let mut m = sim::Sim::new(&tr.init, traces, tr.indexed);
     m.run();
+    tracing::debug!(?trips, found = m.found.len(), "ws run");
     for (rule, place, op, other, text) in m.found {
         out.push(Violation {
             rule,

@@ -4,15 +4,21 @@
 //! slot and two barriers), every interleaving of the threads' events runs under mbarrier
 //! semantics: a copy lands at any time after it is issued; a phase
 //! completes once it has all its arrivals and its copies have landed; a
-//! wait on parity p returns once the open phase's parity is not p. Some
-//! interleaving goes wrong when it has a data race, an overrun or a
-//! deadlock, leaves a read in flight at the end or a copy whose landing no
-//! wait observed, or (where one thread writes the ring) has a thread's k-th
+//! wait on parity p returns once the open phase's parity is not p; a
+//! `local_store` completes at once, or (a region of several warp groups) at
+//! the latest at its thread's next barrier of its warps. Some
+//! interleaving goes wrong when it has a data race (a store or read whose
+//! slot another thread is about to store into or read in the same state is
+//! one: the two can happen together), an overrun or a
+//! deadlock, leaves a read in flight at the end, a copy whose landing no
+//! wait observed or a store not complete, or (where one thread writes the
+//! ring) has a thread's k-th
 //! read not read the k-th value. The machine must never prove a trace that
 //! goes wrong, and on the family it must reject only those.
 
 use std::collections::{BTreeSet, HashSet};
 
+use super::super::Rule;
 use super::sim::Sim;
 use super::trace::Ev;
 
@@ -136,12 +142,13 @@ fn traces(s: &Shape) -> (Vec<Ev>, Vec<Vec<Ev>>) {
 
 /// A slot: the value its latest write holds (its number in the ring's
 /// order) and whether it landed; the barrier and phase it landed with; the
-/// reads of it not retired.
+/// reads of it not retired; whether the latest write is a store.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 struct SlotSt {
     latest: Option<(u8, bool)>,
     landed: Option<(usize, u64)>,
     unretired: u8,
+    plain: bool,
 }
 
 /// A barrier: place, count, arrivals of the open phase, completed phases,
@@ -173,6 +180,17 @@ struct St {
     /// The consumer's async reads: queue of groups (slots), open group.
     dots: Vec<Vec<i64>>,
     pending: Vec<i64>,
+    /// Per thread: its stores not complete yet (slot, value).
+    stores: Vec<Vec<(i64, u8)>>,
+}
+
+/// The slot a store or read touches, and whether it is a store.
+fn access(e: Option<&Ev>) -> Option<(i64, bool)> {
+    match e? {
+        Ev::Store { dst, .. } => Some((dst.1, true)),
+        Ev::Read { src, .. } => Some((src.1, false)),
+        _ => None,
+    }
 }
 
 impl St {
@@ -191,11 +209,53 @@ impl St {
         }
         s.latest = Some((self.written, false));
         s.landed = None;
+        s.plain = false;
         self.written += 1;
         let b = self.bar(bar);
         self.bars[b].inflight += 1;
         self.flight.push((slot, b));
         true
+    }
+
+    /// A store of thread `t` into `slot` (complete now when `at_once`);
+    /// false: a race with a read in flight or a write not complete.
+    fn store(&mut self, t: usize, slot: i64, at_once: bool) -> bool {
+        let s = &mut self.slots[slot as usize];
+        if s.unretired > 0 || s.latest.is_some_and(|l| !l.1) {
+            return false;
+        }
+        s.latest = Some((self.written, at_once));
+        s.landed = None;
+        s.plain = true;
+        if !at_once {
+            self.stores[t].push((slot, self.written));
+        }
+        self.written += 1;
+        true
+    }
+
+    /// Thread `t`'s barrier of its warps: its stores complete.
+    fn stores_land(&mut self, t: usize) {
+        for (slot, v) in std::mem::take(&mut self.stores[t]) {
+            let s = &mut self.slots[slot as usize];
+            if s.latest == Some((v, false)) {
+                s.latest = Some((v, true));
+            }
+        }
+    }
+
+    /// Whether thread `t`'s next event (a store or read) touches a slot
+    /// another thread's next event touches, one of them storing: both can
+    /// happen at once.
+    fn concurrent(&self, t: usize, traces: &[Vec<Ev>]) -> bool {
+        let Some((slot, store)) = access(traces[t].get(self.pc[t])) else {
+            return false;
+        };
+        (0..traces.len()).any(|u| {
+            u != t
+                && access(traces[u].get(self.pc[u]))
+                    .is_some_and(|(x, st)| x == slot && (st || store))
+        })
     }
 
     fn arrive(&mut self, bar: (usize, i64), count: i64) -> bool {
@@ -275,6 +335,11 @@ impl St {
                 ok && s.arrive(*bar, *count)
             }
             Ev::Tma { dst, bar, .. } => s.copy(dst.1, *bar),
+            Ev::Store { dst, at_once, .. } => s.store(t, dst.1, *at_once),
+            Ev::StoresLand => {
+                s.stores_land(t);
+                true
+            }
             Ev::Read { src, async_, .. } => s.read(t, src.1, *async_),
             Ev::DotIssued => {
                 let g = std::mem::take(&mut s.pending);
@@ -300,7 +365,7 @@ impl St {
     fn drained(&self, traces: &[Vec<Ev>]) -> bool {
         let seen = |s: &SlotSt| match s.landed {
             Some((b, k)) => self.bars[b].observed.is_some_and(|o| o >= k),
-            None => s.latest.is_none(),
+            None => s.latest.is_none_or(|l| s.plain && l.1),
         };
         self.pc.iter().zip(traces).all(|(&pc, ev)| pc >= ev.len())
             && self.slots.iter().all(|s| s.unretired == 0 && seen(s))
@@ -311,6 +376,9 @@ impl St {
 fn goes_wrong(s: &St, traces: &[Vec<Ev>], seen: &mut HashSet<St>) -> bool {
     let mut moved = false;
     for t in 0..traces.len() {
+        if s.concurrent(t, traces) {
+            return true;
+        }
         let Some((next, ok)) = s.step(t, &traces[t]) else {
             continue;
         };
@@ -362,11 +430,15 @@ fn oracle_of(init: &[Ev], traces: &[Vec<Ev>], d: usize) -> bool {
         flight: Vec::new(),
         one_writer: traces
             .iter()
-            .filter(|ev| ev.iter().any(|e| matches!(e, Ev::Tma { .. })))
+            .filter(|ev| {
+                ev.iter()
+                    .any(|e| matches!(e, Ev::Tma { .. } | Ev::Store { .. }))
+            })
             .count()
             <= 1,
         dots: Vec::new(),
         pending: Vec::new(),
+        stores: vec![Vec::new(); traces.len()],
     };
     goes_wrong(&start, traces, &mut HashSet::new())
 }
@@ -439,7 +511,8 @@ fn machine_rejects_exactly_what_some_interleaving_breaks() {
 /// Random traces of `threads` threads over one slot and two barriers
 /// (`full`, whose `barrier_expect` carries the slot's copy, and `empty`);
 /// copies without an expect, reads synchronous or by an async wgmma, and
-/// wgmma waits.
+/// wgmma waits; stores (complete at once or at the thread's next barrier
+/// of its warps) and such barriers.
 fn random_traces(seed: &mut u64, threads: usize) -> Vec<Vec<Ev>> {
     let mut next = |m: u64| {
         *seed = seed
@@ -452,7 +525,7 @@ fn random_traces(seed: &mut u64, threads: usize) -> Vec<Vec<Ev>> {
         .map(|_| {
             let mut ev = Vec::new();
             for _ in 0..next(6) {
-                match next(9) {
+                match next(12) {
                     0 | 1 => ev.push(Ev::Wait {
                         bar: (if next(2) == 0 { FULL } else { EMPTY }, 0),
                         parity: next(2) as i64,
@@ -494,6 +567,12 @@ fn random_traces(seed: &mut u64, threads: usize) -> Vec<Vec<Ev>> {
                     7 => ev.push(Ev::DotWait {
                         pendings: next(2) as i64,
                     }),
+                    9 | 10 => ev.push(Ev::Store {
+                        dst: (RING, 0),
+                        op: op("store"),
+                        at_once: next(3) != 0,
+                    }),
+                    11 => ev.push(Ev::StoresLand),
                     _ => ev.push(Ev::Read {
                         src: (RING, 0),
                         operand: 0,
@@ -513,6 +592,8 @@ fn random_traces(seed: &mut u64, threads: usize) -> Vec<Vec<Ev>> {
 fn machine_never_proves_what_some_random_interleaving_breaks() {
     let mut seed = 7;
     let (mut unsound, mut strict, mut agree) = (Vec::new(), 0, 0);
+    // Traces with a store: proved, and rejected by rule 10.
+    let (mut stored_proved, mut store_races) = (0, 0);
     for (threads, empty, samples) in [(2, 1, 20000), (3, 2, 10000)] {
         let init = vec![
             Ev::Init {
@@ -529,6 +610,12 @@ fn machine_never_proves_what_some_random_interleaving_breaks() {
             let wrong = oracle_of(&init, &traces, 1);
             let mut m = Sim::new(&init, traces.clone(), BTreeSet::from([RING]));
             m.run();
+            let stores = traces
+                .iter()
+                .flatten()
+                .any(|e| matches!(e, Ev::Store { .. }));
+            stored_proved += usize::from(stores && m.found.is_empty());
+            store_races += usize::from(m.found.iter().any(|f| f.0 == Rule::StoreRace));
             match (wrong, !m.found.is_empty()) {
                 (true, false) => unsound.push(format!("{traces:?}")),
                 (false, true) => strict += 1,
@@ -537,7 +624,12 @@ fn machine_never_proves_what_some_random_interleaving_breaks() {
         }
     }
     eprintln!("{agree} agree, {strict} rejected though no interleaving breaks");
+    eprintln!("with stores: {stored_proved} proved; {store_races} rejected by rule 10");
     assert!(strict * 50 < agree, "{strict} rejected of {agree}");
+    assert!(
+        stored_proved > 500 && store_races > 500,
+        "{stored_proved} proved with stores, {store_races} store races"
+    );
     assert!(unsound.is_empty(), "{}", unsound.join("\n"));
 }
 
@@ -610,5 +702,106 @@ fn a_release_count_shared_by_two_consumers() {
         let mut m = Sim::new(&init, traces.clone(), BTreeSet::from([RING]));
         m.run();
         assert_eq!(!m.found.is_empty(), bad, "machine, count {count}");
+    }
+}
+
+/// A worker delivers a result to the default region through a plain buffer
+/// (the lowering's result buffers): it stores, runs a barrier of its warps
+/// where its stores are not complete at once (several warp groups), and
+/// arrives on `done`; the default region waits on `done` and loads. Each
+/// mutant must be rejected exactly when some interleaving breaks.
+#[test]
+fn a_result_buffer_delivered_through_done() {
+    let op = |x: &str| x.to_string();
+    let done = (FULL, 0);
+    let store = |at_once| Ev::Store {
+        dst: (RING, 0),
+        op: op("store"),
+        at_once,
+    };
+    let arrive = Ev::Arrive {
+        bar: done,
+        count: 1,
+        tx: false,
+        op: op("arrive done"),
+    };
+    let wait = Ev::Wait {
+        bar: done,
+        parity: 0,
+        op: op("wait done"),
+    };
+    let load = Ev::Read {
+        src: (RING, 0),
+        operand: 0,
+        op: op("load"),
+        async_: false,
+    };
+    let worker = |at_once: bool, sync: bool| {
+        let mut ev = vec![store(at_once)];
+        ev.extend(sync.then_some(Ev::StoresLand));
+        ev.push(arrive.clone());
+        ev
+    };
+    // Name, `done`'s count, the default region, the worker, whether wrong.
+    type Case = (&'static str, i64, Vec<Ev>, Vec<Ev>, bool);
+    let cases: Vec<Case> = vec![
+        (
+            "one warp group",
+            1,
+            vec![wait.clone(), load.clone()],
+            worker(true, false),
+            false,
+        ),
+        (
+            "two warp groups",
+            1,
+            vec![wait.clone(), load.clone()],
+            worker(false, true),
+            false,
+        ),
+        (
+            "no region barrier",
+            1,
+            vec![wait.clone(), load.clone()],
+            worker(false, false),
+            true,
+        ),
+        ("no wait", 1, vec![load.clone()], worker(true, true), true),
+        (
+            "arrive before the store",
+            1,
+            vec![wait.clone(), load.clone()],
+            vec![arrive.clone(), store(true)],
+            true,
+        ),
+        (
+            "done counts two",
+            2,
+            vec![wait.clone(), load.clone()],
+            worker(true, true),
+            true,
+        ),
+        (
+            "a second store before the wait",
+            1,
+            vec![store(true), wait.clone(), load.clone()],
+            worker(true, true),
+            true,
+        ),
+        (
+            "a second store after the load",
+            1,
+            vec![wait.clone(), load.clone(), store(true)],
+            worker(true, true),
+            false,
+        ),
+    ];
+    for (name, count, default, worker, bad) in cases {
+        let init = vec![Ev::Init { bar: done, count }];
+        let traces = vec![default, worker];
+        assert_eq!(oracle_of(&init, &traces, 1), bad, "oracle: {name}");
+        let mut m = Sim::new(&init, traces, BTreeSet::new());
+        m.run();
+        assert_eq!(!m.found.is_empty(), bad, "machine: {name}: {:?}", m.found);
     }
 }

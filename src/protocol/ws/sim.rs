@@ -15,6 +15,12 @@
 //! thread's clock. The data rules compare clocks (happens-before), not the
 //! run's order; rule 8 checks that each wait's phase is forced by
 //! happens-before, so that every interleaving has the run's outcomes.
+//!
+//! A `ttg.local_store` is a plain write: complete with its thread's clock
+//! at the store (or, in a region of several warp groups, at the region's
+//! next barrier of its warps). Its races with the other threads' reads and
+//! writes of the same place are rule 10 (the same happens-before checks as
+//! rules 1′/2′/3′ for copies).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
@@ -69,11 +75,19 @@ struct Bar {
     observed: Option<u64>,
 }
 
+/// When a write completed: its clock, and for a copy the barrier and phase
+/// it landed with (a wait must observe that phase before the join).
+struct Landed {
+    clock: Clock,
+    phase: Option<(Place, u64)>,
+}
+
 struct Write {
     op: String,
     slot: i64,
-    /// When it landed: the clock, barrier and phase it landed with.
-    landed: Option<(Clock, Place, u64)>,
+    /// A `ttg.local_store` (else a TMA copy).
+    plain: bool,
+    landed: Option<Landed>,
 }
 
 /// The writes to one ring, in their thread's order (rule 4 checks rings
@@ -101,6 +115,8 @@ struct Thread {
     clock: Clock,
     dots: VecDeque<Vec<usize>>,
     pending: Vec<usize>,
+    /// Its stores not complete for the other threads yet.
+    stores: Vec<usize>,
 }
 
 /// A broken rule found by the machine: rule, place, op, other op, text.
@@ -120,6 +136,8 @@ pub struct Sim {
     slots: HashMap<Place, Slot>,
     indexed: BTreeSet<usize>,
     rings: HashMap<usize, RingOrder>,
+    /// The allocations some thread writes with `ttg.local_store`.
+    stored: BTreeSet<usize>,
     /// Executions so far of each reader: (thread, op, operand, ring).
     readers: HashMap<(usize, String, usize, usize), usize>,
     pub found: Vec<Found>,
@@ -129,6 +147,14 @@ impl Sim {
     /// The barriers initialized before the fork (`init`), then one thread
     /// per trace; `indexed`: the allocations that are rings.
     pub fn new(init: &[Ev], traces: Vec<Vec<Ev>>, indexed: BTreeSet<usize>) -> Sim {
+        let stored = traces
+            .iter()
+            .flatten()
+            .filter_map(|e| match e {
+                Ev::Store { dst, .. } => Some(dst.0),
+                _ => None,
+            })
+            .collect();
         let inits = init.iter().filter(|e| matches!(e, Ev::Init { .. }));
         let n = traces.len() + inits.count();
         let mut bars = HashMap::new();
@@ -162,6 +188,7 @@ impl Sim {
                 clock: vec![0; n],
                 dots: VecDeque::new(),
                 pending: Vec::new(),
+                stores: Vec::new(),
             })
             .collect();
         Sim {
@@ -172,6 +199,7 @@ impl Sim {
             slots: HashMap::new(),
             indexed,
             rings: HashMap::new(),
+            stored,
             readers: HashMap::new(),
             found: Vec::new(),
         }
@@ -224,15 +252,24 @@ impl Sim {
     fn drained(&mut self) {
         for (place, s) in &self.slots {
             if let Some(w) = s.latest {
-                let seen = |(_, bar, k): &(Clock, Place, u64)| {
-                    self.bars.get(bar).and_then(|b| b.observed) >= Some(*k)
+                let write = &self.writes[w];
+                let seen = |l: &Landed| match l.phase {
+                    Some((bar, k)) => self.bars.get(&bar).and_then(|b| b.observed) >= Some(k),
+                    None => true,
                 };
-                if !self.writes[w].landed.as_ref().is_some_and(seen) {
-                    let op = self.writes[w].op.clone();
-                    let text = format!(
-                        "the landing of the copy of {op} into slot {} is never waited for: it may still be in flight at the join",
-                        place.1
-                    );
+                if !write.landed.as_ref().is_some_and(seen) {
+                    let op = write.op.clone();
+                    let text = if write.plain {
+                        format!(
+                            "the store of {op} into slot {} is not complete for the other threads at the join",
+                            place.1
+                        )
+                    } else {
+                        format!(
+                            "the landing of the copy of {op} into slot {} is never waited for: it may still be in flight at the join",
+                            place.1
+                        )
+                    };
                     self.found.push((Rule::NotDrained, *place, op, None, text));
                 }
             }
@@ -267,6 +304,8 @@ impl Sim {
                 self.arrive(t, bar, count, op)
             }
             Ev::Tma { dst, bar, op } => self.tma(t, dst, bar, op),
+            Ev::Store { dst, op, at_once } => self.store(t, dst, op, at_once),
+            Ev::StoresLand => self.stores_land(t),
             Ev::Read {
                 src,
                 operand,
@@ -362,7 +401,10 @@ impl Sim {
         b.prev = std::mem::replace(&mut b.done, done);
         b.prev_copied = std::mem::replace(&mut b.copied, copied);
         for w in std::mem::take(&mut b.copies) {
-            self.writes[w].landed = Some((b.done.clone(), bar, b.completed - 1));
+            self.writes[w].landed = Some(Landed {
+                clock: b.done.clone(),
+                phase: Some((bar, b.completed - 1)),
+            });
         }
     }
 
@@ -395,44 +437,82 @@ impl Sim {
     }
 
     fn tma(&mut self, t: usize, dst: Place, bar: Place, op: String) {
+        let w = self.write(t, dst, op, false);
+        let clock = self.threads[t].clock.clone();
+        if let Some(b) = self.bars.get_mut(&bar) {
+            b.copies.push(w);
+            join(&mut b.open, &clock);
+        }
+    }
+
+    /// A `ttg.local_store` of thread `t`: complete now (`at_once`) or at its
+    /// region's next barrier of its warps.
+    fn store(&mut self, t: usize, dst: Place, op: String, at_once: bool) {
+        let w = self.write(t, dst, op, true);
+        if at_once {
+            let clock = self.threads[t].clock.clone();
+            self.writes[w].landed = Some(Landed { clock, phase: None });
+        } else {
+            self.threads[t].stores.push(w);
+        }
+    }
+
+    /// A barrier of thread `t`'s warps: its stores are complete from here.
+    fn stores_land(&mut self, t: usize) {
+        let th = &mut self.threads[t];
+        for w in std::mem::take(&mut th.stores) {
+            self.writes[w].landed = Some(Landed {
+                clock: th.clock.clone(),
+                phase: None,
+            });
+        }
+    }
+
+    /// A write (a copy, or with `plain` a store) of `op` into `dst` by
+    /// thread `t`: it must happen after the retirement of every read since
+    /// the previous write and after that write completed (rules 1′ and 2′
+    /// for copies, 10 where a store is one of the two). Returns its number.
+    fn write(&mut self, t: usize, dst: Place, op: String, plain: bool) -> usize {
         let clock = self.threads[t].clock.clone();
         let slot = self.slots.entry(dst).or_default();
         for &r in &slot.reads {
             let read = &self.reads[r];
             if read.retired.as_ref().is_none_or(|c| !leq(c, &clock)) {
+                let (rule, what) = if plain {
+                    (Rule::StoreRace, "stores into")
+                } else {
+                    (Rule::WriteWhileRead, "writes")
+                };
                 let text = format!(
-                    "{op} writes slot {} while {} may still read it (its retirement does not happen before)",
+                    "{op} {what} slot {} while {} may still read it (its retirement does not happen before)",
                     dst.1, read.op
                 );
-                self.found.push((
-                    Rule::WriteWhileRead,
-                    dst,
-                    op.clone(),
-                    Some(read.op.clone()),
-                    text,
-                ));
+                self.found
+                    .push((rule, dst, op.clone(), Some(read.op.clone()), text));
             }
         }
         if let Some(w) = slot.latest {
             let prev = &self.writes[w];
-            if prev.landed.as_ref().is_none_or(|c| !leq(&c.0, &clock)) {
+            if prev.landed.as_ref().is_none_or(|l| !leq(&l.clock, &clock)) {
+                let rule = if plain || prev.plain {
+                    Rule::StoreRace
+                } else {
+                    Rule::WriteWhileWriting
+                };
                 let text = format!(
-                    "{op} writes slot {} while the write of {} may be in flight",
+                    "{op} writes slot {} while the write of {} may be in flight (its completion does not happen before)",
                     dst.1, prev.op
                 );
-                self.found.push((
-                    Rule::WriteWhileWriting,
-                    dst,
-                    op.clone(),
-                    Some(prev.op.clone()),
-                    text,
-                ));
+                self.found
+                    .push((rule, dst, op.clone(), Some(prev.op.clone()), text));
             }
         }
+        tracing::debug!(thread = t, slot = ?dst, plain, %op, "write");
         let w = self.writes.len();
         self.writes.push(Write {
             op,
             slot: dst.1,
+            plain,
             landed: None,
         });
         slot.latest = Some(w);
@@ -444,25 +524,24 @@ impl Sim {
         });
         ring.shared |= ring.thread != t;
         ring.writes.push(w);
-        if let Some(b) = self.bars.get_mut(&bar) {
-            b.copies.push(w);
-            join(&mut b.open, &clock);
-        }
+        w
     }
 
     fn read(&mut self, t: usize, (src, operand): (Place, usize), op: String, async_: bool) {
         let clock = self.threads[t].clock.clone();
         let slot = self.slots.entry(src).or_default();
         let latest = slot.latest;
-        let landed = latest.and_then(|w| self.writes[w].landed.clone());
-        if landed.as_ref().is_none_or(|c| !leq(&c.0, &clock)) {
+        let landed = latest.and_then(|w| self.writes[w].landed.as_ref());
+        if landed.is_none_or(|l| !leq(&l.clock, &clock)) {
             let other = latest.map(|w| self.writes[w].op.clone());
-            let text = format!(
-                "{op} reads slot {} before the write it reads has landed (or with none)",
-                src.1
-            );
-            self.found
-                .push((Rule::ReadBeforeWrite, src, op.clone(), other, text));
+            let plain = latest.map_or(self.stored.contains(&src.0), |w| self.writes[w].plain);
+            let (rule, what) = if plain {
+                (Rule::StoreRace, "the store it reads happens before it")
+            } else {
+                (Rule::ReadBeforeWrite, "the write it reads has landed")
+            };
+            let text = format!("{op} reads slot {} before {what} (or with none)", src.1);
+            self.found.push((rule, src, op.clone(), other, text));
         }
         let r = self.reads.len();
         let retired = (!async_).then_some(clock);

@@ -44,6 +44,18 @@ pub enum Ev {
         op: String,
         async_: bool,
     },
+    /// A `ttg.local_store`: a plain write by the thread's warps, complete
+    /// for the other threads at once (`at_once`: a region of one warp
+    /// group, whose warps run as one) or only at the region's next barrier
+    /// of its warps ([`Ev::StoresLand`], or the join).
+    Store {
+        dst: Place,
+        op: String,
+        at_once: bool,
+    },
+    /// A barrier of the region's warps after stores not complete at once:
+    /// they are complete for the other threads from here on.
+    StoresLand,
     /// Closes the reads of one asynchronous wgmma (a group of the queue).
     DotIssued,
     DotWait {
@@ -97,6 +109,9 @@ pub struct Tracer {
     /// Waits not yet retiring for the whole region: (pendings, wgmmas
     /// issued since).
     delayed: Vec<(i64, i64)>,
+    /// Whether a store not complete at once waits for the region's next
+    /// barrier of its warps.
+    unlanded: bool,
 }
 
 /// The ops that make the warps of one region wait for each other.
@@ -114,16 +129,20 @@ impl Tracer {
         }
     }
 
-    /// A thread that starts from this one's values, with `args` bound to
-    /// `captures`.
     /// A barrier of the region's warps (or the join): every wait so far
-    /// now retires its reads for the whole region.
+    /// now retires its reads for the whole region, and every store so far
+    /// is complete for the other threads.
     pub fn region_sync(&mut self) {
         if let Some(pendings) = self.delayed.drain(..).map(|(p, since)| p + since).min() {
             self.events.push(Ev::DotWait { pendings });
         }
+        if std::mem::take(&mut self.unlanded) {
+            self.events.push(Ev::StoresLand);
+        }
     }
 
+    /// A thread that starts from this one's values, with `args` bound to
+    /// `captures`.
     pub fn fork(&self, args: &[usize], captures: &[usize]) -> Tracer {
         let mut t = Tracer {
             env: self.env.clone(),
@@ -304,6 +323,7 @@ impl Tracer {
                     self.env.insert(r, x);
                 }
             }
+            "ttg.local_store" => self.store(op),
             "ttg.local_load" => {
                 if let Some(src) = self.place(op, op.operands[0]) {
                     self.events.push(Ev::Read {
@@ -346,6 +366,24 @@ impl Tracer {
         }
         for &r in &op.results {
             self.env.insert(r, V::Unknown);
+        }
+    }
+
+    /// `ttg.local_store %value, %dst`: a plain write of `dst` (a buffer or
+    /// a slot of one; a read-only buffer cannot be placed: unsupported).
+    fn store(&mut self, op: &Op) {
+        let Some(&dst) = op.memdesc_operands().last() else {
+            self.unsupported(op, "a ttg.local_store without its destination");
+            return;
+        };
+        if let Some(dst) = self.place(op, op.operands[dst]) {
+            let at_once = self.warp_groups <= 1;
+            self.unlanded |= !at_once;
+            self.events.push(Ev::Store {
+                dst,
+                op: op_name(op),
+                at_once,
+            });
         }
     }
 
