@@ -554,11 +554,17 @@ pub fn schedule_loop(
         triton,
     };
     let mut schedule = facts.schedule();
-    if lowering.as_ref().is_some_and(|l| l.lowered) {
+    if let Some(n) = lowering.as_ref().and_then(|l| l.compute_partitions) {
         schedule.partitions = Partitions {
             code: PartitionsCode::Lowered,
-            count: Some(2),
-            text: "lowered (a producer partition and the default region)".into(),
+            count: Some(n + 1),
+            text: match n {
+                1 => "lowered (a producer partition and the default region)".into(),
+                _ => format!(
+                    "lowered (a producer partition, the default region and {} compute partitions)",
+                    n - 1
+                ),
+            },
         };
     }
     schedule.lowering = lowering;
@@ -594,6 +600,7 @@ fn lower_loop(
             depth: Some(p.depth),
             expect_bytes: Some(p.expect_bytes),
             smem_bytes: Some(p.smem_bytes),
+            compute_partitions: Some(p.parts.len() as u32),
         },
         Err(why) => Lowering {
             lowered: false,
@@ -603,6 +610,7 @@ fn lower_loop(
             depth: None,
             expect_bytes: None,
             smem_bytes: None,
+            compute_partitions: None,
         },
     }
 }
@@ -1647,8 +1655,10 @@ pub(crate) mod tests {
         assert!(plan.loads.iter().all(|l| l.bytes == 16384));
         assert_eq!(plan.expect_bytes, 2 * 16384);
         assert_eq!((plan.full_count, plan.empty_count), (1, 1));
+        assert_eq!(plan.parts.len(), 1);
+        let part = &plan.parts[0];
         assert_eq!(
-            (plan.dots.clone(), plan.producer_ops.clone()),
+            (part.dots.clone(), plan.producer_ops.clone()),
             (vec![6], vec![0])
         );
         // One wait, at the trip's end: it retires the previous trip's
@@ -1657,7 +1667,7 @@ pub(crate) mod tests {
         // trips, the wgmma stays in flight carried by iteration argument 0.
         use crate::backend::ws::waits::{InFlight, WaitPoint};
         assert_eq!(
-            plan.waits.points,
+            part.waits.points,
             vec![WaitPoint {
                 before: 2,
                 retire: vec![InFlight::Carried(0)],
@@ -1666,12 +1676,13 @@ pub(crate) mod tests {
             }]
         );
         assert_eq!(
-            (plan.waits.hold, plan.waits.carried.clone()),
+            (part.waits.hold, part.waits.carried.clone()),
             (2, vec![(6, 0)])
         );
         // The default region: the B tile's transpose and the wgmma; the
         // loads' address arithmetic stays with the producer.
-        assert_eq!(plan.consumer_ops, vec![5, 6]);
+        assert_eq!(part.ops, vec![5, 6]);
+        assert_eq!((part.registers, part.results.clone()), (None, vec![]));
         assert_eq!(
             plan.loads[0].ring.text(),
             format!(

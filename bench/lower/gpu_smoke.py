@@ -1,6 +1,6 @@
-"""GPU smoke test of twill's lowered GEMM (TWILL_LOWER): correctness over
-trip counts and tile edges, and time against stock configurations and
-cuBLAS, in one process. On the GPU machine, with the wheel installed
+"""GPU smoke test of twill's lowered GEMM and FA forward (TWILL_LOWER):
+correctness over trip counts and tile edges, and time against stock
+configurations (and cuBLAS for the GEMM), in one process. On the GPU machine, with the wheel installed
 (bench/gpu/install_wheel.sh):
 
     PYTHONPATH=. python3 bench/lower/gpu_smoke.py [--quick]
@@ -46,11 +46,11 @@ def compile_bias_relu(bn, nw, lower, ring="schedule"):
     return _compile(src, dict(num_warps=nw, num_stages=3), lower, ring)
 
 
-def _compile(src, opts, lower, ring):
+def _compile(src, opts, lower, ring, scope="all"):
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="smoke-cache-")
     if not lower:
         return triton.compile(src, target=TARGET, options=opts), "stock"
-    twill_triton.enable(scope="all", lower=True, strict=True, extra_options=f"ring={ring}")
+    twill_triton.enable(scope=scope, lower=True, strict=True, extra_options=f"ring={ring}")
     try:
         k = triton.compile(src, target=TARGET, options=opts)
     finally:
@@ -115,40 +115,108 @@ def sweep(kernels):
     return fails
 
 
-def fa_sweep():
-    """The FA forward (its default sm90 configuration: 8 warps), stock and
-    lowered by twill, at sequence lengths giving 1, 2, 3 and 8 trips of its
-    K/V loop: correct against a float32 reference."""
-    from bench.kernels import check
+# FA forward configurations (hd128, 128-row Q tiles): name -> (config, lowered by twill).
+FA_CONFIGS = {
+    "twill lowered w8": (dict(SUBTILE=False, num_warps=8, num_stages=3), True),
+    "twill lowered subtile w4": (dict(SUBTILE=True, num_warps=4, num_stages=3), True),
+    "twill lowered subtile w8": (dict(SUBTILE=True, num_warps=8, num_stages=3), True),
+    "stock w8 s2": (dict(SUBTILE=False, num_warps=8, num_stages=2), False),
+    "stock w8 s3": (dict(SUBTILE=False, num_warps=8, num_stages=3), False),
+    "stock subtile w8 s2": (dict(SUBTILE=True, num_warps=8, num_stages=2), False),
+    "stock subtile w8 s3": (dict(SUBTILE=True, num_warps=8, num_stages=3), False),
+}
+
+
+def compile_fa(name):
+    """(kernel, kwargs, signature, constexprs, note) of FA_CONFIGS[name]."""
     from third_party.triton.tests.kernels import fa_fwd
 
-    cfg = fa_fwd.CONFIGS["default"][90]
+    extra, lower = FA_CONFIGS[name]
+    config = dict(fa_fwd.CONFIGS["default"][90], **extra)
+    kwargs, opts = fa_fwd.split_config(config)
+    signature, constexprs, _ = fa_fwd.ast_source_args(**kwargs)
+    k, note = _compile(fa_fwd.make_ast_source(**kwargs), opts, lower, "schedule", scope="ws")
+    return k, kwargs, signature, constexprs, note
+
+
+def fa_launcher(entry, q, k, v, o, lse, sm_scale=0.5):
+    """A launch of a compiled FA forward on q, k, v [Z, H, N, 128] into o, lse."""
+    from bench.kernels import check
+
+    kern, kwargs, signature, constexprs, _ = entry
+    Z, H, N, D = q.shape
+    BM, BN = kwargs["BLOCK_M"], kwargs["BLOCK_N"]
+    rows = BM // 2 if kwargs.get("SUBTILE") else BM
+
+    def desc(t, r):
+        return TensorDescriptor.from_tensor(t.view(Z * H * N, D), [r, D])
+
+    values = dict(sm_scale=sm_scale, M=lse, Z=Z, H=H, desc_q=desc(q, rows), desc_k=desc(k, BN), desc_v=desc(v, BN),
+                  desc_o=desc(o, rows), N_CTX=N)
+    grid = (triton.cdiv(N, BM), Z * H, 1)
+    return lambda: check._launch(kern, grid, signature, constexprs, values)
+
+
+def fa_reference(q, k, v, sm_scale=0.5):
+    from bench.kernels import check
+
+    return torch.softmax(check._reference(q, k, v, sm_scale, False), dim=-1) @ v.float()
+
+
+def fa_sweep(fa):
+    """Every FA forward configuration at sequence lengths giving 1, 2, 3
+    and 8 trips of its K/V loop: correct against a float32 reference (the
+    output poisoned with NaN before each launch)."""
     fails = 0
-    for route in ("stock", "twill lowered"):
-        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="smoke-fa-")
-        if route != "stock":
-            twill_triton.enable(lower=True, strict=True)
-        try:
-            for N in (128, 256, 384, 1024):
-                q, k, v = (torch.randn(1, 2, N, 128, device="cuda", dtype=torch.float16) for _ in range(3))
-                try:
-                    o, _ = check._fwd(90, cfg, q, k, v, 0.5)
-                    torch.cuda.synchronize()
-                    ref = torch.softmax(check._reference(q, k, v, 0.5, False), dim=-1) @ v.float()
-                    ok = bool(torch.isfinite(o).all()) and (o.float() - ref).abs().max().item() < 2e-2
-                    err = (o.float() - ref).abs().max().item()
-                except Exception as e:
-                    ok, err = False, f"{type(e).__name__}: {str(e)[:100]}"
-                note = ""
-                if route != "stock":
-                    d = twill_triton.decisions()[-1]
-                    note = f"lowered={d.lowered()} proved={all(r.get('verdict') == 'proved' for r in d.verification)}"
-                    ok = ok and bool(d.lowered())
-                fails += not ok
-                print(f"fa sweep N={N:5d} trips={N // 128:2d} {route:14s} correct={ok} err={err} {note}", flush=True)
-        finally:
-            twill_triton.disable()
+    for N in (128, 256, 384, 1024):
+        q, k, v = (torch.randn(1, 2, N, 128, device="cuda", dtype=torch.float16) for _ in range(3))
+        ref = fa_reference(q, k, v)
+        for name, entry in fa.items():
+            o = torch.full_like(q, float("nan"))
+            lse = torch.full((2 * N, ), float("nan"), device="cuda", dtype=torch.float32)
+            try:
+                fa_launcher(entry, q, k, v, o, lse)()
+                torch.cuda.synchronize()
+                err = (o.float() - ref).abs().max().item()
+                ok = bool(torch.isfinite(o).all()) and err < 2e-2
+            except Exception as e:
+                ok, err = False, f"{type(e).__name__}: {str(e)[:100]}"
+            fails += not ok
+            print(f"fa sweep N={N:5d} trips={N // 128:2d} {name:26s} correct={ok} err={err}", flush=True)
     return fails
+
+
+def fa_bench(fa, shapes, rounds):
+    """TFLOPS of every FA configuration, then the best lowered one against
+    the best stock one, paired (alternating order, median of medians)."""
+    for (Z, H, N) in shapes:
+        q, k, v = (torch.randn(Z, H, N, 128, device="cuda", dtype=torch.float16) for _ in range(3))
+        flops = 4 * Z * H * N * N * 128
+        fns, ms = {}, {}
+        for name, entry in fa.items():
+            o = torch.full_like(q, float("nan"))
+            lse = torch.empty((Z * H * N, ), device="cuda", dtype=torch.float32)
+            fn = fa_launcher(entry, q, k, v, o, lse)
+            fn()
+            torch.cuda.synchronize()
+            ok = bool(torch.isfinite(o).all())
+            t = do_bench(fn, warmup=25, rep=100, return_mode="median")
+            print(f"fa bench Z={Z} H={H} N={N} {name:26s} {t:.4f} ms {flops / t / 1e9:7.1f} TFLOPS finite={ok} "
+                  f"{entry[4]}", flush=True)
+            if ok:
+                fns[name], ms[name] = fn, t
+        stock = min((n for n in ms if n.startswith("stock")), key=ms.get, default=None)
+        ours = min((n for n in ms if n.startswith("twill")), key=ms.get, default=None)
+        if stock and ours:
+            t_o, t_s = [], []
+            for r in range(rounds):
+                for which in ((ours, stock) if r % 2 else (stock, ours)):
+                    (t_o if which == ours else t_s).append(do_bench(fns[which], warmup=10, rep=100,
+                                                                    return_mode="median"))
+            print(f"fa paired N={N}: {ours} vs {stock}: {statistics.median(t_s) / statistics.median(t_o):.3f}x "
+                  f"({statistics.median(t_o):.4f} vs {statistics.median(t_s):.4f} ms)", flush=True)
+        del q, k, v
+        torch.cuda.empty_cache()
 
 
 def bench(kernels, sizes, rounds):
@@ -195,6 +263,7 @@ def bench(kernels, sizes, rounds):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--fa-only", action="store_true", help="skip the GEMM timings")
     args = ap.parse_args()
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     print(torch.cuda.get_device_name(), "triton", triton.__version__, time.strftime("%Y-%m-%d %H:%M:%S"), flush=True)
@@ -217,8 +286,18 @@ def main():
             continue
         print(f"compile {name}: {note}", flush=True)
         kernels[name] = (k, bn, ws, dev, note)
-    fails = sweep(kernels) + fa_sweep()
-    bench(kernels, [4096] if args.quick else [4096, 8192], 3 if args.quick else 5)
+    fa = {}
+    for name in FA_CONFIGS:
+        try:
+            fa[name] = compile_fa(name)
+        except Exception as e:
+            print(f"compile fa {name}: failed {type(e).__name__}: {str(e)[:300]}", flush=True)
+            continue
+        print(f"compile fa {name}: {fa[name][4]}", flush=True)
+    fails = sweep(kernels) + fa_sweep(fa)
+    fa_bench(fa, [(4, 32, 4096)] if args.quick else [(4, 32, 4096), (1, 32, 16384)], 3 if args.quick else 5)
+    if not args.fa_only:
+        bench(kernels, [4096] if args.quick else [4096, 8192], 3 if args.quick else 5)
     print(f"sweep failures: {fails}", flush=True)
     sys.exit(1 if fails else 0)
 

@@ -196,7 +196,7 @@ mod tests {
     fn a_lowering_the_verifier_rejects_is_never_emitted() {
         for mutate in [
             (|p: &mut WsPlan| p.full_count += 1) as fn(&mut WsPlan),
-            |p: &mut WsPlan| p.waits.points[0].pendings += 1,
+            |p: &mut WsPlan| p.parts[0].waits.points[0].pendings += 1,
             |p: &mut WsPlan| p.depth = 1,
         ] {
             let (answer, ws) = gate(mutate);
@@ -214,11 +214,37 @@ mod tests {
     fn two_warp_groups_release_after_their_barrier() {
         let (answer, ws) = gate_on("fa_fwd_sm90", |_| {});
         assert_eq!((answer, ws), (Ok(()), 1));
-        let (answer, ws) = gate_on("fa_fwd_sm90", |p| p.compute_warps = 4);
+        let (answer, ws) = gate_on("fa_fwd_sm90", |p| p.parts[0].warps = 4);
         assert!(
             matches!(&answer, Err(LowerSkip::NotVerified(why)) if why.contains("rule")),
             "{answer:?}"
         );
         assert_eq!(ws, 0);
+    }
+
+    /// The sub-tiled FA forward at 4 warps: two compute partitions read
+    /// the rings and the worker delivers its results through buffers. The
+    /// verifier proves it, and rejects `empty` counting one arrival too
+    /// few or too many, and `full` waiting for an arrival nobody makes.
+    #[test]
+    fn two_compute_partitions_are_proved_before_emission() {
+        let (answer, ws) = gate_on("fa_fwd_subtile_sm90_w4", |p| {
+            assert_eq!((p.parts.len(), p.empty_count), (2, 2));
+            assert_eq!(p.parts[1].results.len(), 3);
+            assert_eq!(p.parts[1].registers, Some(240));
+        });
+        assert_eq!((answer, ws), (Ok(()), 1));
+        for mutate in [
+            (|p: &mut WsPlan| p.empty_count = 1) as fn(&mut WsPlan),
+            |p: &mut WsPlan| p.empty_count = 3,
+            |p: &mut WsPlan| p.full_count = 2,
+        ] {
+            let (answer, ws) = gate_on("fa_fwd_subtile_sm90_w4", mutate);
+            assert!(
+                matches!(&answer, Err(LowerSkip::NotVerified(why)) if why.contains("rule")),
+                "{answer:?}"
+            );
+            assert_eq!(ws, 0);
+        }
     }
 }

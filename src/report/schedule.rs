@@ -271,6 +271,10 @@ pub struct Lowering {
     pub depth: Option<u32>,
     pub expect_bytes: Option<u64>,
     pub smem_bytes: Option<u64>,
+    /// Compute partitions (the default region and the workers), when
+    /// lowered.
+    #[serde(default)]
+    pub compute_partitions: Option<u32>,
 }
 
 impl Lowering {

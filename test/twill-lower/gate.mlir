@@ -3,14 +3,15 @@
 // the same lowering emitted; the report says it was verified. The verified
 // module passes --twill-verify-pipeline on its own. Under lower=only (the
 // hook's call before Triton's Hopper warp specialization) a loop that is
-// not lowered keeps no attributes: the sub-tiled FA forward (two compute
-// groups) is skipped with the reason, untouched.
+// not lowered keeps no attributes: the FA forward at 4 warps (its P would
+// cross between two compute partitions) is skipped with the reason,
+// untouched.
 
 // RUN: %twill-opt %inputs/triton36/gemm_sm90.before.mlir --twill-schedule="lower=on scope=all arch=sm90 triton=3.6 report=%t.json" -o %t.mlir 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=REPORT --input-file=%t.json
 // RUN: %twill-opt %t.mlir --twill-verify-pipeline 2>&1 | FileCheck %s --check-prefix=PROVED
 // RUN: %twill-opt %inputs/triton36/gemm_sm90.before.mlir --twill-schedule="lower=only scope=all arch=sm90 triton=3.9" 2>&1 | FileCheck %s --check-prefix=ONLY
-// RUN: %twill-opt %inputs/triton36/fa_fwd_subtile_sm90.before.mlir --twill-schedule="lower=only arch=sm90 triton=3.6 report=%t.fa.json" 2>&1 | FileCheck %s --check-prefix=REFUSED
+// RUN: %twill-opt %inputs/triton36/fa_fwd_sm90_w4.before.mlir --twill-schedule="lower=only arch=sm90 triton=3.6 report=%t.fa.json" 2>&1 | FileCheck %s --check-prefix=REFUSED
 // RUN: FileCheck %s --check-prefix=FAREPORT --input-file=%t.fa.json
 
 // CHECK: remark: twill: lowered to 1+1 partitions {{.*}}; proved by the pipeline verifier
@@ -26,7 +27,7 @@
 // ONLY: "ttg.warp_specialize.partitions"(%{{.*}}) ({
 // ONLY-NOT: loop.stage
 
-// REFUSED: remark: twill: skipped loop: lowering refused: 2 compute groups (one is supported) (lower=only writes no attributes)
+// REFUSED: remark: twill: skipped loop: lowering refused: `arith.truncf` of group 1 is read by group 2 (channels between partitions are not supported) (lower=only writes no attributes)
 // REFUSED-NOT: ttg.warp_specialize"
 // REFUSED-NOT: loop.stage
 // REFUSED-NOT: tt.scheduled_max_stage

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use mlir_sys::*;
 
 use super::waits::{InFlight, WaitPoint};
-use super::{types, LowerSkip, WsPlan};
+use super::{types, ComputePart, LowerSkip, WsPlan};
 use crate::backend::mlir::{body_ops, string_ref};
 use crate::frontend::mlir::{enclosing_function, has_attr, nested_ops, op_name, type_text};
 
@@ -130,11 +130,16 @@ impl At<'_> {
     }
 }
 
-/// Values of the new code: the barrier arrays, the rings and the types.
+/// Values of the new code: the barrier arrays, the rings, the result
+/// buffers (per compute part) and the types.
 struct Shared {
     rings: Vec<MlirValue>,
     full: MlirValue,
     empty: MlirValue,
+    /// A one-barrier array the workers arrive on once their results are
+    /// stored (None: no worker delivers results).
+    done: Option<MlirValue>,
+    results: Vec<Vec<MlirValue>>,
     barrier: MlirType,
     slots: Vec<MlirType>,
 }
@@ -176,10 +181,24 @@ pub fn emit(for_op: MlirOperation, plan: &WsPlan, ops: usize) -> Result<MlirOper
     };
     let b = Builder { ctx, loc };
     let (shared, prelude) = b.prelude(plan)?;
-    let captures = captures(for_op, &body, plan, &shared);
-    let producer = producer_region(&b, for_op, &body, plan, &shared, &captures)?;
-    let default = default_region(&b, for_op, &body, plan, &shared)?;
-    let ws = ws_op(&b, for_op, plan, &captures, default, producer)?;
+    let (captures, remat) = captures(for_op, &body, plan, &shared)?;
+    let mut partitions = Vec::new();
+    for j in 1..plan.parts.len() {
+        partitions.push(compute_region(
+            &b,
+            for_op,
+            &body,
+            plan,
+            j,
+            &shared,
+            (&captures, &remat),
+        )?);
+    }
+    partitions.push(producer_region(
+        &b, for_op, &body, plan, &shared, &captures,
+    )?);
+    let default = compute_region(&b, for_op, &body, plan, 0, &shared, (&[], &[]))?;
+    let ws = ws_op(&b, for_op, plan, &captures, default, partitions)?;
     // SAFETY: every op is detached and moves into the function's block;
     // the old loop's results are replaced before it is erased.
     unsafe {
@@ -222,6 +241,24 @@ impl Builder {
         }
         let full = at.val("ttg.local_alloc", &[], arrays, &[])?;
         let empty = at.val("ttg.local_alloc", &[], arrays, &[])?;
+        let mut results = Vec::new();
+        for part in &plan.parts {
+            let mut bufs = Vec::new();
+            for (_, ty) in &part.results {
+                bufs.push(at.val("ttg.local_alloc", &[], self.ty(ty)?, &[])?);
+            }
+            results.push(bufs);
+        }
+        let workers = plan.parts.iter().filter(|p| !p.results.is_empty()).count();
+        let done = if workers == 0 {
+            None
+        } else {
+            let done = at.val("ttg.local_alloc", &[], self.ty(&types::barriers(1))?, &[])?;
+            let bar = at.index(done, at.i32(0)?, barrier)?;
+            let count = ("count", format!("{workers} : i32"));
+            at.add("ttng.init_barrier", &[bar], &[], &[count])?;
+            Some(done)
+        };
         for s in 0..plan.depth {
             let i = at.i32(i64::from(s))?;
             for (array, count) in [(full, plan.full_count), (empty, plan.empty_count)] {
@@ -246,6 +283,8 @@ impl Builder {
             rings,
             full,
             empty,
+            done,
+            results,
             barrier,
             slots,
         };
@@ -314,65 +353,161 @@ fn invalidate(
             put(b.op("ttng.inval_barrier", &[v], &[], &[], Vec::new())?);
         }
     }
+    if let Some(done) = sh.done {
+        let c = b.op(
+            "arith.constant",
+            &[],
+            &[i32t],
+            &[("value", "0 : i32".to_string())],
+            Vec::new(),
+        )?;
+        put(c);
+        // SAFETY: the constant has one result.
+        let i = unsafe { mlirOperationGetResult(c, 0) };
+        let bar = b.op(
+            "ttg.memdesc_index",
+            &[done, i],
+            &[sh.barrier],
+            &[],
+            Vec::new(),
+        )?;
+        put(bar);
+        let v = unsafe { mlirOperationGetResult(bar, 0) };
+        put(b.op("ttng.inval_barrier", &[v], &[], &[], Vec::new())?);
+    }
     Ok(())
 }
 
-/// Whether `v` is defined inside `for_op` (a body result or a block
-/// argument of its body).
-fn inside(v: MlirValue, body: &[MlirOperation], for_op: MlirOperation) -> bool {
-    // SAFETY: `v` is live; owners are compared by pointer.
+/// Whether `v` is defined within `for_op`, at any depth.
+fn within(v: MlirValue, for_op: MlirOperation) -> bool {
+    // SAFETY: `v` is live; parents are walked up to the top.
     unsafe {
-        if mlirValueIsAOpResult(v) {
-            let owner = mlirOpResultGetOwner(v);
-            body.iter().any(|o| o.ptr == owner.ptr)
+        let mut op = if mlirValueIsAOpResult(v) {
+            mlirOpResultGetOwner(v)
         } else {
-            let blk = mlirBlockArgumentGetOwner(v);
-            mlirBlockGetParentOperation(blk).ptr == for_op.ptr
+            mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v))
+        };
+        while !op.ptr.is_null() {
+            if op.ptr == for_op.ptr {
+                return true;
+            }
+            op = mlirOperationGetParentOperation(op);
         }
+        false
     }
 }
 
-/// The producer's captures: the outside values its ops read, the loop
-/// bounds, the rings and the barrier arrays (in that order, no repeats).
+/// Values defined outside `for_op` that `op` or an op nested in it reads.
+fn outside_operands(op: MlirOperation, for_op: MlirOperation) -> Vec<MlirValue> {
+    let mut all = vec![op];
+    nested_ops(op, &mut all);
+    let mut out = Vec::new();
+    for o in all {
+        // SAFETY: the ops are live.
+        unsafe {
+            for k in 0..mlirOperationGetNumOperands(o) {
+                let v = mlirOperationGetOperand(o, k);
+                if !within(v, for_op) {
+                    out.push(v);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Ops a worker partition may recompute from scalars rather than capture
+/// a tensor (partitions capture no tensors).
+fn rematerializable(name: &str) -> bool {
+    name.starts_with("arith.")
+        || matches!(
+            name,
+            "tt.splat" | "tt.make_range" | "tt.expand_dims" | "tt.broadcast" | "ttg.convert_layout"
+        )
+}
+
+/// Captures `v`, or (a tensor) the ops that recompute it from captured
+/// scalars, appended to `chain` in def-use order.
+fn capture_or_remat(
+    v: MlirValue,
+    caps: &mut Vec<MlirValue>,
+    chain: &mut Vec<MlirOperation>,
+) -> Result<(), LowerSkip> {
+    let ty = type_text(v);
+    if types::capturable(&ty) {
+        if !caps.iter().any(|w| w.ptr == v.ptr) {
+            caps.push(v);
+        }
+        return Ok(());
+    }
+    // SAFETY: `v` is live.
+    let def = unsafe {
+        if !mlirValueIsAOpResult(v) {
+            return Err(LowerSkip::TensorCapture(ty));
+        }
+        mlirOpResultGetOwner(v)
+    };
+    if chain.iter().any(|o| o.ptr == def.ptr) {
+        return Ok(());
+    }
+    // SAFETY: `def` is live.
+    let regions = unsafe { mlirOperationGetNumRegions(def) };
+    if !rematerializable(&op_name(def)) || regions != 0 {
+        return Err(LowerSkip::TensorCapture(ty));
+    }
+    // SAFETY: as above.
+    for k in 0..unsafe { mlirOperationGetNumOperands(def) } {
+        capture_or_remat(unsafe { mlirOperationGetOperand(def, k) }, caps, chain)?;
+    }
+    chain.push(def);
+    Ok(())
+}
+
+/// The partitions' captures (one list, every partition region takes them
+/// all): the outside values the producer's and the worker compute parts'
+/// ops read, the loop bounds, the initial values of what they carry, the
+/// rings, the barrier arrays and the result buffers (in that order, no
+/// repeats); and the ops that recompute the tensors among them.
 fn captures(
     for_op: MlirOperation,
     body: &[MlirOperation],
     plan: &WsPlan,
     sh: &Shared,
-) -> Vec<MlirValue> {
-    let mut out: Vec<MlirValue> = Vec::new();
-    let mut push = |v: MlirValue| {
-        if !out.iter().any(|w| w.ptr == v.ptr) {
-            out.push(v);
-        }
-    };
+) -> Result<(Vec<MlirValue>, Vec<MlirOperation>), LowerSkip> {
+    let (mut out, mut chain) = (Vec::new(), Vec::new());
     let producer = plan
         .producer_ops
         .iter()
         .copied()
         .chain(plan.loads.iter().map(|l| l.load));
-    for i in producer {
-        // SAFETY: body ops are live.
-        unsafe {
-            for k in 0..mlirOperationGetNumOperands(body[i]) {
-                let v = mlirOperationGetOperand(body[i], k);
-                if !inside(v, body, for_op) {
-                    push(v);
-                }
-            }
+    let workers = plan
+        .parts
+        .iter()
+        .skip(1)
+        .flat_map(|p| p.ops.iter().copied());
+    for i in producer.chain(workers) {
+        for v in outside_operands(body[i], for_op) {
+            capture_or_remat(v, &mut out, &mut chain)?;
         }
     }
+    // SAFETY: operands 0..3 are the bounds, 3 + k the initial value of
+    // iteration argument k.
+    let operand = |k: usize| unsafe { mlirOperationGetOperand(for_op, k as isize) };
     for k in 0..3 {
-        push(unsafe { mlirOperationGetOperand(for_op, k) });
+        capture_or_remat(operand(k), &mut out, &mut chain)?;
     }
-    // The initial values of the iteration arguments the producer carries.
-    for &k in &plan.producer_carried {
-        push(unsafe { mlirOperationGetOperand(for_op, 3 + k as isize) });
+    let carried = plan.parts.iter().skip(1).flat_map(|p| p.carried.iter());
+    for &k in plan.producer_carried.iter().chain(carried) {
+        capture_or_remat(operand(3 + k), &mut out, &mut chain)?;
     }
-    sh.rings.iter().copied().for_each(&mut push);
-    push(sh.full);
-    push(sh.empty);
-    out
+    let mut shared: Vec<MlirValue> = sh.rings.clone();
+    shared.extend([sh.full, sh.empty]);
+    shared.extend(sh.done);
+    shared.extend(sh.results.iter().flatten().copied());
+    for v in shared {
+        capture_or_remat(v, &mut out, &mut chain)?;
+    }
+    Ok((out, chain))
 }
 
 /// Clones body op `op` into `at` with its operands remapped through `map`;
@@ -568,94 +703,213 @@ fn producer_trip(
     Ok(())
 }
 
-/// The default region: the compute group's loop on the ring slots, its
-/// final wait and `warp_yield`.
-fn default_region(
+/// A partition's entry block: arguments of the captures' types (none for
+/// the default region, which reads outside values directly).
+fn entry_block(b: &Builder, caps: &[MlirValue]) -> (MlirRegion, MlirBlock) {
+    // SAFETY: captures are live values; the block moves into the region.
+    unsafe {
+        let tys: Vec<MlirType> = caps.iter().map(|&v| mlirValueGetType(v)).collect();
+        let locs = vec![b.loc; tys.len()];
+        let blk = mlirBlockCreate(tys.len() as isize, tys.as_ptr(), locs.as_ptr());
+        let region = mlirRegionCreate();
+        mlirRegionAppendOwnedBlock(region, blk);
+        (region, blk)
+    }
+}
+
+/// Compute part `j`'s region: its loop on the ring slots and its final
+/// wait; the default region (j = 0) then collects the workers' results and
+/// yields the loop's, a worker stores its results and arrives on `done`.
+/// `caps`: the captures and the ops recomputing tensors (workers only).
+fn compute_region(
     b: &Builder,
     for_op: MlirOperation,
     body: &[MlirOperation],
     plan: &WsPlan,
+    j: usize,
     sh: &Shared,
+    caps: (&[MlirValue], &[MlirOperation]),
 ) -> Result<MlirRegion, LowerSkip> {
-    // SAFETY: the block moves into the region.
-    let (region, entry) = unsafe {
-        let blk = mlirBlockCreate(0, std::ptr::null(), std::ptr::null());
-        let region = mlirRegionCreate();
-        mlirRegionAppendOwnedBlock(region, blk);
-        (region, blk)
-    };
+    let part = &plan.parts[j];
+    let (region, entry) = entry_block(b, if j == 0 { &[] } else { caps.0 });
     let at = At { b, block: entry };
-    // SAFETY: `for_op` is live; operands 0..3 are its bounds.
-    let n = unsafe { mlirOperationGetNumOperands(for_op) };
-    let operand = |k| unsafe { mlirOperationGetOperand(for_op, k) };
-    let mut inits: Vec<MlirValue> = (3..n).map(operand).collect();
+    let mut map: HashMap<usize, MlirValue> = HashMap::new();
+    if j > 0 {
+        for (k, v) in caps.0.iter().enumerate() {
+            map.insert(v.ptr as usize, arg(entry, k as isize));
+        }
+        for &op in caps.1 {
+            clone_into(&at, op, &mut map)?;
+        }
+    }
+    // SAFETY: `for_op` is live; operands 0..3 are its bounds, 3 + k the
+    // initial value of iteration argument k.
+    let operand = |k: usize| remapped(unsafe { mlirOperationGetOperand(for_op, k as isize) }, &map);
+    let mut inits: Vec<MlirValue> = part.carried.iter().map(|&k| operand(3 + k)).collect();
     inits.push(at.i32(0)?);
     let (lp, blk) = new_loop(b, [operand(0), operand(1), operand(2)], &inits)?;
     at.add_op(lp);
-    let mut map: HashMap<usize, MlirValue> = HashMap::new();
     // SAFETY: the old body block's arguments: iv, then the iter args.
-    unsafe {
-        let old = mlirOperationGetBlock(body[0]);
-        for k in 0..mlirBlockGetNumArguments(old) {
-            map.insert(mlirBlockGetArgument(old, k).ptr as usize, arg(blk, k));
-        }
+    let old = unsafe { mlirOperationGetBlock(body[0]) };
+    map.insert(arg(old, 0).ptr as usize, arg(blk, 0));
+    for (p, &k) in part.carried.iter().enumerate() {
+        map.insert(
+            arg(old, 1 + k as isize).ptr as usize,
+            arg(blk, 1 + p as isize),
+        );
     }
     let it = arg(blk, inits.len() as isize);
-    let waited = consumer_trip(&At { b, block: blk }, body, plan, sh, &mut map, it)?;
-    // SAFETY: the new loop's results: the old ones, then the counter.
-    let results: Vec<MlirValue> = (0..n - 3)
-        .map(|k| unsafe { mlirOperationGetResult(lp, k) })
+    let trip = At { b, block: blk };
+    consumer_trip(&trip, body, plan, part, sh, &mut map, it)?;
+    // SAFETY: the new loop's results: the carried values, then the counter.
+    let mut results: Vec<MlirValue> = (0..part.carried.len())
+        .map(|p| unsafe { mlirOperationGetResult(lp, p as isize) })
         .collect();
-    let in_flight: Vec<MlirValue> = waited.iter().map(|&k| results[k]).collect();
-    let mut out = results.clone();
-    if !in_flight.is_empty() {
-        let tys: Vec<MlirType> = in_flight
-            .iter()
-            .map(|&v| unsafe { mlirValueGetType(v) })
-            .collect();
-        let fin = at.add(
-            "ttng.warp_group_dot_wait",
-            &in_flight,
-            &tys,
-            &[("pendings", "0 : i32".to_string())],
-        )?;
-        for (j, &k) in waited.iter().enumerate() {
-            out[k] = unsafe { mlirOperationGetResult(fin, j as isize) };
-        }
+    final_wait(&at, part, &mut results)?;
+    if j == 0 {
+        let out = collect_results(&at, for_op, plan, sh, &results)?;
+        at.add("ttg.warp_yield", &out, &[], &[])?;
+    } else {
+        deliver_results(&at, plan, part, sh, &map, &results, j)?;
+        at.add("ttg.warp_return", &[], &[], &[])?;
     }
-    at.add("ttg.warp_yield", &out, &[], &[])?;
     Ok(region)
 }
 
-/// One compute trip at counter `it`; returns the loop results that carry
-/// the wgmma (still in flight at the loop's end).
+/// After the loop, `wait {pendings = 0}` on the wgmmas still in flight;
+/// `results` then name the waited values.
+fn final_wait(at: &At, part: &ComputePart, results: &mut [MlirValue]) -> Result<(), LowerSkip> {
+    let pos = |k: usize| part.carried.iter().position(|&c| c == k).expect("carried");
+    let waited: Vec<usize> = part.waits.carried.iter().map(|&(_, k)| pos(k)).collect();
+    if waited.is_empty() {
+        return Ok(());
+    }
+    let vals: Vec<MlirValue> = waited.iter().map(|&p| results[p]).collect();
+    // SAFETY: the values are live.
+    let tys: Vec<MlirType> = vals
+        .iter()
+        .map(|&v| unsafe { mlirValueGetType(v) })
+        .collect();
+    let fin = at.add(
+        "ttng.warp_group_dot_wait",
+        &vals,
+        &tys,
+        &[("pendings", "0 : i32".to_string())],
+    )?;
+    for (q, &p) in waited.iter().enumerate() {
+        results[p] = unsafe { mlirOperationGetResult(fin, q as isize) };
+    }
+    Ok(())
+}
+
+/// The ws op's results in the loop's order: the default region's own, and
+/// the workers' from their result buffers once `done` completed.
+fn collect_results(
+    at: &At,
+    for_op: MlirOperation,
+    plan: &WsPlan,
+    sh: &Shared,
+    own: &[MlirValue],
+) -> Result<Vec<MlirValue>, LowerSkip> {
+    // SAFETY: `for_op` is live.
+    let n = unsafe { mlirOperationGetNumResults(for_op) } as usize;
+    let mut out: Vec<Option<MlirValue>> = vec![None; n];
+    for (p, &k) in plan.parts[0].carried.iter().enumerate() {
+        out[k] = Some(own[p]);
+    }
+    if let Some(done) = sh.done {
+        let (zero, t) = (at.i32(0)?, at.i1(true)?);
+        let bar = at.index(done, zero, sh.barrier)?;
+        wait(at, bar, zero, t)?;
+        for (j, part) in plan.parts.iter().enumerate().skip(1) {
+            for (r, &(k, _)) in part.results.iter().enumerate() {
+                // SAFETY: result k of the old loop has the tensor's type.
+                let ty = unsafe { mlirValueGetType(mlirOperationGetResult(for_op, k as isize)) };
+                out[k] = Some(at.val("ttg.local_load", &[sh.results[j][r]], ty, &[])?);
+            }
+        }
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(k, v)| {
+            v.ok_or_else(|| LowerSkip::Emit(format!("no partition delivers loop result {k}")))
+        })
+        .collect()
+}
+
+/// A worker stores its loop results into its buffers; after a barrier of
+/// its warps one thread arrives on `done`.
+fn deliver_results(
+    at: &At,
+    plan: &WsPlan,
+    part: &ComputePart,
+    sh: &Shared,
+    map: &HashMap<usize, MlirValue>,
+    results: &[MlirValue],
+    j: usize,
+) -> Result<(), LowerSkip> {
+    let Some(done) = sh.done else {
+        return Ok(());
+    };
+    if part.results.is_empty() {
+        return Ok(());
+    }
+    for (r, &(k, _)) in part.results.iter().enumerate() {
+        let p = part.carried.iter().position(|&c| c == k).expect("carried");
+        let buf = remapped(sh.results[j][r], map);
+        at.add("ttg.local_store", &[results[p], buf], &[], &[])?;
+    }
+    thread_barrier(at, plan)?;
+    let (zero, t) = (at.i32(0)?, at.i1(true)?);
+    let bar = at.index(remapped(done, map), zero, sh.barrier)?;
+    at.add(
+        "ttng.arrive_barrier",
+        &[bar, t],
+        &[],
+        &[("count", "1 : i32".to_string())],
+    )?;
+    Ok(())
+}
+
+/// A barrier of the partition's warps (Triton-version spelling).
+fn thread_barrier(at: &At, plan: &WsPlan) -> Result<(), LowerSkip> {
+    let (name, attrs) = &plan.thread_barrier;
+    let attrs: Vec<(&str, String)> = attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    at.add(name, &[], &[], &attrs)?;
+    Ok(())
+}
+
+/// One compute trip of `part` at counter `it`.
 fn consumer_trip(
     at: &At,
     body: &[MlirOperation],
     plan: &WsPlan,
+    part: &ComputePart,
     sh: &Shared,
     map: &mut HashMap<usize, MlirValue>,
     it: MlirValue,
-) -> Result<Vec<usize>, LowerSkip> {
+) -> Result<(), LowerSkip> {
     let (s, ph) = trip(at, it, plan.depth)?;
     let (zero, one, t) = (at.i32(0)?, at.i32(1)?, at.i1(true)?);
-    let full = at.index(sh.full, s, sh.barrier)?;
-    wait(at, full, ph, t)?;
+    if part.reads_rings {
+        let full = at.index(remapped(sh.full, map), s, sh.barrier)?;
+        wait(at, full, ph, t)?;
+    }
     for (k, l) in plan.loads.iter().enumerate() {
-        let slot = at.index(sh.rings[k], s, sh.slots[k])?;
+        let slot = at.index(remapped(sh.rings[k], map), s, sh.slots[k])?;
         // SAFETY: the alloc has one result.
         map.insert(
             unsafe { mlirOperationGetResult(body[l.alloc], 0) }.ptr as usize,
             slot,
         );
     }
-    let points = &plan.waits.points;
-    for (p, &i) in plan.consumer_ops.iter().enumerate() {
+    let points = &part.waits.points;
+    for (p, &i) in part.ops.iter().enumerate() {
         for w in points.iter().filter(|w| w.before == p) {
             wait_point(at, body, w, map)?;
         }
         let c = clone_into(at, body[i], map)?;
-        if plan.dots.contains(&i) {
+        if part.dots.contains(&i) {
             let async_attr = at.b.attr("true")?;
             // SAFETY: `c` is the cloned wgmma.
             unsafe {
@@ -663,17 +917,16 @@ fn consumer_trip(
             };
         }
     }
-    for w in points
-        .iter()
-        .filter(|w| w.before == plan.consumer_ops.len())
-    {
+    for w in points.iter().filter(|w| w.before == part.ops.len()) {
         wait_point(at, body, w, map)?;
     }
-    release(at, plan, sh, it, zero, s)?;
+    if part.reads_rings {
+        let empty = remapped(sh.empty, map);
+        release(at, plan, part, empty, sh.barrier, it, zero, s)?;
+    }
     let next = at.arith("addi", it, one)?;
-    yield_trip(at, body, map, next, plan)
+    yield_trip(at, body, map, next, part)
 }
-
 /// A `warp_group_dot_wait`: the results of this trip's wgmmas it passes
 /// through, and the register A operands of those it retires (their
 /// registers live until then); later uses take its results.
@@ -710,29 +963,29 @@ fn wait_point(
     Ok(())
 }
 
-/// Releases a slot once its readers retired: the previous trip's (its
-/// wgmmas retired at this trip's end wait) when a slot is held two trips,
-/// else this trip's.
+/// Releases a slot once the part's readers retired: the previous trip's
+/// (its wgmmas retired at this trip's end wait) when the part holds a slot
+/// two trips, else this trip's.
+#[allow(clippy::too_many_arguments)]
 fn release(
     at: &At,
     plan: &WsPlan,
-    sh: &Shared,
+    part: &ComputePart,
+    empty_array: MlirValue,
+    barrier: MlirType,
     it: MlirValue,
     zero: MlirValue,
     current: MlirValue,
 ) -> Result<(), LowerSkip> {
-    let count = ("count", format!("{} : i32", plan.empty_count));
-    if plan.compute_warps > 4 {
-        // One thread arrives for the region: every warp group's wgmmas
+    let count = ("count", "1 : i32".to_string());
+    if part.warps > 4 {
+        // One thread arrives for the partition: every warp group's wgmmas
         // must have retired (each waited for its own) before it does.
-        let (name, attrs) = &plan.thread_barrier;
-        let attrs: Vec<(&str, String)> =
-            attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-        at.add(name, &[], &[], &attrs)?;
+        thread_barrier(at, plan)?;
     }
-    if plan.waits.hold == 1 {
+    if part.waits.hold == 1 {
         let t = at.i1(true)?;
-        let empty = at.index(sh.empty, current, sh.barrier)?;
+        let empty = at.index(empty_array, current, barrier)?;
         at.add("ttng.arrive_barrier", &[empty, t], &[], &[count])?;
         return Ok(());
     }
@@ -746,20 +999,20 @@ fn release(
     let back = at.i32(i64::from(plan.depth - 1))?;
     let d = at.i32(i64::from(plan.depth))?;
     let prev = at.arith("remsi", at.arith("addi", it, back)?, d)?;
-    let empty = at.index(sh.empty, prev, sh.barrier)?;
+    let empty = at.index(empty_array, prev, barrier)?;
     at.add("ttng.arrive_barrier", &[empty, rel], &[], &[count])?;
     Ok(())
 }
 
-/// The old yield remapped, plus the counter; the positions that yield
-/// wgmmas still in flight.
+/// The part's carried values as the old yield gives them, plus the
+/// counter.
 fn yield_trip(
     at: &At,
     body: &[MlirOperation],
     map: &HashMap<usize, MlirValue>,
     next: MlirValue,
-    plan: &WsPlan,
-) -> Result<Vec<usize>, LowerSkip> {
+    part: &ComputePart,
+) -> Result<(), LowerSkip> {
     // SAFETY: the terminator follows the last body op.
     let term = unsafe { mlirOperationGetNextInBlock(*body.last().expect("a body")) };
     if op_name(term) != "scf.yield" {
@@ -767,18 +1020,15 @@ fn yield_trip(
             "the loop body does not end in scf.yield".into(),
         ));
     }
-    let mut values = Vec::new();
-    let waited = plan.waits.carried.iter().map(|&(_, k)| k).collect();
-    // SAFETY: the yield's operands are live.
-    unsafe {
-        for k in 0..mlirOperationGetNumOperands(term) {
-            let v = mlirOperationGetOperand(term, k);
-            values.push(remapped(v, map));
-        }
-    }
+    // SAFETY: the yield has one operand per iteration argument.
+    let mut values: Vec<MlirValue> = part
+        .carried
+        .iter()
+        .map(|&k| remapped(unsafe { mlirOperationGetOperand(term, k as isize) }, map))
+        .collect();
     values.push(next);
     at.add("scf.yield", &values, &[], &[])?;
-    Ok(waited)
+    Ok(())
 }
 
 /// The `ttg.warp_specialize` op: 3.6 takes the captures as its operands,
@@ -789,7 +1039,7 @@ fn ws_op(
     plan: &WsPlan,
     caps: &[MlirValue],
     default: MlirRegion,
-    producer: MlirRegion,
+    partitions: Vec<MlirRegion>,
 ) -> Result<MlirOperation, LowerSkip> {
     let (outer, inner): (&[MlirValue], &[MlirValue]) = if plan.captures_on_partitions {
         (&[], caps)
@@ -801,7 +1051,7 @@ fn ws_op(
         inner,
         &[],
         &[],
-        vec![producer],
+        partitions,
     )?;
     // SAFETY: the block and region move into the ws op.
     let holder = unsafe {
@@ -817,15 +1067,18 @@ fn ws_op(
             .map(|r| mlirValueGetType(mlirOperationGetResult(for_op, r)))
             .collect()
     };
+    let workers = &plan.parts[1..];
+    let list = |v: Vec<u32>| {
+        let v: Vec<String> = v.iter().map(u32::to_string).collect();
+        format!("array<i32: {}>", v.join(", "))
+    };
+    let mut warps: Vec<u32> = workers.iter().map(|p| p.warps).collect();
+    warps.push(plan.producer_warps);
+    let mut regs: Vec<u32> = workers.iter().map(|p| p.registers.unwrap_or(0)).collect();
+    regs.push(plan.producer_registers);
     let attrs = [
-        (
-            "partitionNumWarps",
-            format!("array<i32: {}>", plan.producer_warps),
-        ),
-        (
-            "requestedRegisters",
-            format!("array<i32: {}>", plan.producer_registers),
-        ),
+        ("partitionNumWarps", list(warps)),
+        ("requestedRegisters", list(regs)),
         (MARKER, format!("\"depth {}\"", plan.depth)),
     ];
     b.op(

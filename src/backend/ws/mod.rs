@@ -1,7 +1,9 @@
 //! Lowering a solved sm90 loop to warp-specialized TTGIR
-//! (docs/ws-lowering.md, milestone 1): a producer partition issues the
-//! TMA copies of the variable-latency group into shared-memory rings, the
-//! compute group runs in the default region with asynchronous wgmmas.
+//! (docs/ws-lowering.md): a producer partition issues the TMA copies of the
+//! variable-latency group into shared-memory rings; each compute group runs
+//! in a partition of its own (the first in the default region) with
+//! asynchronous wgmmas, and the loop-carried tensors of the other compute
+//! partitions reach the code after the loop through result buffers.
 //!
 //! [`plan`] derives everything from the loop's graph, its joint schedule
 //! and the TTGIR types (MLIR-free); [`emit`] builds the ops. A loop outside
@@ -9,6 +11,7 @@
 
 #[cfg(feature = "mlir")]
 pub mod emit;
+pub mod partition;
 pub mod types;
 pub mod waits;
 
@@ -64,7 +67,7 @@ pub enum LowerSkip {
     Target(String),
     /// The module's warps differ from one warp group.
     NumWarps(u32),
-    /// The schedule has not exactly one compute group.
+    /// No compute group, or more than the CTA's warps hold.
     ComputeGroups(u32),
     /// An op of the variable-latency group is not a descriptor load into a
     /// `local_alloc`.
@@ -76,6 +79,9 @@ pub enum LowerSkip {
     /// An op with regions, or an op the producer would need from the
     /// compute group.
     Shape(String),
+    /// A value one compute group makes and another reads (it would need a
+    /// channel between their partitions).
+    Channel(String),
     /// A producer capture would be a tensor.
     TensorCapture(String),
     /// A type the lowering cannot read.
@@ -99,7 +105,10 @@ impl fmt::Display for LowerSkip {
                 f,
                 "num-warps {n}: the default region runs on the module's layouts, which need whole warp groups"
             ),
-            LowerSkip::ComputeGroups(n) => write!(f, "{n} compute groups (one is supported)"),
+            LowerSkip::ComputeGroups(n) => write!(
+                f,
+                "{n} compute groups (one, or several of one warp group each, are supported)"
+            ),
             LowerSkip::ProducerOp(op) => write!(
                 f,
                 "`{op}` in the variable-latency group (only descriptor loads into local_alloc)"
@@ -109,6 +118,10 @@ impl fmt::Display for LowerSkip {
             }
             LowerSkip::Dots(n) => write!(f, "{n} wgmmas in the compute group (at least one is needed)"),
             LowerSkip::Shape(why) => write!(f, "{why}"),
+            LowerSkip::Channel(what) => write!(
+                f,
+                "{what} (channels between partitions are not supported)"
+            ),
             LowerSkip::TensorCapture(ty) => write!(f, "the producer would capture a tensor ({ty})"),
             LowerSkip::Type(ty) => write!(f, "cannot read type {ty}"),
             LowerSkip::SharedMemory { bytes, capacity } => write!(
@@ -135,10 +148,38 @@ pub struct RingLoad {
     pub bytes: u64,
 }
 
+/// One compute partition: a compute group of the schedule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComputePart {
+    /// The schedule's group id.
+    pub group: u32,
+    /// Its body ops, in program order (loads and allocs excluded: the
+    /// allocs become slot views; folded ops cloned into every part that
+    /// reads them).
+    pub ops: Vec<usize>,
+    /// Iteration arguments it carries, ascending.
+    pub carried: Vec<usize>,
+    /// Its wgmmas (all asynchronous) and its waits.
+    pub dots: Vec<usize>,
+    pub waits: waits::Waits,
+    /// It reads ring slots: waits on `full`, arrives on `empty`.
+    pub reads_rings: bool,
+    /// Warps (the module's: the part runs on the module's layouts); with
+    /// more than one warp group, a slot is released only after every warp
+    /// group's waits (a thread barrier), since one thread arrives.
+    pub warps: u32,
+    /// `requestedRegisters` of a worker partition (None: the default
+    /// region, which gets what the others leave).
+    pub registers: Option<u32>,
+    /// Loop-carried tensors a worker delivers to the code after the loop
+    /// through a shared-memory buffer: (iteration argument, buffer type).
+    pub results: Vec<(usize, String)>,
+}
+
 /// Everything [`emit`] builds, decided from the graph and the schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WsPlan {
-    /// Slots per ring: the loads' prefetch plus the iterations the wgmma
+    /// Slots per ring: the loads' prefetch plus the iterations a wgmma
     /// holds a slot.
     pub depth: u32,
     pub loads: Vec<RingLoad>,
@@ -148,37 +189,36 @@ pub struct WsPlan {
     /// `empty` (one per compute partition reading the slot).
     pub full_count: u32,
     pub empty_count: u32,
-    /// The compute group's wgmmas (all asynchronous) and its waits.
-    pub dots: Vec<usize>,
-    pub waits: waits::Waits,
+    /// The compute partitions; the first runs in the default region.
+    pub parts: Vec<ComputePart>,
     /// Body ops the producer needs (scalar address arithmetic), in order.
     pub producer_ops: Vec<usize>,
     /// Iteration arguments the producer carries itself (scalar offsets the
     /// loads' addresses advance by), with their updates among
     /// `producer_ops`.
     pub producer_carried: Vec<usize>,
-    /// Body ops of the default region, in order (loads and allocs
-    /// excluded: the allocs become slot views).
-    pub consumer_ops: Vec<usize>,
     pub producer_warps: u32,
-    /// Warps of the default region (the module's); with more than one warp
-    /// group, a slot is released only after every warp group's waits (a
-    /// thread barrier), since one thread arrives for the region.
-    pub compute_warps: u32,
     /// The thread barrier's op and attributes (Triton-version rule).
     pub thread_barrier: (String, Vec<(String, String)>),
     pub producer_registers: u32,
     /// Triton >= 3.9 puts the captures on `ttg.warp_specialize.partitions`.
     pub captures_on_partitions: bool,
-    /// Rings plus barriers.
+    /// Rings, result buffers and barriers.
     pub smem_bytes: u64,
 }
 
 impl WsPlan {
     /// `rings 3x(2 tiles, 32768 B)` for the remark.
     pub fn summary(&self) -> String {
+        let results: usize = self.parts.iter().map(|p| p.results.len()).sum();
+        let buffers = if results == 0 {
+            String::new()
+        } else {
+            format!(", {results} result buffers")
+        };
         format!(
-            "lowered to 1+1 partitions (rings {}x{} tiles, {} B per slot, {} B shared; producer {} warp, {} registers)",
+            "lowered to 1+{} partitions (rings {}x{} tiles, {} B per slot{buffers}, {} B shared; producer {} warp, {} registers)",
+            self.parts.len(),
             self.depth,
             self.loads.len(),
             self.expect_bytes,
@@ -201,6 +241,12 @@ pub fn phase(it: u32, depth: u32) -> u32 {
     (it / depth) & 1
 }
 
+/// Warps the compute partitions may take together (the producer's warp
+/// group comes on top).
+pub const MAX_COMPUTE_WARPS: u32 = 16;
+/// 32-bit registers of an SM (sm90).
+pub const REGISTER_FILE: u32 = 64 * 1024;
+
 /// Plans the lowering of a scheduled loop, or says why it is not lowered.
 pub fn plan(
     ir: &LoopIr,
@@ -214,25 +260,37 @@ pub fn plan(
     let group = &result.schedule.group;
     let users = super::users_of(ir);
     let mut loads = Vec::new();
+    let mut node_group = vec![None; ir.ops.len()];
     for (v, &g) in group.iter().enumerate() {
         let op = lowered.op_of_node[v];
         if g == 0 {
             loads.push(producer_load(ir, &users, op)?);
         } else if LOADS.contains(&ir.ops[op].name.as_str()) {
             return Err(LowerSkip::LoadInCompute(ir.ops[op].name.clone()));
+        } else {
+            node_group[op] = Some(g);
         }
     }
-    let groups: BTreeSet<u32> = group.iter().copied().filter(|&g| g != 0).collect();
-    if groups.len() != 1 {
-        return Err(LowerSkip::ComputeGroups(groups.len() as u32));
+    let groups = node_group.iter().flatten().collect::<BTreeSet<_>>().len() as u32;
+    // Several compute partitions of more than one warp group each leave
+    // each thread too few registers (the sub-tiled FA forward at 8 warps:
+    // 112 per thread, spilling, at a quarter of the 4-warp lowering's speed
+    // on the H200; BENCHMARKS.md).
+    if groups == 0 || (groups > 1 && ir.num_warps > 4) || groups * ir.num_warps > MAX_COMPUTE_WARPS
+    {
+        return Err(LowerSkip::ComputeGroups(groups));
     }
     loads.sort_unstable_by_key(|&(l, _, _)| l);
     let (producer_ops, producer_carried) = producer_deps(ir, &loads)?;
     let taken: BTreeSet<usize> = loads.iter().flat_map(|&(l, a, _)| [l, a]).collect();
-    let consumer_ops = consumer_ops(ir, &users, &taken, &producer_ops);
-    let dots = compute_dots(ir, &consumer_ops)?;
     let allocs: BTreeSet<usize> = loads.iter().map(|&(_, a, _)| a).collect();
-    let waits = waits::plan(ir, &consumer_ops, &allocs)?;
+    let split = partition::split(ir, &node_group, &taken, &producer_ops)?;
+    let parts = split
+        .into_iter()
+        .enumerate()
+        .map(|(j, g)| compute_part(ir, g, &allocs, j > 0))
+        .collect::<Result<Vec<_>, _>>()?;
+    let parts = with_registers(parts, ir.num_warps);
     let prefetch = loads
         .iter()
         .filter_map(|&(l, _, _)| prefetch_of(lowered, result, l))
@@ -242,18 +300,28 @@ pub fn plan(
         .iter()
         .map(|(_, _, t)| MemDesc::parse(t).and_then(|m| m.bytes()).unwrap_or(0))
         .sum::<u64>();
-    let need = prefetch + waits.hold;
+    let hold = parts.iter().map(|p| p.waits.hold).max().unwrap_or(1);
+    let need = prefetch + hold;
+    let results_bytes = parts
+        .iter()
+        .flat_map(|p| &p.results)
+        .map(|(_, t)| MemDesc::parse(t).and_then(|m| m.bytes()).unwrap_or(0))
+        .sum::<u64>();
     let depth = match ring {
         RingDepth::Schedule => need,
-        RingDepth::Max => deepest(slot_bytes, smem_capacity).max(need),
+        RingDepth::Max => {
+            deepest(slot_bytes, smem_capacity.saturating_sub(results_bytes)).max(need)
+        }
     };
     let rings = loads
         .iter()
         .map(|&(load, alloc, ref t)| ring_load(load, alloc, t, depth))
         .collect::<Result<Vec<_>, _>>()?;
     let expect_bytes = rings.iter().map(|r| r.bytes).sum::<u64>();
-    // Two barrier arrays of `depth` 8-byte barriers.
-    let smem_bytes = expect_bytes * u64::from(depth) + 16 * u64::from(depth);
+    // Two barrier arrays of `depth` 8-byte barriers, and `done` when a
+    // worker delivers results.
+    let done = if results_bytes > 0 { 8 } else { 0 };
+    let smem_bytes = expect_bytes * u64::from(depth) + 16 * u64::from(depth) + results_bytes + done;
     if smem_bytes > smem_capacity {
         return Err(LowerSkip::SharedMemory {
             bytes: smem_bytes,
@@ -265,14 +333,11 @@ pub fn plan(
         loads: rings,
         expect_bytes,
         full_count: 1,
-        empty_count: 1,
-        dots,
-        waits,
+        empty_count: parts.iter().filter(|p| p.reads_rings).count() as u32,
+        parts,
         producer_ops: producer_ops.into_iter().collect(),
         producer_carried: producer_carried.into_iter().collect(),
-        consumer_ops,
         producer_warps: PRODUCER_WARPS,
-        compute_warps: ir.num_warps,
         thread_barrier: {
             let (name, attrs) = target.thread_barrier();
             let attrs = attrs.iter().map(|(k, v)| (k.to_string(), v.to_string()));
@@ -284,6 +349,84 @@ pub fn plan(
     })
 }
 
+/// One compute partition from its share of the body; a worker delivers
+/// the loop-carried tensors it owns through result buffers.
+fn compute_part(
+    ir: &LoopIr,
+    g: partition::GroupOps,
+    allocs: &BTreeSet<usize>,
+    worker: bool,
+) -> Result<ComputePart, LowerSkip> {
+    let dots = compute_dots(ir, &g.ops)?;
+    let waits = waits::plan(ir, &g.ops, allocs)?;
+    let reads_rings = g.ops.iter().any(|&i| reads_slot(ir, i, allocs));
+    let mut results = Vec::new();
+    if worker {
+        for &k in &g.carried {
+            let ty = &ir.yields[k].ty;
+            if !ty.starts_with("tensor<") {
+                return Err(LowerSkip::Shape(format!(
+                    "compute group {} carries a {ty}, which only the default region can deliver",
+                    g.group
+                )));
+            }
+            let buf = types::result_buffer(ty).ok_or_else(|| LowerSkip::Type(ty.clone()))?;
+            results.push((k, buf));
+        }
+    }
+    Ok(ComputePart {
+        group: g.group,
+        ops: g.ops,
+        carried: g.carried,
+        dots,
+        waits,
+        reads_rings,
+        warps: ir.num_warps,
+        registers: None,
+        results,
+    })
+}
+
+/// Whether body op `i` reads a ring slot, directly or through a view of
+/// one (views of a slot are in the same part, before it).
+fn reads_slot(ir: &LoopIr, i: usize, allocs: &BTreeSet<usize>) -> bool {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![i];
+    while let Some(j) = todo.pop() {
+        for v in ir.ops[j].operands.iter().chain(&ir.ops[j].region_uses) {
+            if let ValueSrc::Op { op, .. } = v.src {
+                if allocs.contains(&op) {
+                    return true;
+                }
+                if SMEM_VIEWS.contains(&ir.ops[op].name.as_str()) && seen.insert(op) {
+                    todo.push(op);
+                }
+            }
+        }
+    }
+    false
+}
+
+/// The register split of Gluon's warp-specialized kernels
+/// (`bench/kernels/gluon_hopper.py` `register_split`, one CTA per SM): the
+/// producer's warp group asks for [`PRODUCER_REGISTERS`]; each worker
+/// compute partition for an equal share of the rest, rounded down to 8;
+/// the default region gets what is left (Triton's AllocateWarpGroups).
+fn with_registers(mut parts: Vec<ComputePart>, warps: u32) -> Vec<ComputePart> {
+    if parts.len() < 2 {
+        return parts;
+    }
+    let groups_per_part = warps.div_ceil(4);
+    let warp_groups = groups_per_part * parts.len() as u32 + 1;
+    let per_thread = (REGISTER_FILE / (warp_groups * 128) / 8 * 8).min(256);
+    let budget = warp_groups * per_thread;
+    let share = (budget - PRODUCER_REGISTERS) / (warp_groups - 1) / 8 * 8;
+    for p in parts.iter_mut().skip(1) {
+        p.registers = Some(share.min(256));
+    }
+    parts
+}
+
 fn check_target(ir: &LoopIr, target: &TritonTarget) -> Result<(), LowerSkip> {
     let (major, minor) = target.version;
     if target.arch != Arch::Sm90 || !matches!((major, minor), (3, 6) | (3, 9)) {
@@ -292,8 +435,8 @@ fn check_target(ir: &LoopIr, target: &TritonTarget) -> Result<(), LowerSkip> {
             target.arch.name()
         )));
     }
-    // The one compute group runs in the default region on the module's
-    // layouts: any whole number of warp groups.
+    // Every compute partition runs on the module's layouts: any whole
+    // number of warp groups.
     if ir.num_warps % 4 != 0 {
         return Err(LowerSkip::NumWarps(ir.num_warps));
     }
@@ -362,31 +505,6 @@ fn producer_deps(
         }
     }
     Ok((deps, carried))
-}
-
-/// The default region's ops: all but the loads, their allocs and the ops
-/// only the producer uses.
-fn consumer_ops(
-    ir: &LoopIr,
-    users: &[Vec<usize>],
-    taken: &BTreeSet<usize>,
-    producer: &BTreeSet<usize>,
-) -> Vec<usize> {
-    let yielded = |i: usize| {
-        ir.yields
-            .iter()
-            .any(|y| matches!(y.src, ValueSrc::Op { op, .. } if op == i))
-    };
-    (0..ir.ops.len())
-        .filter(|i| !taken.contains(i))
-        .filter(|&i| {
-            !producer.contains(&i)
-                || yielded(i)
-                || users[i]
-                    .iter()
-                    .any(|u| !producer.contains(u) && !taken.contains(u))
-        })
-        .collect()
 }
 
 /// The compute group's wgmmas; refuses an op with regions other than a

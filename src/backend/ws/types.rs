@@ -110,6 +110,22 @@ pub fn barrier() -> String {
     format!("!ttg.memdesc<1xi64, {BARRIER_LAYOUT}, #smem, mutable>")
 }
 
+/// The shared-memory buffer a worker partition delivers a loop-carried
+/// tensor through: the tensor's shape and element type, unswizzled (it is
+/// written and read once per CTA), mutable.
+pub fn result_buffer(tensor: &str) -> Option<String> {
+    let body = tensor.strip_prefix("tensor<")?.strip_suffix('>')?;
+    let params = split_top(body);
+    let (dims, element) = params.first()?.rsplit_once('x')?;
+    let rank = dims.split('x').count();
+    element_bits(element)?;
+    let order: Vec<String> = (0..rank).rev().map(|d| d.to_string()).collect();
+    Some(format!(
+        "!ttg.memdesc<{dims}x{element}, #ttg.swizzled_shared<{{vec = 1, perPhase = 1, maxPhase = 1, order = [{}]}}>, #smem, mutable>",
+        order.join(", ")
+    ))
+}
+
 /// Whether a value of this type may be a capture of a partition region
 /// (Triton's `getSharedMemorySize` accepts scalars, pointers, descriptors
 /// and memdescs; a tensor is refused).
@@ -139,5 +155,14 @@ mod tests {
         );
         assert!(barriers(4).starts_with("!ttg.memdesc<4x1xi64, #ttg.swizzled_shared<"));
         assert!(!capturable("tensor<128x128xf32, #mma>"));
+        assert_eq!(
+            result_buffer("tensor<64x128xf32, #mma>").unwrap(),
+            "!ttg.memdesc<64x128xf32, #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [1, 0]}>, #smem, mutable>"
+        );
+        assert!(
+            result_buffer("tensor<64xf32, #ttg.slice<{dim = 1, parent = #mma}>>")
+                .unwrap()
+                .contains("order = [0]}>")
+        );
     }
 }

@@ -54,6 +54,8 @@ Further modules, "before" snapshot only (NAME.before.mlir + NAME.before.pretty.m
     fa_bwd_hd128_dqsub_sm90  the same with DQ_SUBTILE (the dQ loop on two
                        64-row halves) and BLOCK_N2 = 128: the loops of the
                        Gluon backward's plan
+    fa_fwd_subtile_sm90_w4  fa_fwd_subtile_sm90 at num_warps=4; TTGIR just before
+                       nvidia.passes.hopper.add_hopper_warpspec
     gemm_sm90_w4       matmul.matmul_tma_ws_kernel (the GEMM with its K loop as
                        `tl.range(..., warp_specialize=True)`), DEFAULT_CONFIG
                        (num_warps=4, num_stages=3); TTGIR just before
@@ -345,6 +347,12 @@ def modules():
     assert cfg["WARP_SPECIALIZE"]
     opts["num_warps"] = 4
     yield "fa_fwd_sm90_w4", fa_fwd.make_ast_source(**cfg), 90, opts, HOPPER_WARPSPEC, ("before", )
+    # The sub-tiled forward at 4 warps: each 64-row half on one warp group's
+    # layouts, the shape twill lowers to one compute partition per half.
+    cfg = dict(fa_fwd.CONFIGS["subtile"][90])
+    opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages", "maxnreg") if k in cfg}
+    opts["num_warps"] = 4
+    yield "fa_fwd_subtile_sm90_w4", fa_fwd.make_ast_source(**cfg), 90, opts, HOPPER_WARPSPEC, ("before", )
     assert mm_opts["num_warps"] == 4
     yield ("gemm_sm90_w4", matmul.make_ast_source(WARP_SPECIALIZE=True, **mm), 90, mm_opts, HOPPER_WARPSPEC,
            ("before", ))

@@ -112,7 +112,7 @@ def test_the_tail_is_the_recorded_one():
     assert [name for name, _ in TAIL36] == recorded[start:]
 
 
-def _lowered(tmp_path, name="gemm_sm90", scope="all"):
+def _lowered(tmp_path, name="gemm_sm90", scope="all", partitions="1+1"):
     before = (INPUTS / f"{name}.before.mlir").read_text()
     version = "3.6"
     if V39:
@@ -126,7 +126,7 @@ def _lowered(tmp_path, name="gemm_sm90", scope="all"):
          f"--twill-schedule=lower=force scope={scope} arch=sm90 triton={version}", "-o", str(out)],
         capture_output=True, text=True, check=True,
     )
-    assert "twill: lowered to 1+1 partitions" in run.stderr, run.stderr
+    assert f"twill: lowered to {partitions} partitions" in run.stderr, run.stderr
     text = hook._restore_aliases(before, out.read_text())
     path = tmp_path / "restored.mlir"
     path.write_text(text)
@@ -165,6 +165,30 @@ def test_the_lowered_fa_forward_compiles(tmp_path):
     assert md["shared"] <= SMEM
     ptx = backend.make_ptx(llir, md, opts, backend.target.arch)
     assert "setmaxnreg.dec" in ptx and "setmaxnreg.inc" in ptx
+    assert len(backend.make_cubin(ptx, md, opts, backend.target.arch)) > 0
+
+
+def test_the_lowered_subtiled_fa_forward_compiles(tmp_path):
+    """The sub-tiled FA forward at 4 warps: one compute partition per
+    64-row half (the default region and a 4-warp worker), both reading the
+    K/V rings; the worker's accumulator, row sums and maxima reach the code
+    after the loop through result buffers."""
+    backend, mod = _tail(_lowered(tmp_path, "fa_fwd_subtile_sm90_w4", "ws", "1+2"))
+    ttgir = mod.str()
+    assert ttgir.count("ttg.warp_specialize(") + ttgir.count('"ttg.warp_specialize"(') == 1
+    assert ttgir.count("ttg.local_store") >= 3
+    waits = re.findall(r"ttng\.warp_group_dot_wait .*?\{pendings = (\d+) : i32\}", ttgir)
+    assert waits == ["0"] * 4, waits
+    opts = backend.parse_options(dict(num_warps=4, num_stages=2))
+    md = {}
+    llir = backend.make_llir(mod, md, opts, CAP)
+    assert md["num_warps"] == 12
+    assert md["shared"] <= SMEM
+    ptx = backend.make_ptx(llir, md, opts, backend.target.arch)
+    # The worker asks for 240 registers; the default region gets the same
+    # from what is left, the producer's warp group 24.
+    assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+24;", ptx)
+    assert re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+240;", ptx)
     assert len(backend.make_cubin(ptx, md, opts, backend.target.arch)) > 0
 
 

@@ -9,9 +9,12 @@ raises. With TWILL_LOWER=1 the hook runs twill-opt (`lower=only`) before
 that pass: the loop becomes twill's warp-specialized code, proved by the
 pipeline verifier before it is emitted, and the module Triton finishes is
 verified again. Also the host-descriptor GEMM of kernels/matmul.py, a GEMM
-whose K offset the loop carries, the FA forward at 8 warps, and a kernel
-the lowering refuses (the sub-tiled FA forward: two compute groups), which
-keeps today's route.
+whose K offset the loop carries, the FA forward at 8 warps, the sub-tiled
+FA forward at 4 warps (two compute partitions, one per 64-row half), and
+kernels the lowering refuses, which keep today's route: the causal
+sub-tiled FA forward (its two loops are marked, and the diagonal loop's
+mask crosses between the halves' groups) and the sub-tiled FA forward at 8
+warps (two 8-warp compute partitions would leave too few registers).
 
 Needs twill-opt (TWILL_OPT, or target/release/twill-opt of this checkout).
 """
@@ -80,8 +83,17 @@ def _host_descriptors(cap):
     return matmul.make_ast_source(**cfg), dict(opts, num_warps=4)
 
 
-def _fa_subtiled(cap):
+def _fa_subtiled(cap, num_warps=8):
     kwargs, opts = fa_fwd.split_config(fa_fwd.CONFIGS["subtile"][cap])
+    return fa_fwd.make_ast_source(**kwargs), dict(opts, num_warps=num_warps)
+
+
+def _fa_subtiled_w4(cap):
+    return _fa_subtiled(cap, 4)
+
+
+def _fa_causal_subtiled(cap):
+    kwargs, opts = fa_fwd.split_config(fa_fwd.CONFIGS["causal_subtile"][cap])
     return fa_fwd.make_ast_source(**kwargs), opts
 
 
@@ -121,9 +133,11 @@ def _fa_forward(cap):
     return fa_fwd.make_ast_source(**kwargs), opts
 
 
-@pytest.mark.parametrize("make", [_bias_relu, _host_descriptors, _carried_offset, _fa_forward],
-                         ids=["device_descriptors", "host_descriptors", "carried_offset_8_warps", "fa_forward_8_warps"])
-def test_a_warp_specialized_gemm_is_lowered_by_twill_in_strict_mode(twill, make):
+@pytest.mark.parametrize("make,partitions", [(_bias_relu, 1), (_host_descriptors, 1), (_carried_offset, 1),
+                                             (_fa_forward, 1), (_fa_subtiled_w4, 2)],
+                         ids=["device_descriptors", "host_descriptors", "carried_offset_8_warps", "fa_forward_8_warps",
+                              "fa_subtiled_4_warps"])
+def test_a_warp_specialized_gemm_is_lowered_by_twill_in_strict_mode(twill, make, partitions):
     twill(strict=True, lower=True)
     k = _compile(make)
     d = twill_triton.decisions()[-1]
@@ -132,16 +146,18 @@ def test_a_warp_specialized_gemm_is_lowered_by_twill_in_strict_mode(twill, make)
     (rec, ) = [r for r in d.loop_records() if r["name"] in d.lowered()]
     low = rec["schedule"]["lowering"]
     assert low["lowered"] and low["verified"], low
+    assert low["compute_partitions"] == partitions, low
     assert any("proved by the pipeline verifier" in r for r in d.remarks), d.remarks
     # The module Triton finished was proved again by the verifier.
     assert d.verification and all(r["verdict"] == "proved" for r in d.verification), d.verification
     ttgir = k.asm["ttgir"]
     assert ttgir.count("ttg.warp_specialize") >= 1 and "twill.lowered" in ttgir
     # GEMM: in the loop and after it; FA: before the softmax and at the
-    # trip's end.
-    assert ttgir.count("ttng.warp_group_dot_wait") == 2
-    # The default region's warps, and the producer's warp padded to a group.
-    assert k.metadata.num_warps == src_warps(make) + 4
+    # trip's end; in every compute partition.
+    assert ttgir.count("ttng.warp_group_dot_wait") == 2 * partitions
+    # The compute partitions' warps, and the producer's warp padded to a
+    # group.
+    assert k.metadata.num_warps == partitions * src_warps(make) + 4
     assert "setmaxnreg" in k.asm["ptx"]
     # What twill added to the compile, by step.
     assert d.lowering_seconds > 0 and d.verify_seconds > 0 and d.schedule_seconds >= 0
@@ -168,9 +184,10 @@ def test_the_dump_keeps_the_lowered_module_and_twill_opt_reproduces_it(twill):
     assert out.read_text() == (work / "output.mlir").read_text()
 
 
-def test_a_loop_the_lowering_refuses_keeps_the_attribute_route(twill):
+@pytest.mark.parametrize("make", [_fa_causal_subtiled, _fa_subtiled], ids=["causal_channel", "two_8_warp_groups"])
+def test_a_loop_the_lowering_refuses_keeps_the_attribute_route(twill, make):
     twill(lower=True)
-    _compile(_fa_subtiled)
+    _compile(make)
     d = twill_triton.decisions()[-1]
     assert not d.lowered()
     assert d.lowering is None or all(r["reason"] == "lowering_refused" for r in d.lowering["loops"]), d.lowering
