@@ -588,3 +588,52 @@ fn a_worker_of_two_warp_groups_needs_the_barrier_after_its_store() {
         "rule 10 (StoreRace): ttg.local_load @ loc(\"default_load_result\")",
     );
 }
+
+/// `input` (a capture under test/Inputs/triton36) lowered with
+/// `lower=force` for Triton 3.6.
+fn lowered_from(input: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("test/Inputs/triton36/{input}.before.mlir"));
+    let text = std::fs::read_to_string(path).expect("read input");
+    let (ok, out, err) = twill_opt(&text, "--twill-schedule=lower=force arch=sm90 triton=3.6");
+    assert!(ok && err.contains("twill: lowered"), "{err}");
+    out
+}
+
+/// Rule 11: the FA forward's softmax reads QK^T's registers; with the wait
+/// before it keeping QK^T in flight (`pendings = 1`), the softmax reads
+/// registers the tensor core is still writing. The same in the sub-tiled
+/// forward's default region and in its worker partition.
+#[test]
+fn a_wgmma_result_used_before_a_wait_retires_it_is_rejected() {
+    for (input, waits) in [("fa_fwd_sm90", 1), ("fa_fwd_subtile_sm90_w4", 2)] {
+        let module = lowered_from(input);
+        assert!(verify(&module).contains("pipeline proved"), "{input}");
+        let qk_waits: Vec<usize> = module
+            .match_indices("{pendings = 0 : i32}")
+            .map(|(i, _)| i)
+            .filter(|&i| {
+                module[..i]
+                    .rsplit('\n')
+                    .next()
+                    .unwrap()
+                    .contains("warp_group_dot_wait\"(%")
+                    && {
+                        // A wait of one value (QK^T), not the PV wait that also
+                        // passes P's registers through.
+                        let line = module[..i].rsplit('\n').next().unwrap();
+                        line.matches('%').count() == 2
+                    }
+            })
+            .collect();
+        assert!(qk_waits.len() >= waits, "{input}: {qk_waits:?}");
+        for &i in &qk_waits[..waits] {
+            let m = format!(
+                "{}{{pendings = 1 : i32}}{}",
+                &module[..i],
+                &module[i + 20..]
+            );
+            assert_rejected(&m, "rule 11");
+        }
+    }
+}

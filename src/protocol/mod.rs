@@ -59,7 +59,8 @@
 //! 7. **drained** ([`Rule::NotDrained`]): nothing is in flight on a buffer
 //!    when it is deallocated or the function returns.
 //!
-//! Warp-specialized code (`ws`) adds three rules between its threads:
+//! Warp-specialized code (`ws`) adds three rules between its threads, and
+//! one within each:
 //!
 //! 8. **phase race** ([`Rule::PhaseRace`]): a wait that observed phase k of
 //!    a barrier has the completion of phase k − 1 happening before it, and
@@ -72,7 +73,11 @@
 //!     one partition to another) is read only after the store it reads
 //!     happens before the read, and stored into only after every earlier read
 //!     and write of it happens before the store (no read-after-write,
-//!     write-after-read or write-after-write race between threads).
+//!     write-after-read or write-after-write race between threads);
+//! 11. **result in flight** ([`Rule::ResultInFlight`]): a thread uses the
+//!     result of an asynchronous wgmma (in registers) only after a
+//!     `warp_group_dot_wait` retired it; passing it to the wait itself, as
+//!     the accumulator of a later wgmma, or around the loop is no use.
 //!
 //! A loop whose pipeline touches what the machine does not model (an op it
 //! does not know on a ring, a slot index it cannot evaluate, warp
@@ -164,6 +169,7 @@ pub enum Rule {
     PhaseRace,
     ExitImbalance,
     StoreRace,
+    ResultInFlight,
 }
 
 impl Rule {

@@ -281,10 +281,14 @@ fn run(ws: &Op, tr: Traces, locs: &HashMap<usize, &str>) -> Vec<Violation> {
     m.run();
     tracing::debug!(?trips, found = m.found.len(), "ws run");
     for (rule, place, op, other, text) in m.found {
+        let registers = place == sim::REGISTERS;
         out.push(Violation {
             rule,
-            buffer: locs.get(&place.0).copied().unwrap_or("?").to_string(),
-            slot: Some(place.1),
+            buffer: match registers {
+                true => "registers".to_string(),
+                false => locs.get(&place.0).copied().unwrap_or("?").to_string(),
+            },
+            slot: (!registers).then_some(place.1),
             op,
             other,
             trip_counts: trips.clone(),

@@ -341,6 +341,7 @@ impl St {
                 true
             }
             Ev::Read { src, async_, .. } => s.read(t, src.1, *async_),
+            Ev::EarlyUse { .. } => false,
             Ev::DotIssued => {
                 let g = std::mem::take(&mut s.pending);
                 s.dots.push(g);

@@ -119,6 +119,9 @@ struct Thread {
     stores: Vec<usize>,
 }
 
+/// The place of a rule-11 violation: registers, not shared memory.
+pub const REGISTERS: (usize, i64) = (usize::MAX, 0);
+
 /// A broken rule found by the machine: rule, place, op, other op, text.
 pub type Found = (Rule, Place, String, Option<String>, String);
 
@@ -318,6 +321,13 @@ impl Sim {
                 th.dots.push_back(group);
             }
             Ev::DotWait { pendings } => self.dot_wait(t, pendings),
+            Ev::EarlyUse { op, dot } => {
+                let text = format!(
+                    "{op} uses the result of {dot} before a warp_group_dot_wait retired it"
+                );
+                self.found
+                    .push((Rule::ResultInFlight, REGISTERS, op, Some(dot), text));
+            }
             Ev::Init { .. } | Ev::Wait { .. } => {}
         }
         Step::Ran

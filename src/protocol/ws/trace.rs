@@ -58,6 +58,12 @@ pub enum Ev {
     StoresLand,
     /// Closes the reads of one asynchronous wgmma (a group of the queue).
     DotIssued,
+    /// `op` uses the result of the asynchronous wgmma `dot` (registers)
+    /// before a wait retired it (rule 11; thread-local).
+    EarlyUse {
+        op: String,
+        dot: String,
+    },
     DotWait {
         pendings: i64,
     },
@@ -71,6 +77,8 @@ pub enum V {
     /// an operand, an immutable type) before any thread reads it; nothing
     /// can write it, so its reads need no event.
     Const,
+    /// The result of the asynchronous wgmma issued `n`-th by the thread.
+    InFlight(u64),
     Unknown,
 }
 
@@ -112,6 +120,23 @@ pub struct Tracer {
     /// Whether a store not complete at once waits for the region's next
     /// barrier of its warps.
     unlanded: bool,
+    /// The thread's asynchronous wgmmas whose results are not retired, in
+    /// issue order (a wait retires in registers at once, for its own warp
+    /// group), and how many it issued.
+    flight: Vec<(u64, String)>,
+    issued: u64,
+}
+
+/// Whether operand `i` of `op` may be an asynchronous wgmma's result still
+/// in flight: the accumulator of a later wgmma (the chain stays on the
+/// tensor core), a wait's operands, and values carried around a loop.
+fn may_be_in_flight(op: &Op, i: usize) -> bool {
+    match op.name.as_str() {
+        "ttng.warp_group_dot" => i == 2,
+        "ttng.warp_group_dot_wait" | "scf.yield" => true,
+        "scf.for" => i >= 3,
+        _ => false,
+    }
 }
 
 /// The ops that make the warps of one region wait for each other.
@@ -206,6 +231,7 @@ impl Tracer {
             if self.unsupported.is_some() {
                 return Vec::new();
             }
+            self.early_uses(op);
             match op.name.as_str() {
                 "scf.yield" | "ttg.warp_yield" | "ttg.warp_return" => {
                     return op.operands.iter().map(|&v| self.val(v)).collect();
@@ -214,6 +240,26 @@ impl Tracer {
             }
         }
         Vec::new()
+    }
+
+    /// Rule 11: an operand that is an asynchronous wgmma's result no wait
+    /// has retired, where a use needs its value.
+    fn early_uses(&mut self, op: &Op) {
+        for (i, &v) in op.operands.iter().enumerate() {
+            let V::InFlight(n) = self.val(v) else {
+                continue;
+            };
+            if may_be_in_flight(op, i) {
+                continue;
+            }
+            if let Some((_, dot)) = self.flight.iter().find(|f| f.0 == n) {
+                let ev = Ev::EarlyUse {
+                    op: op_name(op),
+                    dot: dot.clone(),
+                };
+                self.events.push(ev);
+            }
+        }
     }
 
     fn set(&mut self, op: &Op, x: V) {
@@ -313,6 +359,9 @@ impl Tracer {
             _ if THREAD_BARRIERS.contains(&op.name.as_str()) => self.region_sync(),
             "ttng.warp_group_dot_wait" => {
                 let pendings = op.attrs.get("pendings").copied().unwrap_or(0);
+                let keep = usize::try_from(pendings).unwrap_or(0);
+                let retired = self.flight.len().saturating_sub(keep);
+                self.flight.drain(..retired);
                 if self.warp_groups > 1 {
                     self.delayed.push((pendings, 0));
                 } else {
@@ -426,8 +475,12 @@ impl Tracer {
             for d in &mut self.delayed {
                 d.1 += 1;
             }
+            self.issued += 1;
+            self.flight.push((self.issued, op_name(op)));
+            self.set(op, V::InFlight(self.issued));
+        } else {
+            self.set(op, V::Unknown);
         }
-        self.set(op, V::Unknown);
     }
 
     fn if_op(&mut self, op: &Op) {
