@@ -329,51 +329,34 @@ fn invalidate(
         after = op;
     };
     let i32t = b.ty("i32")?;
-    for s in 0..plan.depth {
-        let c = b.op(
-            "arith.constant",
-            &[],
-            &[i32t],
-            &[("value", format!("{s} : i32"))],
-            Vec::new(),
-        )?;
-        put(c);
-        // SAFETY: the constant has one result.
-        let i = unsafe { mlirOperationGetResult(c, 0) };
-        for array in [sh.full, sh.empty] {
-            let bar = b.op(
-                "ttg.memdesc_index",
-                &[array, i],
-                &[sh.barrier],
+    // The ring barriers slot by slot (`full`, then `empty`), then `done`.
+    let mut arrays = vec![(plan.depth, vec![sh.full, sh.empty])];
+    arrays.extend(sh.done.map(|done| (1, vec![done])));
+    for (slots, group) in arrays {
+        for s in 0..slots {
+            let c = b.op(
+                "arith.constant",
                 &[],
+                &[i32t],
+                &[("value", format!("{s} : i32"))],
                 Vec::new(),
             )?;
-            put(bar);
-            let v = unsafe { mlirOperationGetResult(bar, 0) };
-            put(b.op("ttng.inval_barrier", &[v], &[], &[], Vec::new())?);
+            put(c);
+            // SAFETY: the constant has one result.
+            let i = unsafe { mlirOperationGetResult(c, 0) };
+            for &array in &group {
+                let bar = b.op(
+                    "ttg.memdesc_index",
+                    &[array, i],
+                    &[sh.barrier],
+                    &[],
+                    Vec::new(),
+                )?;
+                put(bar);
+                let v = unsafe { mlirOperationGetResult(bar, 0) };
+                put(b.op("ttng.inval_barrier", &[v], &[], &[], Vec::new())?);
+            }
         }
-    }
-    if let Some(done) = sh.done {
-        let c = b.op(
-            "arith.constant",
-            &[],
-            &[i32t],
-            &[("value", "0 : i32".to_string())],
-            Vec::new(),
-        )?;
-        put(c);
-        // SAFETY: the constant has one result.
-        let i = unsafe { mlirOperationGetResult(c, 0) };
-        let bar = b.op(
-            "ttg.memdesc_index",
-            &[done, i],
-            &[sh.barrier],
-            &[],
-            Vec::new(),
-        )?;
-        put(bar);
-        let v = unsafe { mlirOperationGetResult(bar, 0) };
-        put(b.op("ttng.inval_barrier", &[v], &[], &[], Vec::new())?);
     }
     Ok(())
 }
@@ -891,7 +874,7 @@ fn consumer_trip(
 ) -> Result<(), LowerSkip> {
     let (s, ph) = trip(at, it, plan.depth)?;
     let (zero, one, t) = (at.i32(0)?, at.i32(1)?, at.i1(true)?);
-    if part.reads_rings {
+    if part.waits.reads_slots {
         let full = at.index(remapped(sh.full, map), s, sh.barrier)?;
         wait(at, full, ph, t)?;
     }
@@ -920,7 +903,7 @@ fn consumer_trip(
     for w in points.iter().filter(|w| w.before == part.ops.len()) {
         wait_point(at, body, w, map)?;
     }
-    if part.reads_rings {
+    if part.waits.reads_slots {
         let empty = remapped(sh.empty, map);
         release(at, plan, part, empty, sh.barrier, it, zero, s)?;
     }

@@ -162,8 +162,6 @@ pub struct ComputePart {
     /// Its wgmmas (all asynchronous) and its waits.
     pub dots: Vec<usize>,
     pub waits: waits::Waits,
-    /// It reads ring slots: waits on `full`, arrives on `empty`.
-    pub reads_rings: bool,
     /// Warps (the module's: the part runs on the module's layouts); with
     /// more than one warp group, a slot is released only after every warp
     /// group's waits (a thread barrier), since one thread arrives.
@@ -296,16 +294,14 @@ pub fn plan(
         .filter_map(|&(l, _, _)| prefetch_of(lowered, result, l))
         .max()
         .unwrap_or(0);
-    let slot_bytes = loads
-        .iter()
-        .map(|(_, _, t)| MemDesc::parse(t).and_then(|m| m.bytes()).unwrap_or(0))
-        .sum::<u64>();
+    let bytes = |t: &str| MemDesc::parse(t).and_then(|m| m.bytes()).unwrap_or(0);
+    let slot_bytes = loads.iter().map(|(_, _, t)| bytes(t)).sum::<u64>();
     let hold = parts.iter().map(|p| p.waits.hold).max().unwrap_or(1);
     let need = prefetch + hold;
     let results_bytes = parts
         .iter()
         .flat_map(|p| &p.results)
-        .map(|(_, t)| MemDesc::parse(t).and_then(|m| m.bytes()).unwrap_or(0))
+        .map(|(_, t)| bytes(t))
         .sum::<u64>();
     let depth = match ring {
         RingDepth::Schedule => need,
@@ -333,7 +329,7 @@ pub fn plan(
         loads: rings,
         expect_bytes,
         full_count: 1,
-        empty_count: parts.iter().filter(|p| p.reads_rings).count() as u32,
+        empty_count: parts.iter().filter(|p| p.waits.reads_slots).count() as u32,
         parts,
         producer_ops: producer_ops.into_iter().collect(),
         producer_carried: producer_carried.into_iter().collect(),
@@ -359,7 +355,6 @@ fn compute_part(
 ) -> Result<ComputePart, LowerSkip> {
     let dots = compute_dots(ir, &g.ops)?;
     let waits = waits::plan(ir, &g.ops, allocs)?;
-    let reads_rings = g.ops.iter().any(|&i| reads_slot(ir, i, allocs));
     let mut results = Vec::new();
     if worker {
         for &k in &g.carried {
@@ -380,31 +375,10 @@ fn compute_part(
         carried: g.carried,
         dots,
         waits,
-        reads_rings,
         warps: ir.num_warps,
         registers: None,
         results,
     })
-}
-
-/// Whether body op `i` reads a ring slot, directly or through a view of
-/// one (views of a slot are in the same part, before it).
-fn reads_slot(ir: &LoopIr, i: usize, allocs: &BTreeSet<usize>) -> bool {
-    let mut seen = BTreeSet::new();
-    let mut todo = vec![i];
-    while let Some(j) = todo.pop() {
-        for v in ir.ops[j].operands.iter().chain(&ir.ops[j].region_uses) {
-            if let ValueSrc::Op { op, .. } = v.src {
-                if allocs.contains(&op) {
-                    return true;
-                }
-                if SMEM_VIEWS.contains(&ir.ops[op].name.as_str()) && seen.insert(op) {
-                    todo.push(op);
-                }
-            }
-        }
-    }
-    false
 }
 
 /// The register split of Gluon's warp-specialized kernels

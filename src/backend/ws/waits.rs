@@ -51,12 +51,15 @@ pub struct Waits {
     pub carried: Vec<(usize, usize)>,
     /// Trips a slot is held: 1 or 2.
     pub hold: u32,
+    /// Some op reads a ring slot (directly or through a view of one): the
+    /// partition waits on `full` and arrives on `empty`.
+    pub reads_slots: bool,
 }
 
 /// Plans the waits of the default region's ops `consumer` (in order),
 /// whose ring slots are the results of the body ops `allocs`.
 pub fn plan(ir: &LoopIr, consumer: &[usize], allocs: &BTreeSet<usize>) -> Result<Waits, LowerSkip> {
-    let readers = slot_readers(ir, consumer, allocs)?;
+    let (readers, reads_slots) = slot_readers(ir, consumer, allocs)?;
     // The steady state: the in-flight set a trip starts with is the one
     // the previous trip ended with (reached after one trip).
     let mut start: Vec<InFlight> = Vec::new();
@@ -64,7 +67,7 @@ pub fn plan(ir: &LoopIr, consumer: &[usize], allocs: &BTreeSet<usize>) -> Result
         let (w, end) = trip(ir, consumer, &start, &readers)?;
         let next: Vec<InFlight> = end.iter().map(|&(_, k)| InFlight::Carried(k)).collect();
         if next == start {
-            return Ok(w);
+            return Ok(Waits { reads_slots, ..w });
         }
         start = next;
     }
@@ -73,16 +76,17 @@ pub fn plan(ir: &LoopIr, consumer: &[usize], allocs: &BTreeSet<usize>) -> Result
     ))
 }
 
-/// The wgmmas among `consumer` that read a ring slot (through views);
-/// refuses another reader of a slot than a view, a wgmma or a
-/// `local_load`.
+/// The wgmmas among `consumer` that read a ring slot (through views), and
+/// whether any op reads one; refuses another reader of a slot than a view,
+/// a wgmma or a `local_load`.
 fn slot_readers(
     ir: &LoopIr,
     consumer: &[usize],
     allocs: &BTreeSet<usize>,
-) -> Result<BTreeSet<usize>, LowerSkip> {
+) -> Result<(BTreeSet<usize>, bool), LowerSkip> {
     let mut slot: BTreeSet<usize> = allocs.clone();
     let mut readers = BTreeSet::new();
+    let mut any = false;
     for &i in consumer {
         let o = &ir.ops[i];
         let reads = o
@@ -93,6 +97,7 @@ fn slot_readers(
         if !reads {
             continue;
         }
+        any = true;
         match o.name.as_str() {
             n if SMEM_VIEWS.contains(&n) => {
                 slot.insert(i);
@@ -108,7 +113,7 @@ fn slot_readers(
             }
         }
     }
-    Ok(readers)
+    Ok((readers, any))
 }
 
 type Trip = (Waits, Vec<(usize, usize)>);
@@ -171,6 +176,7 @@ fn trip(
             points,
             carried: end.clone(),
             hold,
+            reads_slots: false,
         },
         end,
     ))

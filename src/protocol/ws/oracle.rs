@@ -203,14 +203,9 @@ impl St {
 
     /// A copy into `slot` joining the open phase of `bar`; false: a race.
     fn copy(&mut self, slot: i64, bar: (usize, i64)) -> bool {
-        let s = &mut self.slots[slot as usize];
-        if s.unretired > 0 || s.latest.is_some_and(|l| !l.1) {
+        if !self.write(slot, false, false) {
             return false;
         }
-        s.latest = Some((self.written, false));
-        s.landed = None;
-        s.plain = false;
-        self.written += 1;
         let b = self.bar(bar);
         self.bars[b].inflight += 1;
         self.flight.push((slot, b));
@@ -220,16 +215,26 @@ impl St {
     /// A store of thread `t` into `slot` (complete now when `at_once`);
     /// false: a race with a read in flight or a write not complete.
     fn store(&mut self, t: usize, slot: i64, at_once: bool) -> bool {
+        if !self.write(slot, at_once, true) {
+            return false;
+        }
+        if !at_once {
+            self.stores[t].push((slot, self.written - 1));
+        }
+        true
+    }
+
+    /// The next write into `slot` (a copy, or a `plain` store), complete
+    /// now when `complete`; false: a race with a read in flight or a write
+    /// not complete.
+    fn write(&mut self, slot: i64, complete: bool, plain: bool) -> bool {
         let s = &mut self.slots[slot as usize];
         if s.unretired > 0 || s.latest.is_some_and(|l| !l.1) {
             return false;
         }
-        s.latest = Some((self.written, at_once));
+        s.latest = Some((self.written, complete));
         s.landed = None;
-        s.plain = true;
-        if !at_once {
-            self.stores[t].push((slot, self.written));
-        }
+        s.plain = plain;
         self.written += 1;
         true
     }
