@@ -1654,7 +1654,12 @@ pub(crate) mod tests {
         assert_eq!(plan.loads.len(), 2);
         assert!(plan.loads.iter().all(|l| l.bytes == 16384));
         assert_eq!(plan.expect_bytes, 2 * 16384);
-        assert_eq!((plan.full_count, plan.empty_count), (1, 1));
+        assert_eq!(plan.full_count, 1);
+        assert_eq!(plan.groups.len(), 1);
+        assert_eq!(
+            (plan.groups[0].empty_count, plan.groups[0].loads.clone()),
+            (1, vec![0, 1])
+        );
         assert_eq!(plan.parts.len(), 1);
         let part = &plan.parts[0];
         assert_eq!(

@@ -389,7 +389,9 @@ fn lowered_fa_forward_is_proved_for_3_6_and_3_9() {
     for triton in ["3.6", "3.9"] {
         let err = verify(&lowered_fa(triton));
         assert!(
-            err.contains("twill: pipeline proved safe: 4 rings (2, 2, 2, 2), trip counts 0..=8"),
+            err.contains(
+                "twill: pipeline proved safe: 6 rings (2, 2, 2, 2, 2, 2), trip counts 0..=8"
+            ),
             "{triton}: {err}"
         );
     }
@@ -402,11 +404,22 @@ fn lowered_fa_forward_is_proved_for_3_6_and_3_9() {
 #[test]
 fn a_release_without_the_region_barrier_at_two_warp_groups_is_rejected() {
     let m = lowered_fa("3.6");
-    assert_eq!(m.matches("\"gpu.barrier\"() : () -> ()").count(), 1);
-    assert_rejected(
-        &m.replace("\"gpu.barrier\"() : () -> ()", ""),
-        "WriteWhileRead",
-    );
+    // One before each release: K's in the prologue and in the loop, V's in
+    // the loop (the epilogue releases nothing). Without the prologue's or
+    // V's, the producer may refill a slot a wgmma of the other warp group
+    // still reads. The loop's K release needs none: the producer copies
+    // K(t + 2) into that slot only after V(t + 1), whose slot this trip's
+    // V release frees, after its own barrier.
+    let barrier = "\"gpu.barrier\"() : () -> ()";
+    let at: Vec<usize> = m.match_indices(barrier).map(|(i, _)| i).collect();
+    assert_eq!(at.len(), 3);
+    for (n, i) in at.into_iter().enumerate() {
+        let without = format!("{}{}", &m[..i], &m[i + barrier.len()..]);
+        match n {
+            1 => assert!(verify(&without).contains("pipeline proved"), "{without}"),
+            _ => assert_rejected(&without, "WriteWhileRead"),
+        }
+    }
     let m = lowered_fa("3.9");
     assert_rejected(
         &m.replace("\"ttg.barrier\"() {addrSpace = 31 : i32} : () -> ()", ""),
@@ -600,40 +613,95 @@ fn lowered_from(input: &str) -> String {
     out
 }
 
-/// Rule 11: the FA forward's softmax reads QK^T's registers; with the wait
-/// before it keeping QK^T in flight (`pendings = 1`), the softmax reads
-/// registers the tensor core is still writing. The same in the sub-tiled
-/// forward's default region and in its worker partition.
+/// Rule 11: the FA forward's softmax reads QK^T's registers. With the
+/// prologue's wait before it keeping QK^T in flight (`pendings = 1`), or the
+/// loop's (QK^T, then the previous trip's PV in flight: `pendings = 2`), the
+/// softmax reads registers the tensor core is still writing. The same in
+/// the sub-tiled forward's default region and in its worker partition.
 #[test]
 fn a_wgmma_result_used_before_a_wait_retires_it_is_rejected() {
-    for (input, waits) in [("fa_fwd_sm90", 1), ("fa_fwd_subtile_sm90_w4", 2)] {
+    for (input, parts) in [("fa_fwd_sm90", 1), ("fa_fwd_subtile_sm90_w4", 2)] {
         let module = lowered_from(input);
         assert!(verify(&module).contains("pipeline proved"), "{input}");
-        let qk_waits: Vec<usize> = module
+        let line_of = |i: usize| module[..i].rsplit('\n').next().unwrap().to_string();
+        // The prologue's QK^T wait: one value (the others also pass P's
+        // registers or PV's result through).
+        let prologue: Vec<usize> = module
             .match_indices("{pendings = 0 : i32}")
             .map(|(i, _)| i)
             .filter(|&i| {
-                module[..i]
-                    .rsplit('\n')
-                    .next()
-                    .unwrap()
-                    .contains("warp_group_dot_wait\"(%")
-                    && {
-                        // A wait of one value (QK^T), not the PV wait that also
-                        // passes P's registers through.
-                        let line = module[..i].rsplit('\n').next().unwrap();
-                        line.matches('%').count() == 2
-                    }
+                let line = line_of(i);
+                line.contains("warp_group_dot_wait\"(%") && line.matches('%').count() == 2
             })
             .collect();
-        assert!(qk_waits.len() >= waits, "{input}: {qk_waits:?}");
-        for &i in &qk_waits[..waits] {
+        let steady: Vec<usize> = module
+            .match_indices("{pendings = 1 : i32}")
+            .map(|(i, _)| i)
+            .filter(|&i| line_of(i).contains("warp_group_dot_wait\"(%"))
+            .collect();
+        assert_eq!((prologue.len(), steady.len()), (parts, parts), "{input}");
+        for (&i, more) in prologue
+            .iter()
+            .map(|i| (i, 1))
+            .chain(steady.iter().map(|i| (i, 2)))
+        {
             let m = format!(
-                "{}{{pendings = 1 : i32}}{}",
+                "{}{{pendings = {more} : i32}}{}",
                 &module[..i],
                 &module[i + 20..]
             );
             assert_rejected(&m, "rule 11");
         }
     }
+}
+
+/// The FA forward's PV is issued one trip later (a staged partition): it
+/// waits for V's `full` phase of the previous trip before it reads V, and
+/// releases the previous trip's V slot. Without that wait PV may read a
+/// slot before its copy lands; releasing the current trip's V slot instead
+/// lets the producer overwrite V before the next trip's PV reads it.
+#[test]
+fn a_staged_wgmma_reads_and_releases_the_previous_trips_slot() {
+    let m = lowered_fa("3.6");
+    let lines: Vec<&str> = m.lines().collect();
+    let pv = (lines.iter())
+        .position(|l| l.contains("\"ttng.warp_group_dot\"(%arg"))
+        .expect("the loop's PV");
+    assert!(
+        lines[pv - 1].contains("ttng.wait_barrier"),
+        "{}",
+        lines[pv - 1]
+    );
+    let mut without = lines.clone();
+    without.remove(pv - 1);
+    assert_rejected(&(without.join("\n") + "\n"), "ReadBeforeWrite");
+
+    // The slot operand of the memdesc_index each release arrives on: the
+    // prologue's K, the loop's K (this trip), the loop's V (the previous).
+    let arrives: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].contains("\"ttng.arrive_barrier\"("))
+        .collect();
+    let index_of = |i: usize| {
+        (0..i)
+            .rev()
+            .find(|&j| lines[j].contains("\"ttg.memdesc_index\"("))
+            .unwrap()
+    };
+    let slot = |j: usize| {
+        let args = lines[j].split("\"ttg.memdesc_index\"(").nth(1).unwrap();
+        args.split(')')
+            .next()
+            .unwrap()
+            .split(", ")
+            .nth(1)
+            .unwrap()
+            .to_string()
+    };
+    let (k, v) = (index_of(arrives[1]), index_of(arrives[2]));
+    let (current, previous) = (slot(k), slot(v));
+    assert_ne!(current, previous);
+    let mut early = lines.clone();
+    let line = early[v].replace(&format!(", {previous})"), &format!(", {current})"));
+    early[v] = &line;
+    assert_rejected(&(early.join("\n") + "\n"), "rule 8 (PhaseRace)");
 }

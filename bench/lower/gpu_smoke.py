@@ -186,9 +186,35 @@ def fa_sweep(fa):
     return fails
 
 
+def compile_gluon_fa():
+    """The hand-written Gluon FA forward (bench/kernels/fa_fwd_gluon.py, its
+    DEFAULT_CONFIG), the baseline twill's generated kernel is held to; None
+    when it does not compile."""
+    from bench.kernels import fa_fwd_gluon
+
+    try:
+        return fa_fwd_gluon.compile_for()
+    except Exception as e:
+        print(f"compile fa gluon: failed {type(e).__name__}: {str(e)[:300]}", flush=True)
+        return None
+
+
+def paired(fns, ours, other, rounds):
+    """Time `ours` against `other`, alternating: (ratio, ms ours, ms other)."""
+    t_o, t_s = [], []
+    for r in range(rounds):
+        for which in ((ours, other) if r % 2 else (other, ours)):
+            (t_o if which == ours else t_s).append(do_bench(fns[which], warmup=10, rep=100, return_mode="median"))
+    return statistics.median(t_s) / statistics.median(t_o), statistics.median(t_o), statistics.median(t_s)
+
+
 def fa_bench(fa, shapes, rounds):
-    """TFLOPS of every FA configuration, then the best lowered one against
-    the best stock one, paired (alternating order, median of medians)."""
+    """TFLOPS of every FA configuration and of the hand-written Gluon kernel,
+    then the best lowered one against the best stock one and against the
+    Gluon kernel, paired (alternating order, median of medians)."""
+    from bench.kernels import fa_fwd_gluon
+
+    gluon = compile_gluon_fa()
     for (Z, H, N) in shapes:
         q, k, v = (torch.randn(Z, H, N, 128, device="cuda", dtype=torch.float16) for _ in range(3))
         flops = 4 * Z * H * N * N * 128
@@ -205,16 +231,22 @@ def fa_bench(fa, shapes, rounds):
                   f"{entry[4]}", flush=True)
             if ok:
                 fns[name], ms[name] = fn, t
+        if gluon is not None:
+            o = torch.full_like(q, float("nan"))
+            lse = torch.empty((Z * H * N, ), device="cuda", dtype=torch.float32)
+            fn = fa_fwd_gluon.launcher(gluon, q, k, v, o, lse, 0.5)
+            fn()
+            torch.cuda.synchronize()
+            t = do_bench(fn, warmup=25, rep=100, return_mode="median")
+            print(f"fa bench Z={Z} H={H} N={N} {'gluon (hand-written)':26s} {t:.4f} ms {flops / t / 1e9:7.1f} TFLOPS "
+                  f"finite={bool(torch.isfinite(o).all())}", flush=True)
+            fns["gluon"], ms["gluon"] = fn, t
         stock = min((n for n in ms if n.startswith("stock")), key=ms.get, default=None)
         ours = min((n for n in ms if n.startswith("twill")), key=ms.get, default=None)
-        if stock and ours:
-            t_o, t_s = [], []
-            for r in range(rounds):
-                for which in ((ours, stock) if r % 2 else (stock, ours)):
-                    (t_o if which == ours else t_s).append(do_bench(fns[which], warmup=10, rep=100,
-                                                                    return_mode="median"))
-            print(f"fa paired N={N}: {ours} vs {stock}: {statistics.median(t_s) / statistics.median(t_o):.3f}x "
-                  f"({statistics.median(t_o):.4f} vs {statistics.median(t_s):.4f} ms)", flush=True)
+        for other in ([stock] if stock else []) + (["gluon"] if "gluon" in fns else []):
+            if ours:
+                x, a, b = paired(fns, ours, other, rounds)
+                print(f"fa paired N={N}: {ours} vs {other}: {x:.3f}x ({a:.4f} vs {b:.4f} ms)", flush=True)
         del q, k, v
         torch.cuda.empty_cache()
 

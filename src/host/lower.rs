@@ -229,14 +229,17 @@ mod tests {
     #[test]
     fn two_compute_partitions_are_proved_before_emission() {
         let (answer, ws) = gate_on("fa_fwd_subtile_sm90_w4", |p| {
-            assert_eq!((p.parts.len(), p.empty_count), (2, 2));
+            // K and V (two stages) with barriers of their own, each read by
+            // both compute partitions.
+            let empties: Vec<u32> = p.groups.iter().map(|g| g.empty_count).collect();
+            assert_eq!((p.parts.len(), empties), (2, vec![2, 2]));
             assert_eq!(p.parts[1].results.len(), 3);
             assert_eq!(p.parts[1].registers, Some(240));
         });
         assert_eq!((answer, ws), (Ok(()), 1));
         for mutate in [
-            (|p: &mut WsPlan| p.empty_count = 1) as fn(&mut WsPlan),
-            |p: &mut WsPlan| p.empty_count = 3,
+            (|p: &mut WsPlan| p.groups[0].empty_count = 1) as fn(&mut WsPlan),
+            |p: &mut WsPlan| p.groups[1].empty_count = 3,
             |p: &mut WsPlan| p.full_count = 2,
         ] {
             let (answer, ws) = gate_on("fa_fwd_subtile_sm90_w4", mutate);

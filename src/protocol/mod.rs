@@ -66,8 +66,9 @@
 //!    a barrier has the completion of phase k − 1 happening before it, and
 //!    phase k + 1 completes only after it (one of that phase's arrivals
 //!    happens after the wait), so it observes phase k in every interleaving;
-//! 9. **exit imbalance** ([`Rule::ExitImbalance`]): at the join, the threads
-//!    that run loops have run them the same numbers of times;
+//! 9. **exit imbalance** ([`Rule::ExitImbalance`]): at the join, every
+//!    thread that waits on a barrier the copies land on has waited for as
+//!    many of its phases as were started (loop trips and peeled trips alike);
 //! 10. **store race** ([`Rule::StoreRace`]): a place of shared memory that a
 //!     thread writes with `ttg.local_store` (a result buffer delivered from
 //!     one partition to another) is read only after the store it reads

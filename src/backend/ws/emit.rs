@@ -7,6 +7,8 @@
 
 use std::collections::HashMap;
 
+mod staged;
+
 use mlir_sys::*;
 
 use super::waits::{InFlight, WaitPoint};
@@ -134,8 +136,9 @@ impl At<'_> {
 /// buffers (per compute part) and the types.
 struct Shared {
     rings: Vec<MlirValue>,
-    full: MlirValue,
-    empty: MlirValue,
+    /// Per ring group (`WsPlan::groups`): its `full` and `empty` arrays.
+    full: Vec<MlirValue>,
+    empty: Vec<MlirValue>,
     /// A one-barrier array the workers arrive on once their results are
     /// stored (None: no worker delivers results).
     done: Option<MlirValue>,
@@ -239,8 +242,11 @@ impl Builder {
         for &ty in &ring_types {
             rings.push(at.val("ttg.local_alloc", &[], ty, &[])?);
         }
-        let full = at.val("ttg.local_alloc", &[], arrays, &[])?;
-        let empty = at.val("ttg.local_alloc", &[], arrays, &[])?;
+        let (mut full, mut empty) = (Vec::new(), Vec::new());
+        for _ in &plan.groups {
+            full.push(at.val("ttg.local_alloc", &[], arrays, &[])?);
+            empty.push(at.val("ttg.local_alloc", &[], arrays, &[])?);
+        }
         let mut results = Vec::new();
         for part in &plan.parts {
             let mut bufs = Vec::new();
@@ -261,7 +267,9 @@ impl Builder {
         };
         for s in 0..plan.depth {
             let i = at.i32(i64::from(s))?;
-            for (array, count) in [(full, plan.full_count), (empty, plan.empty_count)] {
+            let pairs = (plan.groups.iter().enumerate())
+                .flat_map(|(g, r)| [(full[g], plan.full_count), (empty[g], r.empty_count)]);
+            for (array, count) in pairs {
                 let bar = at.index(array, i, barrier)?;
                 at.add(
                     "ttng.init_barrier",
@@ -330,7 +338,8 @@ fn invalidate(
     };
     let i32t = b.ty("i32")?;
     // The ring barriers slot by slot (`full`, then `empty`), then `done`.
-    let mut arrays = vec![(plan.depth, vec![sh.full, sh.empty])];
+    let rings = sh.full.iter().zip(&sh.empty).flat_map(|(&f, &e)| [f, e]);
+    let mut arrays = vec![(plan.depth, rings.collect::<Vec<_>>())];
     arrays.extend(sh.done.map(|done| (1, vec![done])));
     for (slots, group) in arrays {
         for s in 0..slots {
@@ -484,7 +493,9 @@ fn captures(
         capture_or_remat(operand(3 + k), &mut out, &mut chain)?;
     }
     let mut shared: Vec<MlirValue> = sh.rings.clone();
-    shared.extend([sh.full, sh.empty]);
+    for (&f, &e) in sh.full.iter().zip(&sh.empty) {
+        shared.extend([f, e]);
+    }
     shared.extend(sh.done);
     shared.extend(sh.results.iter().flatten().copied());
     for v in shared {
@@ -631,46 +642,20 @@ fn producer_trip(
     let (s, ph) = trip(at, it, plan.depth)?;
     let (one, t) = (at.i32(1)?, at.i1(true)?);
     let free = at.arith("xori", ph, one)?;
-    let empty = at.index(remapped(sh.empty, map), s, sh.barrier)?;
-    wait(at, empty, free, t)?;
-    let full = at.index(remapped(sh.full, map), s, sh.barrier)?;
-    let size = ("size", format!("{} : i32", plan.expect_bytes));
-    at.add("ttng.barrier_expect", &[full, t], &[], &[size])?;
-    for &i in &plan.producer_ops {
-        clone_into(at, body[i], map)?;
-    }
-    for (k, l) in plan.loads.iter().enumerate() {
-        let slot = at.index(remapped(sh.rings[k], map), s, sh.slots[k])?;
-        // SAFETY: a descriptor load's operands are the descriptor, then
-        // its coordinates.
-        let mut operands: Vec<MlirValue> = unsafe {
-            (0..mlirOperationGetNumOperands(body[l.load]))
-                .map(|j| remapped(mlirOperationGetOperand(body[l.load], j), map))
-                .collect()
-        };
-        let coords = operands.len() - 1;
-        operands.extend([full, slot, t]);
-        let attrs = if plan.captures_on_partitions {
-            vec![
-                ("isVolatile", "false".to_string()),
-                (
-                    "operandSegmentSizes",
-                    format!("array<i32: 1, {coords}, 0, 1, 1, 1>"),
-                ),
-            ]
-        } else {
-            vec![
-                ("cache", "1 : i32".to_string()),
-                ("evict", "1 : i32".to_string()),
-                ("isVolatile", "false".to_string()),
-            ]
-        };
-        at.add(
-            "ttng.async_tma_copy_global_to_local",
-            &operands,
-            &[],
-            &attrs,
-        )?;
+    for (g, group) in plan.groups.iter().enumerate() {
+        let empty = at.index(remapped(sh.empty[g], map), s, sh.barrier)?;
+        wait(at, empty, free, t)?;
+        let full = at.index(remapped(sh.full[g], map), s, sh.barrier)?;
+        let size = ("size", format!("{} : i32", group.expect_bytes));
+        at.add("ttng.barrier_expect", &[full, t], &[], &[size])?;
+        if g == 0 {
+            for &i in &plan.producer_ops {
+                clone_into(at, body[i], map)?;
+            }
+        }
+        for &k in &group.loads {
+            copy(at, body, plan, sh, map, (k, s, full, t))?;
+        }
     }
     let mut next = vec![at.arith("addi", it, one)?];
     // SAFETY: the old body block's terminator is its `scf.yield`, one
@@ -683,6 +668,50 @@ fn producer_trip(
         ));
     }
     at.add("scf.yield", &next, &[], &[])?;
+    Ok(())
+}
+
+/// The TMA copy of load `k` into slot `s`, landing on `full` (`t`: true).
+fn copy(
+    at: &At,
+    body: &[MlirOperation],
+    plan: &WsPlan,
+    sh: &Shared,
+    map: &HashMap<usize, MlirValue>,
+    (k, s, full, t): (usize, MlirValue, MlirValue, MlirValue),
+) -> Result<(), LowerSkip> {
+    let l = &plan.loads[k];
+    let slot = at.index(remapped(sh.rings[k], map), s, sh.slots[k])?;
+    // SAFETY: a descriptor load's operands are the descriptor, then its
+    // coordinates.
+    let mut operands: Vec<MlirValue> = unsafe {
+        (0..mlirOperationGetNumOperands(body[l.load]))
+            .map(|j| remapped(mlirOperationGetOperand(body[l.load], j), map))
+            .collect()
+    };
+    let coords = operands.len() - 1;
+    operands.extend([full, slot, t]);
+    let attrs = if plan.captures_on_partitions {
+        vec![
+            ("isVolatile", "false".to_string()),
+            (
+                "operandSegmentSizes",
+                format!("array<i32: 1, {coords}, 0, 1, 1, 1>"),
+            ),
+        ]
+    } else {
+        vec![
+            ("cache", "1 : i32".to_string()),
+            ("evict", "1 : i32".to_string()),
+            ("isVolatile", "false".to_string()),
+        ]
+    };
+    at.add(
+        "ttng.async_tma_copy_global_to_local",
+        &operands,
+        &[],
+        &attrs,
+    )?;
     Ok(())
 }
 
@@ -727,6 +756,10 @@ fn compute_region(
     }
     // SAFETY: `for_op` is live; operands 0..3 are its bounds, 3 + k the
     // initial value of iteration argument k.
+    if let Some(st) = &part.staging {
+        let results = staged::staged_loop(&at, for_op, body, plan, part, st, sh, &map)?;
+        return finish_region(&at, for_op, plan, part, sh, &map, results, j).map(|()| region);
+    }
     let operand = |k: usize| remapped(unsafe { mlirOperationGetOperand(for_op, k as isize) }, &map);
     let mut inits: Vec<MlirValue> = part.carried.iter().map(|&k| operand(3 + k)).collect();
     inits.push(at.i32(0)?);
@@ -749,14 +782,31 @@ fn compute_region(
         .map(|p| unsafe { mlirOperationGetResult(lp, p as isize) })
         .collect();
     final_wait(&at, part, &mut results)?;
+    finish_region(&at, for_op, plan, part, sh, &map, results, j)?;
+    Ok(region)
+}
+
+/// After the part's loop: the default region (j = 0) collects the
+/// workers' results and yields the loop's; a worker delivers its own.
+#[allow(clippy::too_many_arguments)]
+fn finish_region(
+    at: &At,
+    for_op: MlirOperation,
+    plan: &WsPlan,
+    part: &ComputePart,
+    sh: &Shared,
+    map: &HashMap<usize, MlirValue>,
+    results: Vec<MlirValue>,
+    j: usize,
+) -> Result<(), LowerSkip> {
     if j == 0 {
-        let out = collect_results(&at, for_op, plan, sh, &results)?;
+        let out = collect_results(at, for_op, plan, sh, &results)?;
         at.add("ttg.warp_yield", &out, &[], &[])?;
     } else {
-        deliver_results(&at, plan, part, sh, &map, &results, j)?;
+        deliver_results(at, plan, part, sh, map, &results, j)?;
         at.add("ttg.warp_return", &[], &[], &[])?;
     }
-    Ok(region)
+    Ok(())
 }
 
 /// After the loop, `wait {pendings = 0}` on the wgmmas still in flight;
@@ -875,7 +925,7 @@ fn consumer_trip(
     let (s, ph) = trip(at, it, plan.depth)?;
     let (zero, one, t) = (at.i32(0)?, at.i32(1)?, at.i1(true)?);
     if part.waits.reads_slots {
-        let full = at.index(remapped(sh.full, map), s, sh.barrier)?;
+        let full = at.index(remapped(sh.full[0], map), s, sh.barrier)?;
         wait(at, full, ph, t)?;
     }
     for (k, l) in plan.loads.iter().enumerate() {
@@ -904,7 +954,7 @@ fn consumer_trip(
         wait_point(at, body, w, map)?;
     }
     if part.waits.reads_slots {
-        let empty = remapped(sh.empty, map);
+        let empty = remapped(sh.empty[0], map);
         release(at, plan, part, empty, sh.barrier, it, zero, s)?;
     }
     let next = at.arith("addi", it, one)?;

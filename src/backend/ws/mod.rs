@@ -12,6 +12,7 @@
 #[cfg(feature = "mlir")]
 pub mod emit;
 pub mod partition;
+pub mod stages;
 pub mod types;
 pub mod waits;
 
@@ -162,6 +163,9 @@ pub struct ComputePart {
     /// Its wgmmas (all asynchronous) and its waits.
     pub dots: Vec<usize>,
     pub waits: waits::Waits,
+    /// Its two stages, when a wgmma is issued one trip later (then
+    /// `waits` holds only the slot hold and `staging` the waits).
+    pub staging: Option<stages::Staging>,
     /// Warps (the module's: the part runs on the module's layouts); with
     /// more than one warp group, a slot is released only after every warp
     /// group's waits (a thread barrier), since one thread arrives.
@@ -174,6 +178,19 @@ pub struct ComputePart {
     pub results: Vec<(usize, String)>,
 }
 
+/// Loads that share their `full` / `empty` barriers: one phase per trip,
+/// one `barrier_expect` for their copies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RingGroup {
+    /// Indices into [`WsPlan::loads`].
+    pub loads: Vec<usize>,
+    pub expect_bytes: u64,
+    /// Compute partitions that read its slots (the arrivals on `empty`).
+    pub empty_count: u32,
+    /// Read by a staged part's second stage (a trip after it is copied).
+    pub late: bool,
+}
+
 /// Everything [`emit`] builds, decided from the graph and the schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WsPlan {
@@ -181,14 +198,18 @@ pub struct WsPlan {
     /// holds a slot.
     pub depth: u32,
     pub loads: Vec<RingLoad>,
-    /// Bytes the `full` barrier of a slot expects (all copies of a trip).
+    /// Bytes of all copies of a trip (each ring group's `full` expects its
+    /// own share, [`RingGroup::expect_bytes`]).
     pub expect_bytes: u64,
-    /// Arrivals that complete a phase: `full` (the producer's expect),
-    /// `empty` (one per compute partition reading the slot).
+    /// Arrivals that complete a phase of `full` (the producer's expect);
+    /// `empty`'s are per ring group ([`RingGroup::empty_count`]).
     pub full_count: u32,
-    pub empty_count: u32,
     /// The compute partitions; the first runs in the default region.
     pub parts: Vec<ComputePart>,
+    /// The loads' barrier groups: one, or (a staged part) the loads the
+    /// first stage reads and those the second reads, each released as soon
+    /// as its own readers retired.
+    pub groups: Vec<RingGroup>,
     /// Body ops the producer needs (scalar address arithmetic), in order.
     pub producer_ops: Vec<usize>,
     /// Iteration arguments the producer carries itself (scalar offsets the
@@ -289,6 +310,8 @@ pub fn plan(
         .map(|(j, g)| compute_part(ir, g, &allocs, j > 0))
         .collect::<Result<Vec<_>, _>>()?;
     let parts = with_registers(parts, ir.num_warps);
+    let allocs_in_order: Vec<usize> = loads.iter().map(|&(_, a, _)| a).collect();
+    let (parts, split_loads) = ring_split(ir, parts, &allocs_in_order, &allocs)?;
     let prefetch = loads
         .iter()
         .filter_map(|&(l, _, _)| prefetch_of(lowered, result, l))
@@ -303,7 +326,13 @@ pub fn plan(
         .flat_map(|p| &p.results)
         .map(|(_, t)| bytes(t))
         .sum::<u64>();
+    let staged = parts.iter().any(|p| p.staging.is_some());
     let depth = match ring {
+        // A deferred wgmma holds its slot into the next trip; the ring
+        // keeps the unstaged depth (the prefetch plus the trip that reads
+        // the slot), and that wgmma's release, part of a trip later, gates
+        // the producer (as the two-slot rings of the Gluon FA kernel).
+        RingDepth::Schedule if staged => (prefetch + 1).max(2),
         RingDepth::Schedule => need,
         RingDepth::Max => {
             deepest(slot_bytes, smem_capacity.saturating_sub(results_bytes)).max(need)
@@ -314,10 +343,25 @@ pub fn plan(
         .map(|&(load, alloc, ref t)| ring_load(load, alloc, t, depth))
         .collect::<Result<Vec<_>, _>>()?;
     let expect_bytes = rings.iter().map(|r| r.bytes).sum::<u64>();
+    let groups = split_loads
+        .into_iter()
+        .filter(|(ls, _)| !ls.is_empty())
+        .map(|(ls, late)| RingGroup {
+            expect_bytes: ls.iter().map(|&k| rings[k].bytes).sum(),
+            empty_count: (parts.iter())
+                .filter(|p| ls.iter().any(|&k| reads_slot(ir, &p.ops, rings[k].alloc)))
+                .count() as u32,
+            loads: ls,
+            late,
+        })
+        .collect::<Vec<_>>();
     // Two barrier arrays of `depth` 8-byte barriers, and `done` when a
     // worker delivers results.
     let done = if results_bytes > 0 { 8 } else { 0 };
-    let smem_bytes = expect_bytes * u64::from(depth) + 16 * u64::from(depth) + results_bytes + done;
+    let smem_bytes = expect_bytes * u64::from(depth)
+        + 16 * u64::from(depth) * groups.len() as u64
+        + results_bytes
+        + done;
     if smem_bytes > smem_capacity {
         return Err(LowerSkip::SharedMemory {
             bytes: smem_bytes,
@@ -329,8 +373,8 @@ pub fn plan(
         loads: rings,
         expect_bytes,
         full_count: 1,
-        empty_count: parts.iter().filter(|p| p.waits.reads_slots).count() as u32,
         parts,
+        groups,
         producer_ops: producer_ops.into_iter().collect(),
         producer_carried: producer_carried.into_iter().collect(),
         producer_warps: PRODUCER_WARPS,
@@ -354,7 +398,18 @@ fn compute_part(
     worker: bool,
 ) -> Result<ComputePart, LowerSkip> {
     let dots = compute_dots(ir, &g.ops)?;
-    let waits = waits::plan(ir, &g.ops, allocs)?;
+    let mut waits = waits::plan(ir, &g.ops, allocs)?;
+    let staging = stages::plan(ir, &g.ops, allocs);
+    if staging.is_some() {
+        // The deferred wgmma reads the previous trip's slot: released at
+        // the end of the trip that retires it.
+        waits = waits::Waits {
+            points: Vec::new(),
+            carried: Vec::new(),
+            hold: 2,
+            reads_slots: true,
+        };
+    }
     let mut results = Vec::new();
     if worker {
         for &k in &g.carried {
@@ -375,10 +430,69 @@ fn compute_part(
         carried: g.carried,
         dots,
         waits,
+        staging,
         warps: ir.num_warps,
         registers: None,
         results,
     })
+}
+
+/// The loads of each barrier group, `(loads, late)`: one group, or with
+/// staged parts the loads their first stage reads and those their second
+/// reads. Staging is dropped (every part in one stage) when some part is
+/// not staged or a load is read in both stages.
+#[allow(clippy::type_complexity)]
+fn ring_split(
+    ir: &LoopIr,
+    mut parts: Vec<ComputePart>,
+    allocs: &[usize],
+    all: &BTreeSet<usize>,
+) -> Result<(Vec<ComputePart>, Vec<(Vec<usize>, bool)>), LowerSkip> {
+    let one = vec![((0..allocs.len()).collect(), false)];
+    if parts.iter().all(|p| p.staging.is_none()) {
+        return Ok((parts, one));
+    }
+    let mut split = vec![(Vec::new(), false), (Vec::new(), true)];
+    let mut ok = parts.iter().all(|p| p.staging.is_some());
+    for (k, &a) in allocs.iter().enumerate() {
+        let stage = |late: bool| {
+            parts.iter().any(|p| {
+                let st = p.staging.as_ref().expect("staged");
+                reads_slot(ir, if late { &st.late } else { &st.early }, a)
+            })
+        };
+        match (ok && stage(false), ok && stage(true)) {
+            (true, true) => ok = false,
+            (_, late) => split[usize::from(late)].0.push(k),
+        }
+    }
+    if ok {
+        return Ok((parts, split));
+    }
+    for p in &mut parts {
+        if p.staging.take().is_some() {
+            p.waits = waits::plan(ir, &p.ops, all)?;
+        }
+    }
+    Ok((parts, one))
+}
+
+/// Whether an op of `ops` (program order) reads the slot of `alloc`,
+/// directly or through views.
+pub fn reads_slot(ir: &LoopIr, ops: &[usize], alloc: usize) -> bool {
+    let mut slot = BTreeSet::from([alloc]);
+    let mut read = false;
+    for &i in ops {
+        let o = &ir.ops[i];
+        let reads = (o.operands.iter().chain(&o.region_uses))
+            .any(|v| matches!(v.src, ValueSrc::Op { op, .. } if slot.contains(&op)));
+        if reads && SMEM_VIEWS.contains(&o.name.as_str()) {
+            slot.insert(i);
+        } else if reads {
+            read = true;
+        }
+    }
+    read
 }
 
 /// The register split of Gluon's warp-specialized kernels

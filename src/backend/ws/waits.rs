@@ -79,7 +79,7 @@ pub fn plan(ir: &LoopIr, consumer: &[usize], allocs: &BTreeSet<usize>) -> Result
 /// The wgmmas among `consumer` that read a ring slot (through views), and
 /// whether any op reads one; refuses another reader of a slot than a view,
 /// a wgmma or a `local_load`.
-fn slot_readers(
+pub(super) fn slot_readers(
     ir: &LoopIr,
     consumer: &[usize],
     allocs: &BTreeSet<usize>,
@@ -215,4 +215,44 @@ pub fn computes_a(ir: &LoopIr, d: usize) -> bool {
         !a.ty.starts_with("!ttg.memdesc")
             && matches!(a.src, ValueSrc::Op { .. } | ValueSrc::IterArg(_))
     })
+}
+
+/// The waits of a straight sequence of body ops `seq` (a staged part's
+/// prologue, steady trip or epilogue): before the first op that reads an
+/// in-flight wgmma's result (a later wgmma's accumulator operand
+/// excepted), and at the end one wait retiring whatever is still in
+/// flight, so no wgmma crosses the sequence's end. `resolve` says which
+/// wgmma a value names when it is one (an iteration argument can name a
+/// wgmma issued earlier in the same trip).
+pub fn straight(
+    ir: &LoopIr,
+    seq: &[usize],
+    resolve: &dyn Fn(ValueSrc) -> Option<InFlight>,
+) -> Vec<WaitPoint> {
+    let mut flight: Vec<InFlight> = Vec::new();
+    let mut points = Vec::new();
+    for (p, &i) in seq.iter().enumerate() {
+        let o = &ir.ops[i];
+        let needed = o
+            .operands
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| !(o.name == WGMMA && j == 2))
+            .map(|(_, v)| v)
+            .chain(&o.region_uses)
+            .filter_map(|v| resolve(v.src))
+            .filter_map(|f| flight.iter().position(|&g| g == f))
+            .max();
+        if let Some(idx) = needed {
+            points.push(retire(&mut flight, idx, p));
+        }
+        if o.name == WGMMA {
+            flight.push(InFlight::Dot(i));
+        }
+    }
+    if !flight.is_empty() {
+        let last = flight.len() - 1;
+        points.push(retire(&mut flight, last, seq.len()));
+    }
+    points
 }

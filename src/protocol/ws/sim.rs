@@ -568,9 +568,12 @@ impl Sim {
         }
     }
 
-    /// Rule 4, per reader and thread: the k-th execution of a reader reads
-    /// the k-th value written to its ring (by the ring's one writer thread),
-    /// from the slot it went to, not overwritten since.
+    /// Rule 4, per kind of reader (op name and operand) and thread: the
+    /// k-th read reads the k-th value written to its ring (by the ring's one
+    /// writer thread), from the slot it went to, not overwritten since. A
+    /// reader's peeled copies (a staged partition's prologue and epilogue)
+    /// continue its count; two readers of one kind reading each value of a
+    /// ring are rejected, which is conservative.
     fn ring_order(
         &mut self,
         t: usize,
@@ -578,7 +581,8 @@ impl Sim {
         op: String,
         latest: Option<usize>,
     ) {
-        let key = (t, op.clone(), operand, src.0);
+        let kind = op.split(" @ ").next().unwrap_or(&op).to_string();
+        let key = (t, kind, operand, src.0);
         let k = *self.readers.get(&key).unwrap_or(&0);
         self.readers.insert(key, k + 1);
         let Some(ring) = self.rings.get(&src.0).filter(|r| !r.shared) else {

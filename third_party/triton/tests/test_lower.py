@@ -151,13 +151,15 @@ def _tail(path):
 
 def test_the_lowered_fa_forward_compiles(tmp_path):
     """The FA forward (8 warps, two wgmmas, a softmax between them, the K/V
-    offset carried by the loop): the producer carries the offset, QK is
-    waited for before the softmax, PV (register A) before the trip ends."""
+    offset carried by the loop): the producer carries the offset; PV
+    (register A) is issued one trip later, right after the next QK, whose
+    wait (pendings 1) leaves it in flight under the softmax; a prologue
+    (first QK and softmax) and an epilogue (last PV) wait for all."""
     backend, mod = _tail(_lowered(tmp_path, "fa_fwd_sm90", "ws"))
     ttgir = mod.str()
     assert ttgir.count("ttg.warp_specialize(") + ttgir.count('"ttg.warp_specialize"(') == 1
     waits = re.findall(r"ttng\.warp_group_dot_wait .*?\{pendings = (\d+) : i32\}", ttgir)
-    assert waits == ["0", "0"], waits
+    assert waits == ["0", "1", "0", "0"], waits
     opts = backend.parse_options(dict(num_warps=8, num_stages=2))
     md = {}
     llir = backend.make_llir(mod, md, opts, CAP)
@@ -178,7 +180,7 @@ def test_the_lowered_subtiled_fa_forward_compiles(tmp_path):
     assert ttgir.count("ttg.warp_specialize(") + ttgir.count('"ttg.warp_specialize"(') == 1
     assert ttgir.count("ttg.local_store") >= 3
     waits = re.findall(r"ttng\.warp_group_dot_wait .*?\{pendings = (\d+) : i32\}", ttgir)
-    assert waits == ["0"] * 4, waits
+    assert waits == ["0", "1", "0", "0"] * 2, waits
     opts = backend.parse_options(dict(num_warps=4, num_stages=2))
     md = {}
     llir = backend.make_llir(mod, md, opts, CAP)

@@ -133,11 +133,12 @@ def _fa_forward(cap):
     return fa_fwd.make_ast_source(**kwargs), opts
 
 
-@pytest.mark.parametrize("make,partitions", [(_bias_relu, 1), (_host_descriptors, 1), (_carried_offset, 1),
-                                             (_fa_forward, 1), (_fa_subtiled_w4, 2)],
+@pytest.mark.parametrize("make,partitions,waits", [(_bias_relu, 1, 2), (_host_descriptors, 1, 2),
+                                                   (_carried_offset, 1, 2), (_fa_forward, 1, 4),
+                                                   (_fa_subtiled_w4, 2, 4)],
                          ids=["device_descriptors", "host_descriptors", "carried_offset_8_warps", "fa_forward_8_warps",
                               "fa_subtiled_4_warps"])
-def test_a_warp_specialized_gemm_is_lowered_by_twill_in_strict_mode(twill, make, partitions):
+def test_a_warp_specialized_gemm_is_lowered_by_twill_in_strict_mode(twill, make, partitions, waits):
     twill(strict=True, lower=True)
     k = _compile(make)
     d = twill_triton.decisions()[-1]
@@ -152,9 +153,10 @@ def test_a_warp_specialized_gemm_is_lowered_by_twill_in_strict_mode(twill, make,
     assert d.verification and all(r["verdict"] == "proved" for r in d.verification), d.verification
     ttgir = k.asm["ttgir"]
     assert ttgir.count("ttg.warp_specialize") >= 1 and "twill.lowered" in ttgir
-    # GEMM: in the loop and after it; FA: before the softmax and at the
-    # trip's end; in every compute partition.
-    assert ttgir.count("ttng.warp_group_dot_wait") == 2 * partitions
+    # GEMM: in the loop and after it; FA (PV issued a trip later): one in
+    # the prologue, two in the loop (QK^T with PV in flight, then PV), one
+    # in the epilogue; in every compute partition.
+    assert ttgir.count("ttng.warp_group_dot_wait") == waits * partitions
     # The compute partitions' warps, and the producer's warp padded to a
     # group.
     assert k.metadata.num_warps == partitions * src_warps(make) + 4
