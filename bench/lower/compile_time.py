@@ -3,7 +3,7 @@ share, on the CPU for cuda:90:
 
     PYTHONPATH=third_party/triton:. python bench/lower/compile_time.py
 
-Per kernel: the median of 3 cold compiles (a fresh Triton cache each) of
+Per kernel: the median of 3 cold compiles (fresh Triton and twill caches each) of
 stock Triton and of Triton with twill (TWILL_LOWER on), and twill's own
 seconds by step from the hook's Decision (lowering call, attribute-route
 call, final verification)."""
@@ -26,12 +26,16 @@ TARGET = GPUTarget("cuda", 90, 32)
 def kernels():
     gemm = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, WARP_SPECIALIZE=True)
     kw, opts = fa_fwd.split_config(fa_fwd.CONFIGS["default"][90])
+    sub, sub_opts = fa_fwd.split_config(dict(fa_fwd.CONFIGS["default"][90], SUBTILE=True, num_warps=4))
     return [("GEMM 128x256 w8 ws", lambda: matmul.make_ast_source(**gemm), dict(num_warps=8, num_stages=3)),
-            ("FA forward hd128 w8", lambda: fa_fwd.make_ast_source(**kw), opts)]
+            ("FA forward hd128 w8", lambda: fa_fwd.make_ast_source(**kw), opts),
+            ("FA forward hd128 sub-tiled w4", lambda: fa_fwd.make_ast_source(**sub), sub_opts)]
 
 
 def cold(make, opts, twill):
+    # Fresh caches: Triton's, and twill's schedule and verifier cache.
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="ct-")
+    os.environ["TWILL_CACHE_DIR"] = tempfile.mkdtemp(prefix="ct-twill-")
     if twill:
         twill_triton.enable(lower=True, strict=True)
     t0 = time.monotonic()

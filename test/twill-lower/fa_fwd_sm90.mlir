@@ -15,7 +15,10 @@
 // RUN: %twill-opt %inputs/triton36/fa_fwd_sm90.before.mlir --twill-schedule="lower=force arch=sm90 triton=3.6" 2>&1 | FileCheck %s
 
 // CHECK: remark: twill: lowered to 1+1 partitions (rings 2x2 tiles, 65536 B per slot, {{.*}}; not verified (lower=force)
-// CHECK: "ttg.warp_specialize"(
+// Q, stored from registers before the loop, is read by QK^T's wgmma: one
+// proxy fence before the ws op.
+// CHECK: "ttng.fence_async_shared"() {bCluster = false} : () -> ()
+// CHECK-NEXT: "ttg.warp_specialize"(
 // The prologue: stage 0 of the first iteration.
 // CHECK: %[[GO:[0-9]+]] = arith.cmpi slt
 // CHECK-NEXT: scf.if %[[GO]]

@@ -183,7 +183,15 @@ pub fn emit(for_op: MlirOperation, plan: &WsPlan, ops: usize) -> Result<MlirOper
         )
     };
     let b = Builder { ctx, loc };
-    let (shared, prelude) = b.prelude(plan)?;
+    let (shared, mut prelude) = b.prelude(plan)?;
+    if reads_outside_buffer(for_op, &body) {
+        // A buffer the code before the loop wrote (FA's Q, stored from
+        // registers: the generic proxy) is read by a wgmma (the async
+        // proxy): one fence before the ws op. Left to Triton, 3.9 fences
+        // before every trip's first wgmma.
+        let fence = ("bCluster", "false".to_string());
+        prelude.push(b.op("ttng.fence_async_shared", &[], &[], &[fence], Vec::new())?);
+    }
     let (captures, remat) = captures(for_op, &body, plan, &shared)?;
     let mut partitions = Vec::new();
     for j in 1..plan.parts.len() {
@@ -368,6 +376,17 @@ fn invalidate(
         }
     }
     Ok(())
+}
+
+/// Whether a wgmma of the loop reads a shared-memory buffer defined
+/// before the loop.
+fn reads_outside_buffer(for_op: MlirOperation, body: &[MlirOperation]) -> bool {
+    body.iter().any(|&op| {
+        op_name(op) == crate::backend::WGMMA
+            && outside_operands(op, for_op)
+                .iter()
+                .any(|&v| type_text(v).starts_with("!ttg.memdesc"))
+    })
 }
 
 /// Whether `v` is defined within `for_op`, at any depth.
