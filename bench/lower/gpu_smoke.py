@@ -115,8 +115,13 @@ def sweep(kernels):
     return fails
 
 
-# FA forward configurations (hd128, 128-row Q tiles): name -> (config, lowered by twill).
+# FA forward configurations (128-row Q tiles; hd128 unless named hd64): name -> (config, lowered by twill).
+HD64 = dict(HEAD_DIM=64, BLOCK_N=64)
 FA_CONFIGS = {
+    "twill lowered hd64 w8": (dict(HD64, SUBTILE=False, num_warps=8, num_stages=3), True),
+    "twill lowered hd64 subtile w4": (dict(HD64, SUBTILE=True, num_warps=4, num_stages=3), True),
+    "stock hd64 w8 s2": (dict(HD64, SUBTILE=False, num_warps=8, num_stages=2), False),
+    "stock hd64 w8 s3": (dict(HD64, SUBTILE=False, num_warps=8, num_stages=3), False),
     "twill lowered w8": (dict(SUBTILE=False, num_warps=8, num_stages=3), True),
     "twill lowered subtile w4": (dict(SUBTILE=True, num_warps=4, num_stages=3), True),
     "twill lowered subtile w8": (dict(SUBTILE=True, num_warps=8, num_stages=3), True),
@@ -168,21 +173,27 @@ def fa_sweep(fa):
     and 8 trips of its K/V loop: correct against a float32 reference (the
     output poisoned with NaN before each launch)."""
     fails = 0
-    for N in (128, 256, 384, 1024):
-        q, k, v = (torch.randn(1, 2, N, 128, device="cuda", dtype=torch.float16) for _ in range(3))
-        ref = fa_reference(q, k, v)
-        for name, entry in fa.items():
-            o = torch.full_like(q, float("nan"))
-            lse = torch.full((2 * N, ), float("nan"), device="cuda", dtype=torch.float32)
-            try:
-                fa_launcher(entry, q, k, v, o, lse)()
-                torch.cuda.synchronize()
-                err = (o.float() - ref).abs().max().item()
-                ok = bool(torch.isfinite(o).all()) and err < 2e-2
-            except Exception as e:
-                ok, err = False, f"{type(e).__name__}: {str(e)[:100]}"
-            fails += not ok
-            print(f"fa sweep N={N:5d} trips={N // 128:2d} {name:26s} correct={ok} err={err}", flush=True)
+    for D in sorted({e[1]["HEAD_DIM"] for e in fa.values()}):
+        block_n = min(e[1]["BLOCK_N"] for e in fa.values() if e[1]["HEAD_DIM"] == D)
+        for trips in (1, 2, 3, 8):
+            N = trips * max(block_n, 128)
+            q, k, v = (torch.randn(1, 2, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+            ref = fa_reference(q, k, v)
+            for name, entry in fa.items():
+                if entry[1]["HEAD_DIM"] != D:
+                    continue
+                o = torch.full_like(q, float("nan"))
+                lse = torch.full((2 * N, ), float("nan"), device="cuda", dtype=torch.float32)
+                try:
+                    fa_launcher(entry, q, k, v, o, lse)()
+                    torch.cuda.synchronize()
+                    err = (o.float() - ref).abs().max().item()
+                    ok = bool(torch.isfinite(o).all()) and err < 2e-2
+                except Exception as e:
+                    ok, err = False, f"{type(e).__name__}: {str(e)[:100]}"
+                fails += not ok
+                print(f"fa sweep D={D} N={N:5d} trips={N // entry[1]['BLOCK_N']:2d} {name:30s} correct={ok} err={err}",
+                      flush=True)
     return fails
 
 
@@ -215,11 +226,11 @@ def fa_bench(fa, shapes, rounds):
     from bench.kernels import fa_fwd_gluon
 
     gluon = compile_gluon_fa()
-    for (Z, H, N) in shapes:
-        q, k, v = (torch.randn(Z, H, N, 128, device="cuda", dtype=torch.float16) for _ in range(3))
-        flops = 4 * Z * H * N * N * 128
+    for (Z, H, N), D in ((shape, D) for shape in shapes for D in sorted({e[1]["HEAD_DIM"] for e in fa.values()})):
+        q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+        flops = 4 * Z * H * N * N * D
         fns, ms = {}, {}
-        for name, entry in fa.items():
+        for name, entry in ((n, e) for n, e in fa.items() if e[1]["HEAD_DIM"] == D):
             o = torch.full_like(q, float("nan"))
             lse = torch.empty((Z * H * N, ), device="cuda", dtype=torch.float32)
             fn = fa_launcher(entry, q, k, v, o, lse)
@@ -227,11 +238,11 @@ def fa_bench(fa, shapes, rounds):
             torch.cuda.synchronize()
             ok = bool(torch.isfinite(o).all())
             t = do_bench(fn, warmup=25, rep=100, return_mode="median")
-            print(f"fa bench Z={Z} H={H} N={N} {name:26s} {t:.4f} ms {flops / t / 1e9:7.1f} TFLOPS finite={ok} "
+            print(f"fa bench D={D} Z={Z} H={H} N={N} {name:30s} {t:.4f} ms {flops / t / 1e9:7.1f} TFLOPS finite={ok} "
                   f"{entry[4]}", flush=True)
             if ok:
                 fns[name], ms[name] = fn, t
-        if gluon is not None:
+        if gluon is not None and D == 128:
             o = torch.full_like(q, float("nan"))
             lse = torch.empty((Z * H * N, ), device="cuda", dtype=torch.float32)
             fn = fa_fwd_gluon.launcher(gluon, q, k, v, o, lse, 0.5)
@@ -246,7 +257,7 @@ def fa_bench(fa, shapes, rounds):
         for other in ([stock] if stock else []) + (["gluon"] if "gluon" in fns else []):
             if ours:
                 x, a, b = paired(fns, ours, other, rounds)
-                print(f"fa paired N={N}: {ours} vs {other}: {x:.3f}x ({a:.4f} vs {b:.4f} ms)", flush=True)
+                print(f"fa paired D={D} N={N}: {ours} vs {other}: {x:.3f}x ({a:.4f} vs {b:.4f} ms)", flush=True)
         del q, k, v
         torch.cuda.empty_cache()
 
