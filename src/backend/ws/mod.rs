@@ -480,19 +480,9 @@ fn ring_split(
 /// Whether an op of `ops` (program order) reads the slot of `alloc`,
 /// directly or through views.
 pub fn reads_slot(ir: &LoopIr, ops: &[usize], alloc: usize) -> bool {
-    let mut slot = BTreeSet::from([alloc]);
-    let mut read = false;
-    for &i in ops {
-        let o = &ir.ops[i];
-        let reads = (o.operands.iter().chain(&o.region_uses))
-            .any(|v| matches!(v.src, ValueSrc::Op { op, .. } if slot.contains(&op)));
-        if reads && SMEM_VIEWS.contains(&o.name.as_str()) {
-            slot.insert(i);
-        } else if reads {
-            read = true;
-        }
-    }
-    read
+    !waits::slot_reading(ir, ops, &BTreeSet::from([alloc]))
+        .0
+        .is_empty()
 }
 
 /// The register split of Gluon's warp-specialized kernels

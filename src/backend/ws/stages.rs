@@ -126,8 +126,8 @@ pub fn plan(ir: &LoopIr, ops: &[usize], allocs: &BTreeSet<usize>) -> Option<Stag
             .map(|a| InFlight::Dot(a.1)),
         other => dot(other),
     };
-    let early_readers = slot_reading(ir, &early, allocs);
-    let late_readers = slot_reading(ir, &late, allocs);
+    let early_readers = waits::slot_reading(ir, &early, allocs).0;
+    let late_readers = waits::slot_reading(ir, &late, allocs).0;
     let mut s = Staging {
         early,
         late,
@@ -144,23 +144,6 @@ pub fn plan(ir: &LoopIr, ops: &[usize], allocs: &BTreeSet<usize>) -> Option<Stag
     s.steady = waits::straight(ir, &s.kernel(), &steady_resolve);
     s.epilogue = waits::straight(ir, &s.late, &dot);
     Some(s)
-}
-
-/// The ops of `ops` that read a ring slot (through views), views excepted.
-fn slot_reading(ir: &LoopIr, ops: &[usize], allocs: &BTreeSet<usize>) -> Vec<usize> {
-    let mut slot = allocs.clone();
-    let mut out = Vec::new();
-    for &i in ops {
-        let o = &ir.ops[i];
-        let reads = (o.operands.iter().chain(&o.region_uses))
-            .any(|v| matches!(v.src, ValueSrc::Op { op, .. } if slot.contains(&op)));
-        if reads && SMEM_VIEWS.contains(&o.name.as_str()) {
-            slot.insert(i);
-        } else if reads {
-            out.push(i);
-        }
-    }
-    out
 }
 
 /// The wait of `points` (in order) after which the slots `readers` read

@@ -76,6 +76,30 @@ pub fn plan(ir: &LoopIr, consumer: &[usize], allocs: &BTreeSet<usize>) -> Result
     ))
 }
 
+/// The ops of `ops` (program order) that read a ring slot of `allocs`,
+/// directly or through views, views excepted; and whether any op (a view
+/// included) reads one.
+pub fn slot_reading(ir: &LoopIr, ops: &[usize], allocs: &BTreeSet<usize>) -> (Vec<usize>, bool) {
+    let mut slot: BTreeSet<usize> = allocs.clone();
+    let mut readers = Vec::new();
+    let mut any = false;
+    for &i in ops {
+        let o = &ir.ops[i];
+        let reads = (o.operands.iter().chain(&o.region_uses))
+            .any(|v| matches!(v.src, ValueSrc::Op { op, .. } if slot.contains(&op)));
+        if !reads {
+            continue;
+        }
+        any = true;
+        if SMEM_VIEWS.contains(&o.name.as_str()) {
+            slot.insert(i);
+        } else {
+            readers.push(i);
+        }
+    }
+    (readers, any)
+}
+
 /// The wgmmas among `consumer` that read a ring slot (through views), and
 /// whether any op reads one; refuses another reader of a slot than a view,
 /// a wgmma or a `local_load`.
@@ -84,24 +108,10 @@ pub(super) fn slot_readers(
     consumer: &[usize],
     allocs: &BTreeSet<usize>,
 ) -> Result<(BTreeSet<usize>, bool), LowerSkip> {
-    let mut slot: BTreeSet<usize> = allocs.clone();
+    let (reading, any) = slot_reading(ir, consumer, allocs);
     let mut readers = BTreeSet::new();
-    let mut any = false;
-    for &i in consumer {
-        let o = &ir.ops[i];
-        let reads = o
-            .operands
-            .iter()
-            .chain(&o.region_uses)
-            .any(|v| matches!(v.src, ValueSrc::Op { op, .. } if slot.contains(&op)));
-        if !reads {
-            continue;
-        }
-        any = true;
-        match o.name.as_str() {
-            n if SMEM_VIEWS.contains(&n) => {
-                slot.insert(i);
-            }
+    for i in reading {
+        match ir.ops[i].name.as_str() {
             WGMMA => {
                 readers.insert(i);
             }
