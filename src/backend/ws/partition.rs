@@ -187,14 +187,15 @@ fn crossing(ir: &LoopIr, op: usize, from: u32, to: u32) -> LowerSkip {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::frontend::IrOp;
 
     const ACC: &str = "tensor<64x128xf32, #mma>";
     const S: &str = "!ttg.memdesc<128x128xf16, #shared, #smem>";
 
-    fn v(src: ValueSrc, ty: &str) -> IrValue {
+    /// A use of `src` of type `ty` (also the staging tests' builder).
+    pub(crate) fn v(src: ValueSrc, ty: &str) -> IrValue {
         IrValue {
             src,
             ty: ty.to_string(),
@@ -205,7 +206,8 @@ mod tests {
         ValueSrc::Op { op, result: 0 }
     }
 
-    fn op(name: &str, operands: Vec<IrValue>, result: &str) -> IrOp {
+    /// A body op with one result.
+    pub(crate) fn op(name: &str, operands: Vec<IrValue>, result: &str) -> IrOp {
         IrOp {
             name: name.to_string(),
             location: String::new(),

@@ -238,27 +238,7 @@ fn carries(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frontend::{IrOp, IrValue};
-
-    fn v(src: ValueSrc, ty: &str) -> IrValue {
-        IrValue {
-            src,
-            ty: ty.to_string(),
-        }
-    }
-
-    fn op(name: &str, operands: Vec<IrValue>, result: &str) -> IrOp {
-        IrOp {
-            name: name.to_string(),
-            location: format!("loc(\"{name}\")"),
-            operands,
-            results: vec![result.to_string()],
-            region_uses: Vec::new(),
-            nested: Vec::new(),
-            triton_stage: None,
-            branches: Vec::new(),
-        }
-    }
+    use crate::backend::ws::partition::tests::{op, v};
 
     const T: &str = "tensor<128x128xf16, #blocked>";
     const S: &str = "!ttg.memdesc<128x128xf16, #shared, #smem>";

@@ -137,26 +137,7 @@ fn trip(
     readers: &BTreeSet<usize>,
 ) -> Result<Trip, LowerSkip> {
     let mut flight: Vec<InFlight> = start.to_vec();
-    let mut points = Vec::new();
-    for (p, &i) in consumer.iter().enumerate() {
-        let o = &ir.ops[i];
-        let needed = o
-            .operands
-            .iter()
-            .enumerate()
-            .filter(|&(j, _)| !(o.name == WGMMA && j == 2))
-            .map(|(_, v)| v)
-            .chain(&o.region_uses)
-            .filter_map(|v| in_flight_of(v.src))
-            .filter_map(|f| flight.iter().position(|&g| g == f))
-            .max();
-        if let Some(idx) = needed {
-            points.push(retire(&mut flight, idx, p));
-        }
-        if o.name == WGMMA {
-            flight.push(InFlight::Dot(i));
-        }
-    }
+    let mut points = issue_and_wait(ir, consumer, &mut flight, &in_flight_of);
     let carried_by = |d: usize| {
         ir.yields
             .iter()
@@ -190,6 +171,39 @@ fn trip(
         },
         end,
     ))
+}
+
+/// Walks `seq` with `flight` in flight: a wait before each op that reads
+/// an in-flight wgmma's result (`resolve` names it; a later wgmma's
+/// accumulator operand excepted), retiring it and every older one; each
+/// wgmma joins `flight` as it is issued.
+fn issue_and_wait(
+    ir: &LoopIr,
+    seq: &[usize],
+    flight: &mut Vec<InFlight>,
+    resolve: &dyn Fn(ValueSrc) -> Option<InFlight>,
+) -> Vec<WaitPoint> {
+    let mut points = Vec::new();
+    for (p, &i) in seq.iter().enumerate() {
+        let o = &ir.ops[i];
+        let needed = o
+            .operands
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| !(o.name == WGMMA && j == 2))
+            .map(|(_, v)| v)
+            .chain(&o.region_uses)
+            .filter_map(|v| resolve(v.src))
+            .filter_map(|f| flight.iter().position(|&g| g == f))
+            .max();
+        if let Some(idx) = needed {
+            points.push(retire(flight, idx, p));
+        }
+        if o.name == WGMMA {
+            flight.push(InFlight::Dot(i));
+        }
+    }
+    points
 }
 
 /// A wait before position `p` retiring `flight[..=idx]`; it passes
@@ -240,26 +254,7 @@ pub fn straight(
     resolve: &dyn Fn(ValueSrc) -> Option<InFlight>,
 ) -> Vec<WaitPoint> {
     let mut flight: Vec<InFlight> = Vec::new();
-    let mut points = Vec::new();
-    for (p, &i) in seq.iter().enumerate() {
-        let o = &ir.ops[i];
-        let needed = o
-            .operands
-            .iter()
-            .enumerate()
-            .filter(|&(j, _)| !(o.name == WGMMA && j == 2))
-            .map(|(_, v)| v)
-            .chain(&o.region_uses)
-            .filter_map(|v| resolve(v.src))
-            .filter_map(|f| flight.iter().position(|&g| g == f))
-            .max();
-        if let Some(idx) = needed {
-            points.push(retire(&mut flight, idx, p));
-        }
-        if o.name == WGMMA {
-            flight.push(InFlight::Dot(i));
-        }
-    }
+    let mut points = issue_and_wait(ir, seq, &mut flight, resolve);
     if !flight.is_empty() {
         let last = flight.len() - 1;
         points.push(retire(&mut flight, last, seq.len()));

@@ -208,16 +208,7 @@ fn prologue(
         if rel.is_none() {
             arrive_empty(a, plan, part, sh, &m, s, false)?;
         }
-        let mut out: Vec<MlirValue> = early
-            .iter()
-            .map(|&k| remapped(old.yielded(k), &m))
-            .collect();
-        out.extend(
-            st.carries
-                .iter()
-                .map(|&(op, r)| remapped(old.result(op, r), &m)),
-        );
-        Ok(out)
+        Ok(handed_on(old, st, early, &m))
     };
     let other = |a: &At| {
         let mut out = inits.clone();
@@ -321,15 +312,7 @@ fn steady(
     if rel_late.is_none() {
         arrive_empty(at, plan, part, sh, &m, s_prev, true)?;
     }
-    let mut next: Vec<MlirValue> = early
-        .iter()
-        .map(|&k| remapped(old.yielded(k), &m))
-        .collect();
-    next.extend(
-        st.carries
-            .iter()
-            .map(|&(op, r)| remapped(old.result(op, r), &m)),
-    );
+    let mut next = handed_on(old, st, early, &m);
     next.push(at.arith("addi", it, one)?);
     at.add("scf.yield", &next, &[], &[])?;
     Ok(())
@@ -386,6 +369,14 @@ fn arrive_empty(
         }
     }
     Ok(())
+}
+
+/// What a trip's stage 0 hands to the next trip: the early iteration
+/// arguments' next values, then the values stage 1 will read.
+fn handed_on(old: &Old, st: &Staging, early: &[usize], m: &Map) -> Vec<MlirValue> {
+    let args = early.iter().map(|&k| remapped(old.yielded(k), m));
+    let carries = (st.carries.iter()).map(|&(op, r)| remapped(old.result(op, r), m));
+    args.chain(carries).collect()
 }
 
 /// Stage 1 of the last iteration (no trip: the initial values).
