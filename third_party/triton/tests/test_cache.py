@@ -16,6 +16,8 @@ Needs twill-opt (TWILL_OPT, or target/release/twill-opt of this checkout).
 import json
 import logging
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -26,7 +28,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 TESTS = Path(__file__).resolve().parent
 
-pytest.importorskip("triton")
+triton = pytest.importorskip("triton")
 
 from twill_triton import cache  # noqa: E402
 
@@ -70,12 +72,13 @@ def _runs(log):
     return len(log.read_text().splitlines()) if log.exists() else 0
 
 
-def _start(tmp_path, twill_opt, triton_cache, twill_cache):
+def _start(tmp_path, twill_opt, triton_cache, twill_cache, tests=TESTS):
+    """A compile in a fresh process, of the kernel under `tests`/kernels."""
     env = dict(os.environ, TWILL_OPT=str(twill_opt), TRITON_CACHE_DIR=str(tmp_path / triton_cache),
                TWILL_CACHE_DIR=str(twill_cache))
     for var in ("TWILL_REPLAY_DIR", "TWILL_DUMP_DIR", "TWILL_OPTIONS", "TWILL_LOWER"):
         env.pop(var, None)
-    return subprocess.Popen([sys.executable, "-c", DRIVER, str(TESTS)], env=env, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-c", DRIVER, str(tests)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -105,6 +108,42 @@ def test_a_second_process_takes_the_schedule_from_the_cache(tmp_path, wrapper):
         print(f"{name}: twill added {1000 * (r['schedule_seconds'] + r['verify_seconds']):.1f} ms "
               f"(schedule {1000 * r['schedule_seconds']:.1f} ms, verification {1000 * r['verify_seconds']:.1f} ms) "
               f"to a compile of {r['compile_seconds']:.2f} s")
+
+
+def _files(ttgir):
+    """The source files the TTGIR's locations name."""
+    return set(re.findall(r'loc\("([^"]+\.py)"', ttgir))
+
+
+def test_the_same_kernel_at_another_path_is_not_given_the_first_ones_locations(tmp_path, wrapper):
+    """The cache key leaves locations out, so the same code in another file
+    finds the entry; the hook must not hand it the first file's module, whose
+    locations (the kernel's line info, the remarks) name that file."""
+    twill_opt, log = wrapper
+    shared = tmp_path / "twill-cache"
+    moved = tmp_path / "moved"
+    shutil.copytree(TESTS / "kernels", moved / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    cold = _result(_start(tmp_path, twill_opt, "triton-1", shared))
+    assert cold["scheduled"], cold["reason"]
+    assert str(TESTS / "kernels" / "matmul.py") in _files(cold["ttgir"])
+    ran = _runs(log)
+    there = _result(_start(tmp_path, twill_opt, "triton-2", shared, tests=moved))
+    assert there["scheduled"] and not there["cached"], there["reason"]
+    assert _runs(log) > ran, "the other path's compile took the first one's module from the cache"
+    # The kernel's own file only (Triton's library files are the same).
+    library = str(Path(triton.__file__).parent) + os.sep
+    ours = {f for f in _files(there["ttgir"]) if not f.startswith(library)}
+    assert ours == {str(moved / "kernels" / "matmul.py")}, ours
+
+    def unlocated(ttgir):
+        return re.sub(r"#loc\d*\s*=.*", "", ttgir)
+
+    assert unlocated(there["ttgir"]) == unlocated(cold["ttgir"])
+    # And at the same path again, the cache answers.
+    ran = _runs(log)
+    again = _result(_start(tmp_path, twill_opt, "triton-3", shared, tests=moved))
+    assert again["cached"] and again["ttgir"] == there["ttgir"]
+    assert _runs(log) == ran
 
 
 def test_off_means_no_cache(tmp_path, wrapper, monkeypatch):

@@ -8,7 +8,11 @@ docs/report-schema.md) under `DIR/schedules/` or `DIR/verify/`, named
 (Triton's own print of it, without locations) and of the options that
 change the answer (Triton's version among them); the identity is the
 SHA-256 prefix of the twill-opt binary. A warm compile reads the entry and
-never starts twill-opt, nor exports the module.
+never starts twill-opt, nor exports the module. A schedule entry also keeps
+`located`, the digest of the module's print with its locations: the hook
+takes it only for the same locations (the entry's module, remarks and line
+info name the source it was made from), else schedules again (twill-opt's
+own per-loop cache then answers the solve).
 
 The directory is `$TWILL_CACHE_DIR`, else `.triton/twill` beside Triton's
 own cache (`$TRITON_HOME`, else the home directory, as Triton's knobs);

@@ -852,9 +852,11 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
     arch = _arch(capability)
     with tempfile.TemporaryDirectory(prefix="twill-") as tmp:
         work = Path(tmp)
+        # The module's print with its locations: the answer, its remarks
+        # and the kernel's line info name the source they were made from.
+        located = hashlib.sha256(mod.str().encode()).hexdigest()
         if cfg.dump_dir:
-            digest = hashlib.sha256(mod.str().encode()).hexdigest()[:12]
-            work = Path(cfg.dump_dir) / f"{kernel}-cuda{capability}-{digest}"
+            work = Path(cfg.dump_dir) / f"{kernel}-cuda{capability}-{located[:12]}"
             work.mkdir(parents=True, exist_ok=True)
         decision = Decision(kernel=kernel, capability=capability, scheduled=False,
                             dump=str(work) if cfg.dump_dir else None)
@@ -871,7 +873,7 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
         # Keyed by Triton's own print of the module: a hit costs no export.
         ckey = module_key(mod, f"{opts} triton={_triton_version()} timeout={cfg.timeout:g}"
                                   f"{_machine_file_digest(cfg.extra)}")
-        found = cache.load(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt))
+        found = _located(cache.load(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt)), located, store, kernel)
         decision.cache_key = ckey
         exported = None
         if found is None or cfg.dump_dir:
@@ -893,12 +895,26 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
         try:
             new, decision = _answer(ir, mod, work, found, decision, cfg)
         except _Fallback:
-            cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), found)
+            cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), dict(found, located=located))
             raise
         # Stored as Triton prints the parsed module (its custom form, which
         # a warm compile parses faster than twill-opt's generic form).
-        cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), dict(found, module=new.str()))
+        cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), dict(found, module=new.str(), located=located))
         return new, decision
+
+
+def _located(found, located, store, kernel):
+    """The cache entry `found` where it was made from this module with its
+    locations (`located`, the digest of its print with them); None (a miss)
+    where it was made from the same code at other locations (the kernel's
+    file moved, lines shifted): its module, remarks and line info would
+    name that source. A replay directory's entries come from another
+    machine and are taken whatever their locations."""
+    if found is None or store is None or store.read_only or found.get("located") == located:
+        return found
+    log.info("twill: %s: the cache entry was made from this code at other source locations; "
+             "scheduling again", kernel)
+    return None
 
 
 def _run_twill_opt(exported, work, arch, more, cfg, decision, store):
