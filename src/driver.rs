@@ -1038,11 +1038,19 @@ pub struct Decided {
 pub fn decide(job: &LoopJob, lowered: &Lowered, result: &JointResult, partitions: bool) -> Decided {
     let (loads, rotated) = job.load_placement();
     let decided = decide_with(job, lowered, result, partitions, loads, rotated);
-    // Under the stage bound a `loads=auto` rotation keeps its loads last
-    // but drops the stage it adds where that stage would exceed the bound:
-    // one iteration less lead, as Triton's own rotation at that num_stages.
-    match job.stage_bound() {
-        Some(n) if rotated && decided.decision.max_stage + 1 > n => {
+    // Under the stage bound a `loads=auto` rotation, and a load the back
+    // end moves after its tcgen05 reader (sm100), keep their loads last but
+    // drop the stage they add where that stage would exceed the bound: one
+    // iteration less lead, as Triton's own rotation at that num_stages.
+    let bound = job.tritons_bound().or(job.stage_bound());
+    let deepened = rotated || !decided.decision.moved_last.is_empty();
+    match bound {
+        Some(n) if deepened && decided.decision.max_stage + 1 > n => {
+            tracing::debug!(
+                stages = decided.decision.max_stage + 1,
+                bound = n,
+                "loads placed last without the stage they add"
+            );
             let shallow = backend::LoadPlacement::uniform(true, job.o.loads.descriptor.extra);
             decide_with(job, lowered, result, partitions, shallow, rotated)
         }

@@ -403,7 +403,7 @@ pub fn decide(
 ) -> LoopDecision {
     let users = users_of(ir);
     let mut nodes = NodeStages::new(ir, lowered, &js.schedule, streaming, loads);
-    let moved_last = nodes.keep_ring_slots(ir, lowered, &users, arch, ws);
+    let moved_last = nodes.keep_ring_slots(ir, lowered, &users, arch, ws, loads);
     let cluster = nodes.clusters(lowered, &js.schedule, order);
     let parts = Partitions::new(ir, lowered, &js.group, arch, ws);
 
@@ -544,12 +544,13 @@ impl NodeStages {
     /// operands until the wait after the next MMA ([`validate`]'s slot
     /// rule). So such a load goes first in a cluster of its own on sm90 (the
     /// later cluster adds the slot), and after its tcgen05 reader on sm100
-    /// (where no slot is added), one stage deeper to keep the lead the
-    /// schedule assumed: for the streaming loads, as `loads=auto` rotates
-    /// them. (A load the schedule itself puts stages ahead keeps its place,
-    /// and [`validate`] refuses the decision; where twill writes sm100 warp
-    /// partitions, Triton's warp specialization builds the rings and their
-    /// barriers itself.)
+    /// (where no slot is added), one stage deeper with the ops it needs of
+    /// its own stage to keep the lead the schedule assumed, as `loads=auto`
+    /// rotates them; a load placed last by `loads` (the driver's retry where
+    /// that stage would exceed the user's `num_stages`) moves after its
+    /// reader without it, as Triton's own schedule places its loads. (Where
+    /// twill writes sm100 warp partitions, Triton's warp specialization
+    /// builds the rings and their barriers itself.)
     fn keep_ring_slots(
         &mut self,
         ir: &LoopIr,
@@ -557,6 +558,7 @@ impl NodeStages {
         users: &[Vec<usize>],
         arch: Arch,
         ws: bool,
+        loads: LoadPlacement,
     ) -> Vec<usize> {
         let mut moved_last = Vec::new();
         for v in 0..self.stage.len() {
@@ -571,9 +573,11 @@ impl NodeStages {
             }
             let tcgen05 = mma_reading(ir, users, l)
                 .is_some_and(|m| MMA_V5.contains(&ir.ops[m].name.as_str()));
-            if arch == Arch::Sm100 && tcgen05 && !ws && self.prefetch[v] > 0 {
+            if arch == Arch::Sm100 && tcgen05 && !ws {
                 self.rank[v] = 2;
-                self.prefetch[v] += 1;
+                if !loads.of_node(ir, lowered, v).last {
+                    self.deepen(lowered, v);
+                }
                 moved_last.push(v);
             } else if self.rank[v] == 1 {
                 self.hoist(lowered, v);
@@ -583,6 +587,31 @@ impl NodeStages {
             self.restage();
         }
         moved_last
+    }
+
+    /// Issues load node `v` one stage earlier, together with what it needs
+    /// of its own iteration in its own stage (a pointer load's mask and
+    /// addresses, and theirs), so that no producer lands in a later stage
+    /// than its user.
+    fn deepen(&mut self, lowered: &Lowered, v: usize) {
+        let mut moved = vec![false; self.raw.len()];
+        moved[v] = true;
+        let mut todo = vec![v];
+        while let Some(x) = todo.pop() {
+            self.prefetch[x] += 1;
+            for e in lowered
+                .graph
+                .edges
+                .iter()
+                .filter(|e| e.to == x && e.distance == 0 && !e.order)
+            {
+                let u = e.from;
+                if !moved[u] && self.stage[u] == self.stage[x] && self.rank[u] != 2 {
+                    moved[u] = true;
+                    todo.push(u);
+                }
+            }
+        }
     }
 
     /// Puts load node `v` first in the body, together with what it needs in

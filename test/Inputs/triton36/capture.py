@@ -64,6 +64,10 @@ Further modules, "before" snapshot only (NAME.before.mlir + NAME.before.pretty.m
                        fixtures' persistent TMA GEMM: fused tile and K loops,
                        the tile's set-up and epilogue under scf.ifs); cuda:90,
                        num_warps=4, num_stages=3; ".triton_schedule" only
+    pointer_matmul_sm100  pointer_matmul's matmul at 64x128x32, num_warps=4,
+                       num_stages=4, cuda:100: pointer loads (and their masks)
+                       feeding a tcgen05 MMA; TTGIR just before
+                       add_assign_latencies
     loop_with_if_sm90  test_kernels.loop_with_if_kernel (next to this script): a
                        block-sparse GEMM loop whose body keeps an `scf.if` (the
                        branch on a flag loaded from memory guards a load and a
@@ -156,6 +160,7 @@ fa_bwd = _fixture("fa_bwd")
 persistent_matmul = _fixture("persistent_matmul")
 fa_fwd = _fixture("fa_fwd")
 matmul = _fixture("matmul")
+pointer_matmul = _fixture("pointer_matmul")
 
 SPLIT_FIRST = "passes.ttgpuir.add_assign_latencies"
 SPLIT_LAST = "passes.ttgpuir.add_schedule_loops"
@@ -378,6 +383,12 @@ def modules():
     cfg = dict(test_kernels.LOOP_WITH_IF_CONFIG)
     opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages")}
     yield "loop_with_if_sm90", test_kernels.make_ast_source(**cfg), 90, opts, SPLIT_FIRST, ("before", )
+
+    # The tutorial-style pointer-load matmul on sm100 (cp.async loads with
+    # their masks into rings a tcgen05 MMA reads), num_warps=4,
+    # num_stages=4.
+    src, opts = pointer_matmul.ast_source("matmul", **pointer_matmul.CONFIGS["64x128x32_w4_s4"])
+    yield "pointer_matmul_sm100", src, 100, opts, SPLIT_FIRST, ("before", )
 
     # The persistent TMA GEMM: after fuse_nested_loops one loop over (tile,
     # k) steps whose body keeps the tile's set-up and its epilogue under

@@ -139,10 +139,6 @@ EXPECTED.update({
 # within num_stages=3 counting the stage its loads feeding tcgen05 MMAs take
 # after them.
 EXPECTED.update({
-    # On sm100 the pointer loads feeding the tcgen05 MMA would refill a
-    # ring slot the MMA of an earlier iteration still reads: the fused
-    # loop is left to Triton.
-    ("persistent_pointer", 100): [SCHEDULED, "twill: skipped loop: the decision breaks Triton's contract: "],
     # No loop at all.
     ("fa_bwd_preprocess_hd128", 90): [],
     ("fa_bwd_preprocess_hd128", 100): [],
@@ -408,9 +404,7 @@ def test_twill_off_compiles_and_differs(tmp_path, monkeypatch, kernel, cap):
 # mixes descriptor and pointer loads, is twill's (`loads=auto` rotates it: the
 # loads last, as Triton places them), and Triton's pipeliner emits the same
 # loop from it (measured on the H100 at hd64: the same instructions).
-# And the persistent pointer GEMM on sm100: its zero-store loop (one stage)
-# is what Triton emits too, and its fused loop is left to Triton.
-SAME_AS_TRITON = {("fa_bwd_hd64", 90), ("fa_bwd_hd128", 90), ("persistent_pointer", 100)}
+SAME_AS_TRITON = {("fa_bwd_hd64", 90), ("fa_bwd_hd128", 90)}
 
 
 def test_expectations_cover_every_kernel():

@@ -107,9 +107,8 @@ def _twill_schedules(job):
     """Whether twill's schedule reaches the kernel of `job` (else Triton's)."""
     kernel, cap = job
     # On cuda:100 the TMA matmul's best schedule within its num_stages is
-    # Triton's own assignment (same_as_triton), and the pointer-load loops
-    # are refused (contract_violation): Triton's schedule is used.
-    return not (cap == 100 and kernel.startswith(("matmul", "bias_relu", "tma matmul")))
+    # Triton's own assignment (same_as_triton): Triton's schedule is used.
+    return not (cap == 100 and kernel.startswith("tma matmul"))
 
 
 # Per compiling thread: where the decisions and warnings of its compile go.
