@@ -25,7 +25,7 @@
 // The default region: wait for the slot, async wgmma on it, retire the
 // previous one, release its slot (not on the first trip).
 // CHECK: scf.for {{.*}} iter_args(%[[ACC:[a-z0-9]+]] = %cst, %[[IT:[a-z0-9]+]] = {{.*}})
-// CHECK: %[[S:[0-9]+]] = arith.remsi %[[IT]]
+// CHECK: %[[S:[0-9]+]] = arith.remui %[[IT]]
 // CHECK: %[[PH:[0-9]+]] = arith.andi
 // CHECK: %[[FB:[0-9]+]] = "ttg.memdesc_index"(%[[FULL]], %[[S]])
 // CHECK-NEXT: "ttng.wait_barrier"(%[[FB]], %[[PH]], %true)

@@ -150,8 +150,8 @@ struct Shared {
 /// Slot, phase and the counter of one trip: `(slot, parity)`.
 fn trip(at: &At, it: MlirValue, depth: u32) -> Result<(MlirValue, MlirValue), LowerSkip> {
     let (d, one) = (at.i32(i64::from(depth))?, at.i32(1)?);
-    let s = at.arith("remsi", it, d)?;
-    let q = at.arith("divsi", it, d)?;
+    let s = at.arith("remui", it, d)?;
+    let q = at.arith("divui", it, d)?;
     Ok((s, at.arith("andi", q, one)?))
 }
 
@@ -1050,7 +1050,7 @@ fn release(
     )?;
     let back = at.i32(i64::from(plan.depth - 1))?;
     let d = at.i32(i64::from(plan.depth))?;
-    let prev = at.arith("remsi", at.arith("addi", it, back)?, d)?;
+    let prev = at.arith("remui", at.arith("addi", it, back)?, d)?;
     let empty = at.index(empty_array, prev, barrier)?;
     at.add("ttng.arrive_barrier", &[empty, rel], &[], &[count])?;
     Ok(())
