@@ -705,3 +705,65 @@ fn a_staged_wgmma_reads_and_releases_the_previous_trips_slot() {
     early[v] = &line;
     assert_rejected(&(early.join("\n") + "\n"), "rule 8 (PhaseRace)");
 }
+
+/// Two loops of one function lowered to two ws ops (Triton joins every warp
+/// of the CTA at the end of each): both are proved, each after the one
+/// before it.
+fn two_lowered() -> String {
+    let input = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("test/Inputs/two_loops_sm90.mlir");
+    let text = std::fs::read_to_string(input).expect("read input");
+    let (ok, out, err) = twill_opt(
+        &text,
+        "--twill-schedule=lower=force scope=all groups=1 cache=off",
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out.matches("\"ttg.warp_specialize\"(").count(), 2, "{err}");
+    out
+}
+
+#[test]
+fn two_ws_ops_in_one_function_are_each_proved() {
+    let err = verify(&two_lowered());
+    assert_eq!(
+        err.matches("twill: pipeline proved safe:").count(),
+        2,
+        "{err}"
+    );
+}
+
+/// The second ws op's consumer never releases its first slot: the
+/// producer of that ws op blocks once it laps the ring; the first ws op
+/// stays proved.
+#[test]
+fn a_missing_release_in_the_second_ws_op_deadlocks() {
+    let m = two_lowered();
+    let second = m
+        .match_indices("\"ttg.warp_specialize\"(")
+        .nth(1)
+        .expect("a second ws op")
+        .0;
+    let (head, tail) = m.split_at(second);
+    let at = tail.find("\"ttng.arrive_barrier\"(").expect("a release");
+    let line_start = tail[..at].rfind('\n').expect("a line") + 1;
+    let args = &tail[at + "\"ttng.arrive_barrier\"(".len()..];
+    let pred = args[..args.find(')').expect("operands")]
+        .split(", ")
+        .nth(1)
+        .expect("a predicate")
+        .to_string();
+    let mut tail = tail.to_string();
+    let line_end = at + tail[at..].find('\n').expect("end of line");
+    let line = tail[at..line_end].replacen(&format!(", {pred})"), ", %false_m)", 1);
+    tail.replace_range(at..line_end, &line);
+    tail.insert_str(line_start, "        %false_m = arith.constant false\n");
+    let err = verify(&format!("{head}{tail}"));
+    assert_eq!(
+        err.matches("twill: pipeline proved safe:").count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        err.contains("twill: pipeline rejected:") && err.contains("rule 5 (WaitWithoutArrival)"),
+        "{err}"
+    );
+}

@@ -120,6 +120,20 @@ pub(crate) fn has_attr(op: MlirOperation, name: &str) -> bool {
     }
 }
 
+/// Removes the attribute `name` of `op` (nothing where it has none).
+pub(crate) fn remove_attr(op: MlirOperation, name: &str) {
+    // SAFETY: `op` is live; the string ref points into `name` for the call.
+    unsafe {
+        mlirOperationRemoveAttributeByName(
+            op,
+            MlirStringRef {
+                data: name.as_ptr() as *const _,
+                length: name.len(),
+            },
+        );
+    }
+}
+
 pub(crate) fn int_attr(op: MlirOperation, name: &str) -> Option<i64> {
     // SAFETY: as in has_attr; the attribute is checked to be an integer.
     unsafe {

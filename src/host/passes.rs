@@ -600,6 +600,9 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
         let record = loop_record(index as u32, &found, place, outcome, started);
         records.push((loc, record));
     }
+    if o.lower != Lower::Off {
+        unmark(module, &mut records);
+    }
     let functions = functions
         .into_iter()
         .map(|f| {
@@ -611,6 +614,24 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
     Located {
         loops: records,
         functions,
+    }
+}
+
+/// Loops still marked `tt.warp_specialize` beside a ws op twill lowered
+/// lose the mark (Triton's Hopper warp specialization would act on their
+/// function); their records say so.
+fn unmark(module: MlirOperation, records: &mut [(MlirLocation, LoopRecord)]) {
+    const NOTE: &str = "tt.warp_specialize removed: its function holds twill's warp-specialized code, on which Triton's Hopper warp specialization must not act";
+    for l in backend::ws::emit::unmark_beside_lowered(module) {
+        let at = location_text(l);
+        tracing::info!(loop_at = %at, "{NOTE}");
+        for (_, r) in records.iter_mut().filter(|(_, r)| r.location == at) {
+            r.text = if r.text.is_empty() {
+                NOTE.to_string()
+            } else {
+                format!("{}; {NOTE}", r.text)
+            };
+        }
     }
 }
 

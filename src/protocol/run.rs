@@ -1357,8 +1357,8 @@ pub(super) fn pin_plans(free: &[(usize, Vec<i64>)]) -> Vec<HashMap<usize, i64>> 
 
 /// Verifies every protocol loop of `f` (module documentation).
 pub fn verify_function(f: &Function) -> Vec<LoopReport> {
-    if let Some(r) = super::ws::verify_ws(f) {
-        let mut out = vec![r];
+    let mut out = super::ws::verify_ws(f);
+    if !out.is_empty() {
         out.extend(beside_ws(f));
         return out;
     }

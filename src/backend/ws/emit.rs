@@ -14,7 +14,9 @@ use mlir_sys::*;
 use super::waits::{InFlight, WaitPoint};
 use super::{types, ComputePart, LowerSkip, WsPlan};
 use crate::backend::mlir::{body_ops, string_ref};
-use crate::frontend::mlir::{enclosing_function, has_attr, nested_ops, op_name, type_text};
+use crate::frontend::mlir::{
+    enclosing, enclosing_function, has_attr, nested_ops, op_name, remove_attr, type_text,
+};
 
 /// Marker on the ws op and its loops (discardable; survives Triton).
 const MARKER: &str = "twill.lowered";
@@ -308,26 +310,42 @@ impl Builder {
     }
 }
 
-/// Why the function holding `for_op` cannot take a lowered loop: another
-/// loop marked `tt.warp_specialize` (Hopper WS would then act on the
-/// function), or a `ttg.warp_specialize` already (ws ops cannot nest, and
-/// several in one function are not verified).
+/// Why the loop cannot become a ws op where it is: inside another
+/// `ttg.warp_specialize` (ws ops cannot nest). Several ws ops in one
+/// function are fine: Triton joins every warp of the CTA at the end of each,
+/// and the verifier checks each after the ones before it. A loop of the
+/// function still marked `tt.warp_specialize` beside twill's ws op is
+/// unmarked after the pass ([`unmark_beside_lowered`]).
 fn function_conflict(for_op: MlirOperation) -> Option<&'static str> {
-    let func = enclosing_function(for_op)?;
+    enclosing(for_op, |n| n == "ttg.warp_specialize")
+        .map(|_| "the loop is inside a ttg.warp_specialize (ws ops cannot nest)")
+}
+
+/// Removes `tt.warp_specialize` from every loop of a function that holds a
+/// ws op twill lowered (outside any ws op): Triton's Hopper warp
+/// specialization, which runs after the lowering, would act on that
+/// function. Returns the unmarked loops; they take the attribute route.
+pub fn unmark_beside_lowered(module: MlirOperation) -> Vec<MlirOperation> {
     let mut all = Vec::new();
-    nested_ops(func, &mut all);
-    for op in all {
-        let name = op_name(op);
-        if name == "ttg.warp_specialize" {
-            return Some(
-                "the function already has a ttg.warp_specialize (one per function is supported)",
-            );
-        }
-        if op.ptr != for_op.ptr && name == "scf.for" && has_attr(op, "tt.warp_specialize") {
-            return Some("another loop of the function is marked tt.warp_specialize (Hopper WS would then act on the function)");
+    nested_ops(module, &mut all);
+    let lowered: Vec<MlirOperation> = all
+        .iter()
+        .filter(|&&o| op_name(o) == "ttg.warp_specialize" && has_attr(o, MARKER))
+        .filter_map(|&o| enclosing_function(o))
+        .collect();
+    let mut out = Vec::new();
+    for &o in &all {
+        let beside = enclosing_function(o).is_some_and(|f| lowered.iter().any(|g| g.ptr == f.ptr));
+        if beside
+            && op_name(o) == "scf.for"
+            && has_attr(o, "tt.warp_specialize")
+            && enclosing(o, |n| n == "ttg.warp_specialize").is_none()
+        {
+            remove_attr(o, "tt.warp_specialize");
+            out.push(o);
         }
     }
-    None
+    out
 }
 
 /// `inval_barrier` on every barrier, after the ws op.

@@ -1,5 +1,6 @@
-//! Warp-specialized code: a function holding one `ttg.warp_specialize`
-//! whose regions run as threads (the default region and each partition of
+//! Warp-specialized code: a function holding `ttg.warp_specialize` ops,
+//! each verified after the code before it (an earlier ws op is done: its
+//! end joins every warp of the CTA), whose regions run as threads (the default region and each partition of
 //! `ttg.warp_specialize.partitions`, whose block arguments are the captures:
 //! the ws op's operands for Triton 3.6, the partitions op's for 3.9). The
 //! code before the ws op initializes the barriers; each region's events are
@@ -21,10 +22,15 @@ use super::run::{pin_plans, roots_of, scalar_defs, trip_count};
 use super::{Block, Function, LoopReport, Op, Rule, Unsupported, Verdict, Violation};
 use trace::{op_name, Ev, Tracer};
 
-/// The function's `ttg.warp_specialize`, where it holds one at its top
-/// level.
-pub fn ws_op(f: &Function) -> Option<&Op> {
-    f.body.ops.iter().find(|o| o.name == "ttg.warp_specialize")
+/// The function's `ttg.warp_specialize` ops at its top level, in order.
+/// Each joins every warp of the CTA at its end (Triton's lowering of the
+/// op), so each is verified on its own: the ones before it are done.
+fn ws_ops(f: &Function) -> Vec<&Op> {
+    f.body
+        .ops
+        .iter()
+        .filter(|o| o.name == "ttg.warp_specialize")
+        .collect()
 }
 
 /// The partition regions and the values their block arguments capture.
@@ -264,6 +270,29 @@ fn plans(f: &Function, l: &Op, bound: u64) -> Vec<HashMap<usize, i64>> {
     pin_plans(&free)
 }
 
+/// Values each root of a loop-free default region's `scf.if` conditions
+/// takes (0 up to this, less one).
+const CONDITION_ROOT_VALUES: i64 = 8;
+
+/// The pins of a default region without a loop (Triton folded a loop of
+/// one trip, as the causal forward's diagonal block): its code runs once
+/// per run; the values its `scf.if` conditions start from (a program id)
+/// take the values 0..8, each through its range with the others fixed, as
+/// the loops' bounds do. A condition these do not decide leaves the run
+/// unsupported.
+fn straight_plans(f: &Function, default: &Block) -> Vec<HashMap<usize, i64>> {
+    let defs = scalar_defs(f);
+    let mut roots = Vec::new();
+    for o in default.ops.iter().filter(|o| o.name == "scf.if") {
+        roots_of(&defs, o.operands[0], &mut roots, 0);
+    }
+    let free: Vec<(usize, Vec<i64>)> = roots
+        .into_iter()
+        .map(|r| (r, (0..CONDITION_ROOT_VALUES).collect()))
+        .collect();
+    pin_plans(&free)
+}
+
 fn lcm(a: u64, b: u64) -> u64 {
     let (mut x, mut y) = (a, b);
     while y != 0 {
@@ -369,9 +398,14 @@ fn exit_imbalance(ws: &Op, tr: &Traces, trips: &[u64]) -> Vec<Violation> {
     out
 }
 
-/// Verifies the `ttg.warp_specialize` of `f` (None: `f` holds none).
-pub fn verify_ws(f: &Function) -> Option<LoopReport> {
-    let ws = ws_op(f)?;
+/// Verifies every `ttg.warp_specialize` of `f`, one report each (empty:
+/// `f` holds none).
+pub fn verify_ws(f: &Function) -> Vec<LoopReport> {
+    ws_ops(f).into_iter().map(|ws| verify_one(f, ws)).collect()
+}
+
+/// Verifies `ws`, one of `f`'s ws ops, after the code before it.
+fn verify_one(f: &Function, ws: &Op) -> LoopReport {
     let rings = rings(f);
     let deepest = rings.iter().map(|r| r.2).max().unwrap_or(1).max(1) as u64;
     let period = 2 * rings.iter().fold(1, |a, r| lcm(a, r.2.max(1) as u64));
@@ -385,17 +419,13 @@ pub fn verify_ws(f: &Function) -> Option<LoopReport> {
         violations: Vec::new(),
         unsupported: None,
     };
-    let Some(l) = first_loop(&ws.regions[0]) else {
-        report.verdict = Verdict::Unsupported;
-        report.unsupported = Some(Unsupported {
-            op: op_name(ws),
-            why: "a default region without a loop".to_string(),
-        });
-        return Some(report);
+    let runs = match first_loop(&ws.regions[0]) {
+        Some(l) => plans(f, l, bound),
+        None => straight_plans(f, &ws.regions[0]),
     };
     let locs: HashMap<usize, &str> = rings.iter().map(|r| (r.0, r.1.as_str())).collect();
     let mut seen = BTreeSet::new();
-    for pins in plans(f, l, bound) {
+    for pins in runs {
         let shape = (period as usize, deepest as usize);
         let tr = match trace_all(f, ws, &pins, shape) {
             Ok(x) => x,
@@ -403,7 +433,7 @@ pub fn verify_ws(f: &Function) -> Option<LoopReport> {
                 report.verdict = Verdict::Unsupported;
                 report.unsupported = Some(u);
                 report.violations.clear();
-                return Some(report);
+                return report;
             }
         };
         if !tr.periodic && report.unsupported.is_none() {
@@ -423,5 +453,5 @@ pub fn verify_ws(f: &Function) -> Option<LoopReport> {
     } else if report.unsupported.is_some() {
         report.verdict = Verdict::Unsupported;
     }
-    Some(report)
+    report
 }

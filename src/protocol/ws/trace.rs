@@ -125,6 +125,8 @@ pub struct Tracer {
     /// group), and how many it issued.
     flight: Vec<(u64, String)>,
     issued: u64,
+    /// The values the run pins (roots of the loop bounds).
+    pins: BTreeSet<usize>,
 }
 
 /// Whether operand `i` of `op` may be an asynchronous wgmma's result still
@@ -150,6 +152,7 @@ impl Tracer {
     pub fn new(pins: &HashMap<usize, i64>) -> Self {
         Tracer {
             env: pins.iter().map(|(&k, &x)| (k, V::Int(x))).collect(),
+            pins: pins.keys().copied().collect(),
             ..Tracer::default()
         }
     }
@@ -172,6 +175,7 @@ impl Tracer {
         let mut t = Tracer {
             env: self.env.clone(),
             depth: self.depth.clone(),
+            pins: self.pins.clone(),
             ..Tracer::default()
         };
         for (&a, &c) in args.iter().zip(captures) {
@@ -273,6 +277,13 @@ impl Tracer {
         match n {
             "scf.for" => self.for_loop(op),
             "scf.if" => self.if_op(op),
+            // An earlier ws op of the function, before the one traced: done
+            // (its end joins every warp); its results are registers.
+            "ttg.warp_specialize" => {
+                for &r in &op.results {
+                    self.env.insert(r, V::Unknown);
+                }
+            }
             "ttg.local_alloc"
                 if op.operands.len() == 1 && op.alloc.as_ref().is_some_and(|a| !a.1) =>
             {
@@ -413,8 +424,13 @@ impl Tracer {
                 "an op on a shared-memory buffer the machine does not model",
             );
         }
+        // A root of the loop bounds the run pins (the program id of a
+        // causal loop's bounds) keeps its pinned value; every other result
+        // of an op not modeled is unknown.
         for &r in &op.results {
-            self.env.insert(r, V::Unknown);
+            if !self.pins.contains(&r) {
+                self.env.insert(r, V::Unknown);
+            }
         }
     }
 

@@ -54,6 +54,9 @@ Further modules, "before" snapshot only (NAME.before.mlir + NAME.before.pretty.m
     fa_bwd_hd128_dqsub_sm90  the same with DQ_SUBTILE (the dQ loop on two
                        64-row halves) and BLOCK_N2 = 128: the loops of the
                        Gluon backward's plan
+    fa_fwd_causal_sm90  fa_fwd's "causal" configuration (8 warps, both loops
+                       marked warp_specialize); TTGIR just before
+                       nvidia.passes.hopper.add_hopper_warpspec
     fa_fwd_subtile_sm90_w4  fa_fwd_subtile_sm90 at num_warps=4; TTGIR just before
                        nvidia.passes.hopper.add_hopper_warpspec
     gemm_sm90_w4       matmul.matmul_tma_ws_kernel (the GEMM with its K loop as
@@ -352,6 +355,12 @@ def modules():
     assert cfg["WARP_SPECIALIZE"]
     opts["num_warps"] = 4
     yield "fa_fwd_sm90_w4", fa_fwd.make_ast_source(**cfg), 90, opts, HOPPER_WARPSPEC, ("before", )
+    # The causal forward at its default 8 warps, both loops marked
+    # warp_specialize: the K blocks left of the diagonal, then the
+    # diagonal block, masked (twill lowers each to a ws op of its own).
+    cfg = dict(fa_fwd.CONFIGS["causal"][90])
+    opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages", "maxnreg") if k in cfg}
+    yield "fa_fwd_causal_sm90", fa_fwd.make_ast_source(**cfg), 90, opts, HOPPER_WARPSPEC, ("before", )
     # The sub-tiled forward at 4 warps: each 64-row half on one warp group's
     # layouts, the shape twill lowers to one compute partition per half.
     cfg = dict(fa_fwd.CONFIGS["subtile"][90])

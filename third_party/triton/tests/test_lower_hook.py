@@ -97,6 +97,11 @@ def _fa_causal_subtiled(cap):
     return fa_fwd.make_ast_source(**kwargs), opts
 
 
+def _fa_causal(cap):
+    kwargs, opts = fa_fwd.split_config(fa_fwd.CONFIGS["causal"][cap])
+    return fa_fwd.make_ast_source(**kwargs), opts
+
+
 @pytest.fixture
 def twill(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
@@ -163,6 +168,29 @@ def test_a_warp_specialized_gemm_is_lowered_by_twill_in_strict_mode(twill, make,
     assert "setmaxnreg" in k.asm["ptx"]
     # What twill added to the compile, by step.
     assert d.lowering_seconds > 0 and d.verify_seconds > 0 and d.schedule_seconds >= 0
+
+
+def test_both_loops_of_the_causal_forward_are_lowered_each_to_its_ws_op(twill):
+    """The causal FA forward at 8 warps: the K blocks left of the diagonal,
+    then the diagonal block under its mask, both marked warp_specialize.
+    Each loop becomes a ws op of its own in two stages (Triton joins every
+    warp of the CTA at the end of each ws op); the verifier proves each, and
+    the module Triton finished again."""
+    twill(strict=True, lower=True)
+    k = _compile(_fa_causal)
+    d = twill_triton.decisions()[-1]
+    assert d.scheduled, d.reason
+    assert len(d.lowered()) == 2, d.remarks
+    assert sum("proved by the pipeline verifier" in r for r in d.remarks) == 2, d.remarks
+    assert len(d.verification) == 2 and all(r["verdict"] == "proved" for r in d.verification), d.verification
+    ttgir = k.asm["ttgir"]
+    assert ttgir.count("twill.lowered = \"depth") == 2, ttgir.count("twill.lowered")
+    # Four waits in the first ws op; the diagonal block is one trip, so
+    # Triton folds its steady loop (no trip) away and keeps the prologue's
+    # and the epilogue's wait.
+    assert ttgir.count("ttng.warp_group_dot_wait") == 6
+    assert k.metadata.num_warps == 12
+    assert "setmaxnreg" in k.asm["ptx"]
 
 
 def test_without_the_lowering_tritons_hopper_ws_splits_the_loop(twill):
