@@ -129,7 +129,17 @@ FA_CONFIGS = {
     "stock w8 s3": (dict(SUBTILE=False, num_warps=8, num_stages=3), False),
     "stock subtile w8 s2": (dict(SUBTILE=True, num_warps=8, num_stages=2), False),
     "stock subtile w8 s3": (dict(SUBTILE=True, num_warps=8, num_stages=3), False),
+    # Causal: two loops (left of the diagonal, then the diagonal block),
+    # each lowered to a ws op of its own.
+    "twill lowered causal w8": (dict(CAUSAL=True, SUBTILE=False, num_warps=8, num_stages=3), True),
+    "stock causal w8 s2": (dict(CAUSAL=True, SUBTILE=False, num_warps=8, num_stages=2), False),
+    "stock causal w8 s3": (dict(CAUSAL=True, SUBTILE=False, num_warps=8, num_stages=3), False),
 }
+
+
+def _group(entry):
+    """The FA configurations timed and checked together: (head dim, causal)."""
+    return entry[1]["HEAD_DIM"], bool(entry[1].get("CAUSAL"))
 
 
 def compile_fa(name):
@@ -162,10 +172,10 @@ def fa_launcher(entry, q, k, v, o, lse, sm_scale=0.5):
     return lambda: check._launch(kern, grid, signature, constexprs, values)
 
 
-def fa_reference(q, k, v, sm_scale=0.5):
+def fa_reference(q, k, v, sm_scale=0.5, causal=False):
     from bench.kernels import check
 
-    return torch.softmax(check._reference(q, k, v, sm_scale, False), dim=-1) @ v.float()
+    return torch.softmax(check._reference(q, k, v, sm_scale, causal), dim=-1) @ v.float()
 
 
 def fa_sweep(fa):
@@ -173,14 +183,14 @@ def fa_sweep(fa):
     and 8 trips of its K/V loop: correct against a float32 reference (the
     output poisoned with NaN before each launch)."""
     fails = 0
-    for D in sorted({e[1]["HEAD_DIM"] for e in fa.values()}):
-        block_n = min(e[1]["BLOCK_N"] for e in fa.values() if e[1]["HEAD_DIM"] == D)
+    for D, causal in sorted({_group(e) for e in fa.values()}):
+        block_n = min(e[1]["BLOCK_N"] for e in fa.values() if _group(e) == (D, causal))
         for trips in (1, 2, 3, 8):
             N = trips * max(block_n, 128)
             q, k, v = (torch.randn(1, 2, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
-            ref = fa_reference(q, k, v)
+            ref = fa_reference(q, k, v, causal=causal)
             for name, entry in fa.items():
-                if entry[1]["HEAD_DIM"] != D:
+                if _group(entry) != (D, causal):
                     continue
                 o = torch.full_like(q, float("nan"))
                 lse = torch.full((2 * N, ), float("nan"), device="cuda", dtype=torch.float32)
@@ -197,14 +207,14 @@ def fa_sweep(fa):
     return fails
 
 
-def compile_gluon_fa():
+def compile_gluon_fa(causal=False):
     """The hand-written Gluon FA forward (bench/kernels/fa_fwd_gluon.py, its
-    DEFAULT_CONFIG), the baseline twill's generated kernel is held to; None
-    when it does not compile."""
+    DEFAULT_CONFIG, causal or not), the baseline twill's generated kernel is
+    held to; None when it does not compile."""
     from bench.kernels import fa_fwd_gluon
 
     try:
-        return fa_fwd_gluon.compile_for()
+        return fa_fwd_gluon.compile_for(CAUSAL=causal)
     except Exception as e:
         print(f"compile fa gluon: failed {type(e).__name__}: {str(e)[:300]}", flush=True)
         return None
@@ -225,12 +235,13 @@ def fa_bench(fa, shapes, rounds):
     Gluon kernel, paired (alternating order, median of medians)."""
     from bench.kernels import fa_fwd_gluon
 
-    gluon = compile_gluon_fa()
-    for (Z, H, N), D in ((shape, D) for shape in shapes for D in sorted({e[1]["HEAD_DIM"] for e in fa.values()})):
+    gluon = {causal: compile_gluon_fa(causal) for causal in (False, True)}
+    groups = sorted({_group(e) for e in fa.values()})
+    for (Z, H, N), (D, causal) in ((shape, g) for shape in shapes for g in groups):
         q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
-        flops = 4 * Z * H * N * N * D
+        flops = 4 * Z * H * N * N * D // (2 if causal else 1)
         fns, ms = {}, {}
-        for name, entry in ((n, e) for n, e in fa.items() if e[1]["HEAD_DIM"] == D):
+        for name, entry in ((n, e) for n, e in fa.items() if _group(e) == (D, causal)):
             o = torch.full_like(q, float("nan"))
             lse = torch.empty((Z * H * N, ), device="cuda", dtype=torch.float32)
             fn = fa_launcher(entry, q, k, v, o, lse)
@@ -242,10 +253,10 @@ def fa_bench(fa, shapes, rounds):
                   f"{entry[4]}", flush=True)
             if ok:
                 fns[name], ms[name] = fn, t
-        if gluon is not None and D == 128:
+        if gluon[causal] is not None and D == 128:
             o = torch.full_like(q, float("nan"))
             lse = torch.empty((Z * H * N, ), device="cuda", dtype=torch.float32)
-            fn = fa_fwd_gluon.launcher(gluon, q, k, v, o, lse, 0.5)
+            fn = fa_fwd_gluon.launcher(gluon[causal], q, k, v, o, lse, 0.5, CAUSAL=causal)
             fn()
             torch.cuda.synchronize()
             t = do_bench(fn, warmup=25, rep=100, return_mode="median")
@@ -257,7 +268,8 @@ def fa_bench(fa, shapes, rounds):
         for other in ([stock] if stock else []) + (["gluon"] if "gluon" in fns else []):
             if ours:
                 x, a, b = paired(fns, ours, other, rounds)
-                print(f"fa paired D={D} N={N}: {ours} vs {other}: {x:.3f}x ({a:.4f} vs {b:.4f} ms)", flush=True)
+                print(f"fa paired D={D}{' causal' if causal else ''} N={N}: {ours} vs {other}: {x:.3f}x "
+                      f"({a:.4f} vs {b:.4f} ms)", flush=True)
         del q, k, v
         torch.cuda.empty_cache()
 
