@@ -767,3 +767,50 @@ fn a_missing_release_in_the_second_ws_op_deadlocks() {
         "{err}"
     );
 }
+
+/// The causal FA forward as Triton 3.6.0 finished it from twill's two ws
+/// ops (the hook's dump, `verify/pipelined.mlir`): Triton folded the
+/// diagonal block's steady loop (one trip), so the second ws op's default
+/// region has no loop; the verifier traces its straight code with the
+/// program id pinned.
+fn causal_pipelined() -> String {
+    let input = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("test/Inputs/triton36/fa_fwd_causal_sm90.pipelined.mlir");
+    std::fs::read_to_string(input).expect("read input")
+}
+
+#[test]
+fn a_folded_default_region_is_proved_after_the_first_ws_op() {
+    let err = verify(&causal_pipelined());
+    assert_eq!(
+        err.matches("twill: pipeline proved safe:").count(),
+        2,
+        "{err}"
+    );
+}
+
+/// Its first wait for a K slot deleted: the QK^T wgmma reads the slot
+/// before the copy lands.
+#[test]
+fn a_folded_default_region_without_its_full_wait_reads_before_the_copy() {
+    let m = causal_pipelined();
+    let second = m
+        .match_indices("\"ttg.warp_specialize\"")
+        .nth(1)
+        .expect("a second ws op")
+        .0;
+    let wait = second + m[second..].find("\"ttng.wait_barrier\"").expect("a wait");
+    let start = m[..wait].rfind('\n').expect("a line") + 1;
+    let end = wait + m[wait..].find('\n').expect("end of line") + 1;
+    let mutant = format!("{}{}", &m[..start], &m[end..]);
+    let err = verify(&mutant);
+    assert_eq!(
+        err.matches("twill: pipeline proved safe:").count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        err.contains("twill: pipeline rejected:") && err.contains("rule 3 (ReadBeforeWrite)"),
+        "{err}"
+    );
+}
