@@ -852,9 +852,11 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
     arch = _arch(capability)
     with tempfile.TemporaryDirectory(prefix="twill-") as tmp:
         work = Path(tmp)
-        # The module's print with its locations: the answer, its remarks
-        # and the kernel's line info name the source they were made from.
-        located = hashlib.sha256(mod.str().encode()).hexdigest()
+        store = cache.location()
+        # The module's print with its locations (the answer, its remarks and
+        # the kernel's line info name the source they were made from): for
+        # the cache's entries and the dump's name only, not printed without.
+        located = hashlib.sha256(mod.str().encode()).hexdigest() if store is not None or cfg.dump_dir else None
         if cfg.dump_dir:
             work = Path(cfg.dump_dir) / f"{kernel}-cuda{capability}-{located[:12]}"
             work.mkdir(parents=True, exist_ok=True)
@@ -869,7 +871,6 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
         budget = f" budget={cfg.budget:g}" if cfg.budget is not None else ""
         opts = (f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering}{stages}{budget} ties={cfg.ties} "
                 f"{cfg.extra}").strip()
-        store = cache.location()
         # Keyed by Triton's own print of the module: a hit costs no export.
         ckey = module_key(mod, f"{opts} triton={_triton_version()} timeout={cfg.timeout:g}"
                                   f"{_machine_file_digest(cfg.extra)}")
