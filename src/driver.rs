@@ -283,6 +283,12 @@ impl LoopJob<'_> {
         self.stage_bound().filter(|&n| triton > n).map(|_| triton)
     }
 
+    /// The most stages the written attributes may take: Triton's own
+    /// schedule's where they exceed the user's bound, else that bound.
+    fn attribute_bound(&self) -> Option<u32> {
+        self.tritons_bound().or(self.stage_bound())
+    }
+
     /// Where the loads go: `loads=auto` rotates the loads of a loop that
     /// mixes descriptor and pointer loads, or (`rotate=kernel`) of any loop
     /// of its kernel. Returns the placement and whether it is rotated.
@@ -1042,7 +1048,7 @@ pub fn decide(job: &LoopJob, lowered: &Lowered, result: &JointResult, partitions
     // end moves after its tcgen05 reader (sm100), keep their loads last but
     // drop the stage they add where that stage would exceed the bound: one
     // iteration less lead, as Triton's own rotation at that num_stages.
-    let bound = job.tritons_bound().or(job.stage_bound());
+    let bound = job.attribute_bound();
     let deepened = rotated || !decided.decision.moved_last.is_empty();
     match bound {
         Some(n) if deepened && decided.decision.max_stage + 1 > n => {
@@ -1159,7 +1165,7 @@ fn extra_stages(job: &LoopJob, lowered: &Lowered, problem: &Problem, partitioned
 /// back end may move a load one stage deeper after the solve (sm100, a
 /// load placed after its tcgen05 reader).
 fn within_bound(job: &LoopJob, decided: &Decided) -> Result<(), Skip> {
-    let Some(n) = job.tritons_bound().or(job.stage_bound()) else {
+    let Some(n) = job.attribute_bound() else {
         return Ok(());
     };
     let stages = decided.decision.max_stage + 1;

@@ -31,15 +31,28 @@ fn twill_opt(input: &str, pass: &str) -> (bool, String, String) {
     )
 }
 
-fn lowered(triton: &str) -> String {
-    let input = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("test/Inputs/triton36/gemm_sm90.before.mlir");
-    let text = std::fs::read_to_string(input).expect("read input");
-    let pass = format!("--twill-schedule=lower=force scope=all arch=sm90 triton={triton}");
-    let (ok, out, err) = twill_opt(&text, &pass);
+/// The text of `input`, a path under the crate's `test/Inputs`.
+fn read_input(input: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("test/Inputs")
+        .join(input);
+    std::fs::read_to_string(path).expect("read input")
+}
+
+/// `input` (under `test/Inputs`) through the pass with `options`: the
+/// module it writes, which must hold at least one lowered loop.
+fn lower(input: &str, options: &str) -> String {
+    let (ok, out, err) = twill_opt(&read_input(input), &format!("--twill-schedule={options}"));
     assert!(ok, "{err}");
     assert!(err.contains("twill: lowered"), "{err}");
     out
+}
+
+fn lowered(triton: &str) -> String {
+    lower(
+        "triton36/gemm_sm90.before.mlir",
+        &format!("lower=force scope=all arch=sm90 triton={triton}"),
+    )
 }
 
 fn verify(module: &str) -> String {
@@ -374,14 +387,10 @@ fn barrier_without_init_is_not_verified() {
 /// The FA forward lowered at 8 warps (two wgmmas, Q read from a buffer
 /// allocated with its contents before the loop).
 fn lowered_fa(triton: &str) -> String {
-    let input = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("test/Inputs/triton36/fa_fwd_sm90.before.mlir");
-    let text = std::fs::read_to_string(input).expect("read input");
-    let pass = format!("--twill-schedule=lower=force arch=sm90 triton={triton}");
-    let (ok, out, err) = twill_opt(&text, &pass);
-    assert!(ok, "{err}");
-    assert!(err.contains("twill: lowered"), "{err}");
-    out
+    lower(
+        "triton36/fa_fwd_sm90.before.mlir",
+        &format!("lower=force arch=sm90 triton={triton}"),
+    )
 }
 
 #[test]
@@ -605,12 +614,10 @@ fn a_worker_of_two_warp_groups_needs_the_barrier_after_its_store() {
 /// `input` (a capture under test/Inputs/triton36) lowered with
 /// `lower=force` for Triton 3.6.
 fn lowered_from(input: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("test/Inputs/triton36/{input}.before.mlir"));
-    let text = std::fs::read_to_string(path).expect("read input");
-    let (ok, out, err) = twill_opt(&text, "--twill-schedule=lower=force arch=sm90 triton=3.6");
-    assert!(ok && err.contains("twill: lowered"), "{err}");
-    out
+    lower(
+        &format!("triton36/{input}.before.mlir"),
+        "lower=force arch=sm90 triton=3.6",
+    )
 }
 
 /// Rule 11: the FA forward's softmax reads QK^T's registers. With the
@@ -710,25 +717,32 @@ fn a_staged_wgmma_reads_and_releases_the_previous_trips_slot() {
 /// of the CTA at the end of each): both are proved, each after the one
 /// before it.
 fn two_lowered() -> String {
-    let input = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("test/Inputs/two_loops_sm90.mlir");
-    let text = std::fs::read_to_string(input).expect("read input");
-    let (ok, out, err) = twill_opt(
-        &text,
-        "--twill-schedule=lower=force scope=all groups=1 cache=off",
+    let out = lower(
+        "two_loops_sm90.mlir",
+        "lower=force scope=all groups=1 cache=off",
     );
-    assert!(ok, "{err}");
-    assert_eq!(out.matches("\"ttg.warp_specialize\"(").count(), 2, "{err}");
+    assert_eq!(out.matches("\"ttg.warp_specialize\"(").count(), 2);
     out
+}
+
+/// Where the second `ttg.warp_specialize` of `module` starts.
+fn second_ws_op(module: &str) -> usize {
+    module
+        .match_indices("\"ttg.warp_specialize\"")
+        .nth(1)
+        .expect("a second ws op")
+        .0
+}
+
+/// How many ws ops the verifier's report proves.
+fn proved(err: &str) -> usize {
+    err.matches("twill: pipeline proved safe:").count()
 }
 
 #[test]
 fn two_ws_ops_in_one_function_are_each_proved() {
     let err = verify(&two_lowered());
-    assert_eq!(
-        err.matches("twill: pipeline proved safe:").count(),
-        2,
-        "{err}"
-    );
+    assert_eq!(proved(&err), 2, "{err}");
 }
 
 /// The second ws op's consumer never releases its first slot: the
@@ -737,12 +751,7 @@ fn two_ws_ops_in_one_function_are_each_proved() {
 #[test]
 fn a_missing_release_in_the_second_ws_op_deadlocks() {
     let m = two_lowered();
-    let second = m
-        .match_indices("\"ttg.warp_specialize\"(")
-        .nth(1)
-        .expect("a second ws op")
-        .0;
-    let (head, tail) = m.split_at(second);
+    let (head, tail) = m.split_at(second_ws_op(&m));
     let at = tail.find("\"ttng.arrive_barrier\"(").expect("a release");
     let line_start = tail[..at].rfind('\n').expect("a line") + 1;
     let args = &tail[at + "\"ttng.arrive_barrier\"(".len()..];
@@ -757,11 +766,7 @@ fn a_missing_release_in_the_second_ws_op_deadlocks() {
     tail.replace_range(at..line_end, &line);
     tail.insert_str(line_start, "        %false_m = arith.constant false\n");
     let err = verify(&format!("{head}{tail}"));
-    assert_eq!(
-        err.matches("twill: pipeline proved safe:").count(),
-        1,
-        "{err}"
-    );
+    assert_eq!(proved(&err), 1, "{err}");
     assert!(
         err.contains("twill: pipeline rejected:") && err.contains("rule 5 (WaitWithoutArrival)"),
         "{err}"
@@ -774,19 +779,13 @@ fn a_missing_release_in_the_second_ws_op_deadlocks() {
 /// region has no loop; the verifier traces its straight code with the
 /// program id pinned.
 fn causal_pipelined() -> String {
-    let input = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("test/Inputs/triton36/fa_fwd_causal_sm90.pipelined.mlir");
-    std::fs::read_to_string(input).expect("read input")
+    read_input("triton36/fa_fwd_causal_sm90.pipelined.mlir")
 }
 
 #[test]
 fn a_folded_default_region_is_proved_after_the_first_ws_op() {
     let err = verify(&causal_pipelined());
-    assert_eq!(
-        err.matches("twill: pipeline proved safe:").count(),
-        2,
-        "{err}"
-    );
+    assert_eq!(proved(&err), 2, "{err}");
 }
 
 /// Its first wait for a K slot deleted: the QK^T wgmma reads the slot
@@ -794,21 +793,13 @@ fn a_folded_default_region_is_proved_after_the_first_ws_op() {
 #[test]
 fn a_folded_default_region_without_its_full_wait_reads_before_the_copy() {
     let m = causal_pipelined();
-    let second = m
-        .match_indices("\"ttg.warp_specialize\"")
-        .nth(1)
-        .expect("a second ws op")
-        .0;
+    let second = second_ws_op(&m);
     let wait = second + m[second..].find("\"ttng.wait_barrier\"").expect("a wait");
     let start = m[..wait].rfind('\n').expect("a line") + 1;
     let end = wait + m[wait..].find('\n').expect("end of line") + 1;
     let mutant = format!("{}{}", &m[..start], &m[end..]);
     let err = verify(&mutant);
-    assert_eq!(
-        err.matches("twill: pipeline proved safe:").count(),
-        1,
-        "{err}"
-    );
+    assert_eq!(proved(&err), 1, "{err}");
     assert!(
         err.contains("twill: pipeline rejected:") && err.contains("rule 3 (ReadBeforeWrite)"),
         "{err}"

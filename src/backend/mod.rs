@@ -594,23 +594,9 @@ impl NodeStages {
     /// addresses, and theirs), so that no producer lands in a later stage
     /// than its user.
     fn deepen(&mut self, lowered: &Lowered, v: usize) {
-        let mut moved = vec![false; self.raw.len()];
-        moved[v] = true;
-        let mut todo = vec![v];
-        while let Some(x) = todo.pop() {
+        let stay = self.rank.iter().map(|&r| r == 2).collect::<Vec<_>>();
+        for x in self.with_producers(lowered, v, false, |u| !stay[u]) {
             self.prefetch[x] += 1;
-            for e in lowered
-                .graph
-                .edges
-                .iter()
-                .filter(|e| e.to == x && e.distance == 0 && !e.order)
-            {
-                let u = e.from;
-                if !moved[u] && self.stage[u] == self.stage[x] && self.rank[u] != 2 {
-                    moved[u] = true;
-                    todo.push(u);
-                }
-            }
         }
     }
 
@@ -619,20 +605,42 @@ impl NodeStages {
     /// theirs).
     fn hoist(&mut self, lowered: &Lowered, v: usize) {
         self.rank[v] = 0;
+        let body = self.rank.iter().map(|&r| r == 1).collect::<Vec<_>>();
+        for x in self.with_producers(lowered, v, true, |u| body[u]) {
+            self.rank[x] = 0;
+        }
+    }
+
+    /// Node `v` and, transitively, its producers of the same iteration in
+    /// the same stage that `may` admits (through data edges, and order
+    /// edges too where `order` says so).
+    fn with_producers(
+        &self,
+        lowered: &Lowered,
+        v: usize,
+        order: bool,
+        may: impl Fn(usize) -> bool,
+    ) -> Vec<usize> {
+        let mut seen = vec![false; self.raw.len()];
+        seen[v] = true;
+        let mut out = vec![v];
         let mut todo = vec![v];
         while let Some(x) = todo.pop() {
             for e in lowered
                 .graph
                 .edges
                 .iter()
-                .filter(|e| e.to == x && e.distance == 0)
+                .filter(|e| e.to == x && e.distance == 0 && (order || !e.order))
             {
-                if e.from != x && self.rank[e.from] == 1 && self.stage[e.from] == self.stage[x] {
-                    self.rank[e.from] = 0;
-                    todo.push(e.from);
+                let u = e.from;
+                if !seen[u] && self.stage[u] == self.stage[x] && may(u) {
+                    seen[u] = true;
+                    out.push(u);
+                    todo.push(u);
                 }
             }
         }
+        out
     }
 
     /// The cluster of every node: in program order ([`program_order`],
