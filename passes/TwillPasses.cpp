@@ -208,6 +208,14 @@ struct TwillSchedulePass
                      "model keeps twill's; triton: it keeps Triton's"),
       llvm::cl::init("twill")};
 
+  Option<std::string> unverifiable{
+      *this, "unverifiable",
+      llvm::cl::desc("schedule: solve every loop; skip: leave to Triton a "
+                     "loop whose pipeline the pipeline verifier does not "
+                     "model (Triton's sm100 warp specialization), before "
+                     "solving it"),
+      llvm::cl::init("schedule")};
+
   void runOnOperation() override {
     std::string o;
     render(o, "arch", arch);
@@ -232,6 +240,7 @@ struct TwillSchedulePass
     render(o, "num-stages", std::to_string(numStages));
     render(o, "stages", stages);
     render(o, "ties", ties);
+    render(o, "unverifiable", unverifiable);
     render(o, "report", report);
     render(o, "lower", lower);
     render(o, "ring", ring);

@@ -82,6 +82,9 @@ pub struct LoopOptions {
     pub stages: Stages,
     /// `ties=`: whose schedule a tie in twill's model keeps.
     pub ties: Ties,
+    /// `unverifiable=skip`: a loop whose pipeline the pipeline verifier
+    /// does not model is skipped before it is solved.
+    pub skip_unverifiable: bool,
 }
 
 /// The pass's `ties=` option: where Triton's own schedule reaches the same
@@ -255,6 +258,15 @@ impl LoopJob<'_> {
     /// Triton will warp-specialize it (sm90 also needs num_warps = 4).
     fn warp_specialized(&self) -> bool {
         self.ws_loop() && self.o.target.warp_specializes(self.ir.num_warps)
+    }
+
+    /// Whether the pipeline verifier models the pipeline Triton builds for
+    /// the loop: not where Triton warp-specializes it itself on a target
+    /// whose partitions the verifier does not model.
+    fn verifiable(&self) -> bool {
+        !(self.ir.warp_specialize
+            && self.o.target.warp_specializes(self.ir.num_warps)
+            && !self.o.target.verifier_models_partitions())
     }
 
     /// The user's `num_stages` for this loop and where it comes from: the
@@ -457,6 +469,12 @@ pub fn schedule_loop(
     let o = job.o;
     let (machine, lowered) = extract(job)?;
     let machine = machine.as_ref();
+    if o.skip_unverifiable && !job.verifiable() {
+        return Err(Skip::new(
+            SkipReason::Unverifiable,
+            "Triton warp-specializes this loop on sm100, and the pipeline verifier does not model the code it builds (tcgen05 MMAs completed through commit barriers, tensor memory): a schedule would be replaced by Triton's own, so none is solved (unverifiable=schedule solves it)",
+        ));
+    }
     if job.stage_bound() == Some(1) {
         return Err(Skip::new(
             SkipReason::SameAsTriton,
@@ -1510,6 +1528,7 @@ pub(crate) mod tests {
             num_stages: 0,
             stages: Stages::Bound,
             ties: Ties::Twill,
+            skip_unverifiable: false,
         }
     }
 

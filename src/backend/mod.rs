@@ -145,6 +145,15 @@ impl TritonTarget {
         }
     }
 
+    /// Whether the pipeline verifier models the warp-specialized code
+    /// Triton builds from a marked loop: not on sm100, where Triton's MMA
+    /// partition completes its tcgen05 MMAs through commit barriers and
+    /// hands scores and accumulators through tensor memory
+    /// (docs/pipeline-verifier.md).
+    pub fn verifier_models_partitions(&self) -> bool {
+        self.arch != Arch::Sm100
+    }
+
     /// Whether Triton warp-specializes a loop marked `tt.warp_specialize`
     /// in a CTA of `num_warps` warps: on sm90 only at 4 warps (other loops
     /// are software-pipelined only).

@@ -101,6 +101,9 @@ pub struct ScheduleOptions {
     pub stages: Stages,
     /// `ties=twill|triton`: whose schedule a tie in twill's model keeps.
     pub ties: Ties,
+    /// `unverifiable=schedule|skip`: whether to skip a loop whose pipeline
+    /// the pipeline verifier does not model.
+    pub skip_unverifiable: bool,
 }
 
 /// Options of `--twill-export-graph`.
@@ -162,6 +165,7 @@ impl ScheduleOptions {
             num_stages: 0,
             stages: Stages::Bound,
             ties: Ties::Twill,
+            skip_unverifiable: false,
         };
         let placed = |k: &str, v: &str| match v {
             "first" => Ok(false),
@@ -244,6 +248,17 @@ impl ScheduleOptions {
                 }
                 "stages" => o.stages = v.parse()?,
                 "ties" => o.ties = v.parse()?,
+                "unverifiable" => {
+                    o.skip_unverifiable = match v {
+                        "schedule" => false,
+                        "skip" => true,
+                        _ => {
+                            return Err(format!(
+                                "unverifiable: expected `schedule` or `skip`, got `{v}`"
+                            ))
+                        }
+                    }
+                }
                 "rotate" => {
                     o.rotate_kernel = match v {
                         "kernel" => true,
@@ -334,6 +349,7 @@ impl ScheduleOptions {
             num_stages: self.num_stages,
             stages: self.stages,
             ties: self.ties,
+            skip_unverifiable: self.skip_unverifiable,
         }
     }
 }

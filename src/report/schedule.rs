@@ -96,6 +96,11 @@ pub enum SkipReason {
     /// a stage deeper after the solve); the bound holds, so the loop is
     /// left to Triton.
     NumStagesExceeded,
+    /// `unverifiable=skip`: Triton warp-specializes the loop on a target
+    /// whose partitions the pipeline verifier does not model (sm100), so a
+    /// host that verifies every pipeline would replace any schedule by
+    /// Triton's own: the loop is left to Triton before it is solved.
+    Unverifiable,
 }
 
 /// What the loop costs at least and at most: the busiest unit's cycles per
@@ -743,6 +748,7 @@ mod tests {
             (SkipReason::SameAsTriton, "\"same_as_triton\""),
             (SkipReason::TritonAsGood, "\"triton_as_good\""),
             (SkipReason::NumStagesExceeded, "\"num_stages_exceeded\""),
+            (SkipReason::Unverifiable, "\"unverifiable\""),
         ] {
             assert_eq!(serde_json::to_string(&code).unwrap(), text);
         }

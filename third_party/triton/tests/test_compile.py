@@ -189,6 +189,11 @@ def twill(tmp_path, monkeypatch):
 
     def on(**kw):
         kw.setdefault("scope", "all")
+        # Solve the loops Triton warp-specializes on sm100 too (the hook's
+        # default leaves them to Triton unsolved:
+        # test_unverifiable_loops_are_left_to_triton_unsolved), so that the
+        # expectations below cover their schedules and fallbacks.
+        kw.setdefault("unverifiable", "schedule")
         kw.setdefault("dump_dir", str(dump))
         twill_triton.enable(twill_opt=TWILL_OPT, **kw)
         return dump
@@ -381,7 +386,7 @@ def test_twill_off_compiles_and_differs(tmp_path, monkeypatch, kernel, cap):
     if SCHEDULED not in EXPECTED[(kernel, cap)]:
         return
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "twill"))
-    twill_triton.enable(twill_opt=TWILL_OPT, scope="all")
+    twill_triton.enable(twill_opt=TWILL_OPT, scope="all", unverifiable="schedule")
     try:
         ours = _compile(KERNELS[kernel], cap)
     finally:
@@ -787,6 +792,33 @@ def test_ties_keep_tritons_schedule(tmp_path, monkeypatch):
     assert [r["decision"] for r in twill_triton.decisions()[-1].report["loops"]] == ["scheduled"] * 2
 
 
+def test_unverifiable_loops_are_left_to_triton_unsolved(tmp_path, monkeypatch):
+    """By default the hook leaves to Triton, before solving it, a loop whose
+    pipeline the verifier does not model (the FA forward, which Triton
+    warp-specializes on sm100): the record's reason code says so, nothing
+    is solved or verified, and the kernel is Triton's own. On sm90 the same
+    loop is scheduled."""
+    monkeypatch.setenv("TWILL_CACHE_DIR", "off")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "stock"))
+    stock = _compile(KERNELS["fa_fwd"], 100)
+    for cap in (100, 90):
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / f"twill{cap}"))
+        twill_triton.enable(twill_opt=TWILL_OPT)
+        try:
+            ours = _compile(KERNELS["fa_fwd"], cap)
+        finally:
+            twill_triton.disable()
+        d = twill_triton.decisions()[-1]
+        loops = d.loop_records()
+        if cap == 90:
+            assert d.scheduled and [lp["decision"] for lp in loops] == ["scheduled"], d.remarks
+            continue
+        assert not d.scheduled and [lp["reason"] for lp in loops] == ["unverifiable"], d.remarks
+        assert all(lp.get("schedule") is None for lp in loops)
+        assert "the pipeline verifier does not model" in d.reason and not d.verification, d.reason
+        assert _loop_body(ours.asm["ttgir"]) == _loop_body(stock.asm["ttgir"])
+
+
 def test_a_warm_compile_of_an_unproved_pipeline_falls_back_at_once(tmp_path, monkeypatch):
     """The FA forward on cuda:100, whose pipeline (Triton's warp
     specialization of twill's schedule) the verifier does not prove: the
@@ -798,7 +830,7 @@ def test_a_warm_compile_of_an_unproved_pipeline_falls_back_at_once(tmp_path, mon
 
     monkeypatch.setenv("TWILL_CACHE_DIR", str(tmp_path / "twill-cache"))
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "first"))
-    twill_triton.enable(twill_opt=TWILL_OPT)
+    twill_triton.enable(twill_opt=TWILL_OPT, unverifiable="schedule")
     try:
         _compile(KERNELS["fa_fwd"], 100)
     finally:
@@ -814,7 +846,7 @@ def test_a_warm_compile_of_an_unproved_pipeline_falls_back_at_once(tmp_path, mon
     # A Triton cache of its own: Triton compiles again, twill answers from
     # its cache.
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "second"))
-    twill_triton.enable(twill_opt=TWILL_OPT)
+    twill_triton.enable(twill_opt=TWILL_OPT, unverifiable="schedule")
     try:
         _compile(KERNELS["fa_fwd"], 100)
     finally:

@@ -38,6 +38,10 @@ Environment:
                         Hopper warp specialization; the others as without it
     TWILL_TIES=triton   where twill's model gives Triton's own schedule of a loop the
                         same I, keep Triton's (default twill: twill's)
+    TWILL_UNVERIFIABLE=schedule  also solve the loops Triton warp-specializes on
+                        sm100, whose code the pipeline verifier does not model
+                        (default skip: left to Triton unsolved; the kernel
+                        falls back either way)
     TWILL_OPTIONS=S     more pass options, space separated, as twill-opt's
                         --twill-schedule takes them (e.g. "objective=slack
                         loads=last"); enable(extra_options=...) overrides it

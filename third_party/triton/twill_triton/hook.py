@@ -194,6 +194,20 @@ class Config:
     # as twill's, keep twill's ("twill", the default) or Triton's
     # ("triton"; TWILL_TIES). The pass option `ties=` (docs/options.md, D25).
     ties: str = "twill"
+    # A loop whose pipeline the pipeline verifier does not model (Triton's
+    # sm100 warp specialization) is left to Triton before it is solved
+    # ("skip", the default: the verifier would replace its schedule by
+    # Triton's own) or solved anyway ("schedule"; TWILL_UNVERIFIABLE, for
+    # its report). The pass option `unverifiable=`.
+    unverifiable: str = "skip"
+
+
+def _unverifiable(value):
+    """`enable(unverifiable=...)`, else TWILL_UNVERIFIABLE, else "skip"."""
+    v = (value or os.environ.get("TWILL_UNVERIFIABLE", "") or "skip").strip().lower()
+    if v not in ("skip", "schedule"):
+        raise ValueError(f"twill: unverifiable must be 'skip' or 'schedule', got {value!r}")
+    return v
 
 
 def _ties(ties):
@@ -218,7 +232,7 @@ def _budget(budget):
 
 
 def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra="", verify_triton=None,
-            lower=None, budget=None, ties=None):
+            lower=None, budget=None, ties=None, unverifiable=None):
     return Config(
         twill_opt=_find_twill_opt(twill_opt),
         timeout=float(timeout if timeout is not None else os.environ.get("TWILL_TIMEOUT", 30)),
@@ -233,6 +247,7 @@ def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None
         lower=_env_bool("TWILL_LOWER") if lower is None else bool(lower),
         budget=_budget(budget),
         ties=_ties(ties),
+        unverifiable=_unverifiable(unverifiable),
     )
 
 
@@ -286,18 +301,19 @@ def _cache_key(cfg):
     """What makes a twill compilation differ from Triton's: the twill binary
     (hence its machine descriptions and solver) and the pass options."""
     replay = os.environ.get("TWILL_REPLAY_DIR", "")
-    return (f"twill-{_binary_hash(cfg.twill_opt)}-{cfg.scope}-{cfg.timeout}-{cfg.budget}-{cfg.ties}-{cfg.extra}"
+    return (f"twill-{_binary_hash(cfg.twill_opt)}-{cfg.scope}-{cfg.timeout}-{cfg.budget}-{cfg.ties}-{cfg.unverifiable}-{cfg.extra}"
             f"-{'p' if cfg.partitions else 'np'}-{'l' if cfg.lower else 'nl'}-{replay}")
 
 
 def enable(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None, extra_options="",
-           verify_triton=None, lower=None, budget=None, ties=None):
+           verify_triton=None, lower=None, budget=None, ties=None, unverifiable=None):
     """Schedule the loops of every Triton kernel compiled from now on with
     twill. Arguments override the environment (see the package doc)."""
     import triton
     from triton import knobs
 
-    cfg = _config(twill_opt, timeout, scope, strict, dump_dir, extra_options, verify_triton, lower, budget, ties)
+    cfg = _config(twill_opt, timeout, scope, strict, dump_dir, extra_options, verify_triton, lower, budget, ties,
+                  unverifiable)
     if (not cfg.twill_opt or not os.path.exists(cfg.twill_opt)) and not os.environ.get("TWILL_REPLAY_DIR"):
         raise TwillError("twill-opt not found: set TWILL_OPT, put it on PATH, or build it "
                          "(cargo build --release); or set TWILL_REPLAY_DIR to replay recorded schedules")
@@ -870,7 +886,7 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
         stages = f" num-stages={_num_stages(options)}"
         budget = f" budget={cfg.budget:g}" if cfg.budget is not None else ""
         opts = (f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering}{stages}{budget} ties={cfg.ties} "
-                f"{cfg.extra}").strip()
+                f"unverifiable={cfg.unverifiable} {cfg.extra}").strip()
         # Keyed by Triton's own print of the module: a hit costs no export.
         ckey = module_key(mod, f"{opts} triton={_triton_version()} timeout={cfg.timeout:g}"
                                   f"{_machine_file_digest(cfg.extra)}")
@@ -930,7 +946,7 @@ def _run_twill_opt(exported, work, arch, more, cfg, decision, store):
     pass_opts = f"arch={arch} triton={_triton_version()} scope={cfg.scope} timeout={cfg.timeout:g}"
     if cfg.budget is not None:
         pass_opts += f" budget={cfg.budget:g}"
-    pass_opts += f" ties={cfg.ties}"
+    pass_opts += f" ties={cfg.ties} unverifiable={cfg.unverifiable}"
     if arch == "sm100" and not cfg.partitions:
         # Stages only: Triton's partition scheduler partitions around
         # them. By default twill writes its own partitions (sm100), solved
