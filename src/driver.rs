@@ -428,6 +428,10 @@ pub struct SolveRequest {
     /// Deterministic work budget of the whole solve, both attempts, z3
     /// resource units (0: none).
     pub budget: u64,
+    /// Whether the compute groups reach the output (twill's partitions or
+    /// its lowering): then the search refines them after L
+    /// ([`JointOptions::refine_groups`]).
+    pub refine_groups: bool,
 }
 
 /// The solver's answer.
@@ -500,6 +504,11 @@ pub fn schedule_loop(
             extra: extra_stages(job, &lowered, &problem, false),
         }),
         budget: job.budget,
+        // The groups reach the output only through twill's partitions or
+        // its lowering (and the slack objective refines after them).
+        refine_groups: plan.partitioned(job)
+            || o.lower != Lower::Off
+            || o.objective == joint::Objective::Slack,
     };
     let mut solved = solve_through_cache(job, machine, &plan, &problem, &request, started)
         .or_else(|s| match job.tritons_bound() {
@@ -714,6 +723,7 @@ pub fn solve(
                     request.stage_bound
                 },
                 budget,
+                refine_groups: request.refine_groups,
             },
         )
     };
@@ -799,10 +809,15 @@ fn solve_through_cache(
     graph.same_group = plan.colocated.clone();
     // The loop's share of the kernel's budget decides where a search cut
     // short stops, and its own stage bound (its `tt.num_stages` wins over
-    // the option) what it may find: either differing is another entry.
+    // the option) what it may find, and whether the groups are refined
+    // what it answers: any of them differing is another entry.
     let options = format!(
-        "{}\nshare={}\nstage_bound={:?}/{:?}",
-        store.options, request.budget, request.stage_bound, request.stage_bound_alone
+        "{}\nshare={}\nstage_bound={:?}/{:?}\nrefine_groups={}",
+        store.options,
+        request.budget,
+        request.stage_bound,
+        request.stage_bound_alone,
+        request.refine_groups
     );
     let key = cache::key(&options, machine, &graph, &plan.warps);
     if let Some(hit) = store
@@ -1550,6 +1565,7 @@ pub(crate) mod tests {
             stage_bound: None,
             stage_bound_alone: None,
             budget: o.budget,
+            refine_groups: true,
         }
     }
 

@@ -39,6 +39,7 @@ fn solve(
             objective: Objective::Length,
             budget,
             stage_bound: None,
+            refine_groups: true,
         },
     )
 }

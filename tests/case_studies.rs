@@ -39,6 +39,7 @@ fn solve_for(
             objective,
             stage_bound: None,
             budget: 0,
+            refine_groups: true,
         },
     )
     .unwrap();

@@ -78,11 +78,14 @@ fn same_under_load(input: &'static str, options: &'static str, expect: &str) {
     assert_eq!(text(&b), alone, "{input} under load, the parallel compile");
 }
 
+/// The slack objective refines the schedule after L (at 8 warps twill
+/// writes no partitions, so without it the search stops at L, proven
+/// within this budget): the first loop's refinement is cut short.
 #[test]
 fn hopper_attention_cut_short_by_the_budget_is_the_same_under_load() {
     same_under_load(
         "fa_fwd_causal_subtile_sm90.before.mlir",
-        "arch=sm90 scope=all budget=3",
+        "arch=sm90 scope=all budget=3 objective=slack",
         "work budget of",
     );
 }

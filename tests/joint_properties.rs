@@ -209,11 +209,11 @@ proptest! {
     fn joint_encodings_agree_with_brute_force(g in graph_strategy(), groups in 1u32..=2, tc_async in prop::bool::ANY) {
         let p = build(&g, tc_async);
         let warps = WarpConfig { groups, reg_limit: 255, cross_warp: true };
-        let run = |encoding| joint::solve(&p, JointOptions { encoding, warps, timeout: 60.0, seed: 0, threads: 1, objective: Default::default(), budget: 0, stage_bound: None });
+        let run = |encoding| joint::solve(&p, JointOptions { encoding, warps, timeout: 60.0, seed: 0, threads: 1, objective: Default::default(), budget: 0, stage_bound: None, refine_groups: true });
         let expected = common::joint_brute_force(&p, groups, 255, 12);
         let int = run(Encoding::Int);
         // The parallel search over I gives the sequential search's answer.
-        let parallel = joint::solve(&p, JointOptions { encoding: Encoding::Default, warps, timeout: 60.0, seed: 0, threads: 3, objective: Default::default(), budget: 0, stage_bound: None });
+        let parallel = joint::solve(&p, JointOptions { encoding: Encoding::Default, warps, timeout: 60.0, seed: 0, threads: 3, objective: Default::default(), budget: 0, stage_bound: None, refine_groups: true });
         match (run(Encoding::Default), run(Encoding::Paper)) {
             (Ok(a), Ok(b)) => {
                 let c = int.expect("the int encoding agrees that a schedule exists");
@@ -425,6 +425,7 @@ fn solve_slack_problem(
             objective,
             stage_bound: None,
             budget: 0,
+            refine_groups: true,
         },
     )
 }

@@ -38,6 +38,7 @@ fn both(p: &Problem, groups: u32) -> Option<JointResult> {
                 objective: Default::default(),
                 stage_bound: None,
                 budget: 0,
+                refine_groups: true,
             },
         )
     };
@@ -528,6 +529,7 @@ fn latency_slack_is_the_least_path_slack_between_asynchronous_ops() {
                 objective,
                 stage_bound: None,
                 budget: 0,
+                refine_groups: true,
             },
         )
         .unwrap()

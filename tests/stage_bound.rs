@@ -27,6 +27,7 @@ fn request(stage_bound: Option<StageBound>) -> SolveRequest {
         stage_bound,
         stage_bound_alone: None,
         budget: 0,
+        refine_groups: true,
     }
 }
 

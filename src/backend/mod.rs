@@ -1300,6 +1300,7 @@ mod tests {
                 objective: Default::default(),
                 stage_bound: None,
                 budget: 0,
+                refine_groups: true,
             },
         )
         .unwrap();

@@ -298,6 +298,7 @@ impl Solving<'_> {
             stage_bound: None,
             stage_bound_alone: None,
             budget: ws.budget,
+            refine_groups: true,
         };
         // The graph's same_group sets are part of its problem, unless they
         // are only tried first (priced with the graph, so checked alike).

@@ -227,6 +227,11 @@ pub struct JointOptions {
     /// then the same on any machine and under any load. `timeout` stays a
     /// guard against a runaway query.
     pub budget: u64,
+    /// After L, the fewest compute groups and the fewest values crossing
+    /// between them (and under [`Objective::Slack`] the slack refinement).
+    /// Off where the groups reach no output (no partitions written, no
+    /// lowering): the schedule at the same (I, L), without those queries.
+    pub refine_groups: bool,
 }
 
 /// A bound on the stages the back end writes for a schedule (Triton's
@@ -1379,6 +1384,9 @@ impl IiSearch<'_> {
         length_proven: &mut bool,
     ) -> (JointSchedule, Option<SlackSearch>) {
         let best = self.descend_length(encoding, from, best, length_proven);
+        if !self.opts.refine_groups {
+            return (best, None);
+        }
         let best = self.fewest_groups(encoding, best);
         // The later refinements keep to the groups used now.
         let used = best.group.iter().copied().max().unwrap_or(0);
@@ -2003,6 +2011,7 @@ mod tests {
             objective: Objective::Length,
             stage_bound: None,
             budget: 0,
+            refine_groups: true,
         };
         let r = solve(&p, opts).unwrap();
         let (ii, length) = (r.schedule.schedule.ii, r.schedule.schedule.length);
@@ -2038,6 +2047,7 @@ mod tests {
                 objective: Objective::Length,
                 stage_bound: None,
                 budget: 0,
+                refine_groups: true,
             },
         )
         .unwrap();
