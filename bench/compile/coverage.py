@@ -1,7 +1,7 @@
 """Coverage and compile time of twill on every kernel of the test fixtures
 (third_party/triton/tests/kernels: TMA GEMMs, FlashAttention forward and
 backward, the pointer-load matmuls and attention backward, the persistent
-GEMMs with TMA and pointer loads), on the CPU:
+GEMMs with TMA and pointer loads, the grouped GEMM), on the CPU:
 
     PYTHONPATH=third_party/triton:. python -m bench.compile.coverage [--caps 90,100] [--json FILE]
 
@@ -28,8 +28,8 @@ import triton
 from triton.backends.compiler import GPUTarget
 
 import twill_triton
-from third_party.triton.tests.kernels import (fa_bwd, fa_fwd, matmul, persistent_matmul, pointer_attention_bwd,
-                                              pointer_matmul)
+from third_party.triton.tests.kernels import (fa_bwd, fa_fwd, grouped_matmul, matmul, persistent_matmul,
+                                              pointer_attention_bwd, pointer_matmul)
 
 
 def _config(module, name):
@@ -59,6 +59,12 @@ def _persistent(name):
     return make
 
 
+def _grouped(config):
+    def make(cap):
+        return grouped_matmul.ast_source(**config)
+    return make
+
+
 def kernels():
     """(name, make(cap) -> (source, options)) of every fixture kernel."""
     out = [("matmul_tma", _gemm())]
@@ -71,6 +77,7 @@ def kernels():
     out += [(f"pointer_attn_bwd_{name}", _pointer(pointer_attention_bwd, "bwd", c))
             for name, c in pointer_attention_bwd.CONFIGS.items()]
     out += [(f"persistent_{name}", _persistent(name)) for name in persistent_matmul.CONFIGS]
+    out += [(f"grouped_matmul_{name}", _grouped(c)) for name, c in grouped_matmul.CONFIGS.items()]
     return out
 
 
