@@ -577,6 +577,7 @@ impl Machine<'_> {
                 self.set(op.results[0], v);
             }
             "scf.for" => self.for_loop(op),
+            "scf.while" => self.while_loop(op),
             "scf.if" => self.if_op(op),
             "ttg.local_alloc" => self.alloc(op),
             "ttg.local_dealloc" => {
@@ -918,6 +919,9 @@ impl Machine<'_> {
         let count = ((ubv - lbv).max(0) as u64).div_ceil(stepv as u64);
         let body = &op.regions[0];
         let mut args = inits;
+        // The loop-carried integers of its first execution in the run (a
+        // loop nested in another runs once per outer iteration).
+        let first = proto && !self.trips.contains_key(&op.id);
         if proto {
             self.trips.entry(op.id).or_insert(count);
             self.at.push((op.id, 0));
@@ -926,7 +930,7 @@ impl Machine<'_> {
             if let Some(top) = self.at.last_mut().filter(|t| t.0 == op.id) {
                 top.1 = k;
             }
-            if proto {
+            if first {
                 let head: Vec<Option<i64>> = args
                     .iter()
                     .map(|a| if let Val::Int(i) = a { Some(*i) } else { None })
@@ -953,18 +957,111 @@ impl Machine<'_> {
         }
     }
 
-    /// A loop the run does not enter: results unknown (an error if it holds
-    /// protocol ops).
+    /// A loop whose trip count the run cannot evaluate: results unknown;
+    /// one that holds protocol ops runs one representative iteration
+    /// ([`Self::representative`]).
     fn skip_loop(&mut self, op: &Op) {
         if op.regions.iter().any(has_protocol_ops) {
-            self.unsupported(
-                op,
-                "a loop with asynchronous operations whose trip count is unknown",
-            );
+            let body = &op.regions[0];
+            for &a in &body.args {
+                self.set(a, Val::Unknown);
+            }
+            self.representative(op, body);
         }
         for &r in &op.results {
             self.set(r, Val::Unknown);
         }
+    }
+
+    /// An `scf.while`: without protocol ops its results are unknown; with
+    /// them, its condition region runs and its body one representative
+    /// iteration ([`Self::representative`]).
+    fn while_loop(&mut self, op: &Op) {
+        if op.regions.iter().any(has_protocol_ops) {
+            let (before, after) = (&op.regions[0], &op.regions[1]);
+            if has_protocol_ops(before) {
+                self.unsupported(
+                    op,
+                    "asynchronous operations in the condition of `scf.while`",
+                );
+                return;
+            }
+            for &a in &before.args {
+                self.set(a, Val::Unknown);
+            }
+            self.block(before);
+            let passed: Vec<Val> = before
+                .ops
+                .last()
+                .filter(|o| o.name == "scf.condition")
+                .map(|c| c.operands[1..].iter().map(|&v| self.val(v)).collect())
+                .unwrap_or_default();
+            for (i, &a) in after.args.iter().enumerate() {
+                self.set(a, passed.get(i).copied().unwrap_or(Val::Unknown));
+            }
+            self.representative(op, after);
+        }
+        for &r in &op.results {
+            self.set(r, Val::Unknown);
+        }
+    }
+
+    /// One iteration of a loop whose trip count the run does not know,
+    /// standing for all of them: it must start with nothing in flight and
+    /// end so, with every barrier it found in the same state (count,
+    /// arrivals, phase parity), so that each iteration starts where the
+    /// first did, its rings' order (rule 4) counted from its own first
+    /// write; the loop-carried values are unknown, so an iteration
+    /// whose protocol depends on them (a slot index, a phase, a predicate, a
+    /// loop bound) is not covered. Values an iteration loads (a grouped
+    /// GEMM's sizes) are pinned like the function's arguments, so the runs
+    /// cover the trip counts of the loops inside it.
+    fn representative(&mut self, op: &Op, body: &Block) {
+        if !self.quiescent() {
+            self.unsupported(
+                op,
+                "a loop with asynchronous operations whose trip count is unknown, entered with asynchronous operations in flight",
+            );
+            return;
+        }
+        let before = self.barrier_states();
+        // Each iteration starts its rings' order afresh (rule 4 within the
+        // iteration): a read of a value an earlier iteration wrote is then
+        // a read beyond the iteration's own writes, a violation.
+        let buffers = &self.buffers;
+        self.order.retain(|&b, _| !buffers[b].indexed);
+        self.readers.retain(|(b, _), _| !buffers[*b].indexed);
+        self.block(body);
+        if self.unsupported.is_some() {
+            return;
+        }
+        if !self.quiescent()
+            || !before
+                .iter()
+                .all(|(p, b)| self.barrier_states().get(p) == Some(b))
+        {
+            self.unsupported(
+                op,
+                "a loop with asynchronous operations whose trip count is unknown, whose iteration leaves asynchronous state to the next",
+            );
+        }
+    }
+
+    /// Nothing in flight: every copy landed, every asynchronous read
+    /// retired, no copy outside a commit group.
+    fn quiescent(&self) -> bool {
+        self.writes.iter().all(|w| w.complete || w.phantom)
+            && self.reads.iter().all(|r| r.retired)
+            && self.uncommitted.is_empty()
+            && self.mmas.is_empty()
+    }
+
+    /// Each barrier's count, arrivals on its open phase and phase parity.
+    fn barrier_states(&self) -> BTreeMap<(usize, i64), (i64, i64, u64)> {
+        self.barriers
+            .iter()
+            .map(|(&p, b)| (p, (b.count, b.arrived, b.completed % 2)))
+            .collect()
     }
 }
 
@@ -1163,11 +1260,15 @@ fn protocol_carried(l: &Op) -> Vec<usize> {
     });
     loop {
         let before = need.len();
+        let mut more = Vec::new();
         walk(body, &mut |o, _| {
-            if o.results.iter().any(|r| need.contains(r)) {
-                need.extend(o.operands.iter().copied());
+            if o.name == "scf.for" {
+                more.extend(nested_for_slice(o, &need));
+            } else if o.results.iter().any(|r| need.contains(r)) {
+                more.extend(o.operands.iter().copied());
             }
         });
+        need.extend(more);
         // Through the loop's own yield: argument i + 1 <- yielded value i.
         if let Some(y) = body.ops.last().filter(|o| o.name == "scf.yield") {
             for (i, &v) in y.operands.iter().enumerate() {
@@ -1183,6 +1284,33 @@ fn protocol_carried(l: &Op) -> Vec<usize> {
     (0..body.args.len().saturating_sub(1))
         .filter(|&i| need.contains(&body.args[i + 1]))
         .collect()
+}
+
+/// What a nested `scf.for` adds to a backward slice `need`: for each of
+/// its results or iteration arguments in `need`, the bounds, that
+/// argument's initial value and the value its body yields for it; for its
+/// induction variable, the bounds. (Its other operands, the tensors it
+/// carries, do not reach those values.)
+fn nested_for_slice(o: &Op, need: &BTreeSet<usize>) -> Vec<usize> {
+    let body = &o.regions[0];
+    let yielded = body.ops.last().filter(|y| y.name == "scf.yield");
+    let mut out = Vec::new();
+    if need.contains(&body.args[0]) {
+        out.extend(&o.operands[..3]);
+    }
+    for j in 0..o.operands.len().saturating_sub(3) {
+        let result = o.results.get(j).is_some_and(|r| need.contains(r));
+        let arg = body.args.get(j + 1).is_some_and(|a| need.contains(a));
+        if result || arg {
+            out.extend(&o.operands[..3]);
+            out.push(o.operands[3 + j]);
+            out.extend(yielded.and_then(|y| y.operands.get(j)));
+            if let Some(&a) = body.args.get(j + 1) {
+                out.push(a);
+            }
+        }
+    }
+    out
 }
 
 /// Ops the scalar evaluator follows (integer arithmetic and casts).

@@ -141,7 +141,7 @@ EXPECTED.update({
 # after them.
 # The grouped GEMM's K loop is nested in a `while` over the program's tiles
 # of a group, nested in the loop over groups: the outer loop is skipped, the
-# K loop scheduled.
+# K loop scheduled, and the verifier proves the pipeline nested in them.
 NOT_INNERMOST = "twill: skipped loop: not an innermost loop (it contains an scf.for)"
 EXPECTED.update({("grouped_matmul", cap): [NOT_INNERMOST, SCHEDULED] for cap in (90, 100)})
 EXPECTED.update({
@@ -180,11 +180,6 @@ PARTITIONS = {
 # Triton builds warp-specialized code, which the pipeline verifier does not
 # cover yet: those kernels get Triton's own schedule.
 UNVERIFIED_WS = {(k, 100) for k in PARTITIONS}
-# The pipeline verifier does not prove a pipelined loop nested in a
-# `scf.while` (the grouped GEMM's K loop): that kernel gets Triton's own
-# schedule, with the verifier's reason.
-UNVERIFIED_NESTED = {("grouped_matmul", cap) for cap in (90, 100)}
-NESTED_WHY = "not verified: asynchronous operations inside `scf.while`"
 
 # twill's time limit (seconds per loop) for the kernels expected to fall
 # back, to keep the test short; the expectations above hold for these limits.
@@ -402,10 +397,9 @@ def test_twill_off_compiles_and_differs(tmp_path, monkeypatch, kernel, cap):
         ours = _compile(KERNELS[kernel], cap)
     finally:
         twill_triton.disable()
-    if (kernel, cap) in UNVERIFIED_WS | UNVERIFIED_NESTED:
+    if (kernel, cap) in UNVERIFIED_WS:
         d = twill_triton.decisions()[-1]
-        why = NESTED_WHY if (kernel, cap) in UNVERIFIED_NESTED else VERIFIER_WS_WHY
-        assert not d.scheduled and VERIFIER_WS in d.reason and why in d.reason, d.reason
+        assert not d.scheduled and VERIFIER_WS in d.reason and VERIFIER_WS_WHY in d.reason, d.reason
         assert _loop_body(ours.asm["ttgir"]) == _loop_body(stock.asm["ttgir"])
         return
     assert twill_triton.decisions()[-1].scheduled
@@ -463,9 +457,6 @@ def test_twill_schedule_reaches_cubin(twill, kernel, cap):
         # schedule, with the reason.
         assert not d.scheduled and VERIFIER_WS in d.reason and VERIFIER_WS_WHY in d.reason, d.reason
         return
-    if (kernel, cap) in UNVERIFIED_NESTED:
-        assert not d.scheduled and VERIFIER_WS in d.reason and NESTED_WHY in d.reason, d.reason
-        return
     assert d.scheduled, d.reason
     scheduled = (Path(d.dump) / "scheduled.mlir").read_text()
     # twill's attributes are on the module Triton continued with.
@@ -475,10 +466,12 @@ def test_twill_schedule_reaches_cubin(twill, kernel, cap):
         # Warp-specialized: buffers between partitions follow num_stages;
         # the partitions are twill's where it wrote them.
         _check_partitions(kernel, d, scheduled, ttgir)
-    elif kernel == "persistent_pointer":
+    elif kernel in ("persistent_pointer", "grouped_matmul"):
         # Pointer loads: their buffers are not derived here (no descriptor
-        # load), the hook's pipeline verifier proved the ring.
-        assert "scf.if" in scheduled and "ttg.async_copy_global_to_local" in ttgir
+        # load), the hook's pipeline verifier proved the ring (the grouped
+        # GEMM's nested in the loops over groups and tiles).
+        assert "ttg.async_copy_global_to_local" in ttgir
+        assert "scf.if" in scheduled if kernel == "persistent_pointer" else "scf.while" in ttgir
     else:
         solved = _solved_buffers(scheduled, cap)
         assert solved, scheduled
