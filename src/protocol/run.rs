@@ -961,7 +961,7 @@ impl Machine<'_> {
     /// one that holds protocol ops runs one representative iteration
     /// ([`Self::representative`]).
     fn skip_loop(&mut self, op: &Op) {
-        if op.regions.iter().any(has_protocol_ops) {
+        if self.unsupported.is_none() && op.regions.iter().any(has_protocol_ops) {
             let body = &op.regions[0];
             for &a in &body.args {
                 self.set(a, Val::Unknown);
