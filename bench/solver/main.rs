@@ -132,6 +132,7 @@ fn main() {
                     objective: Default::default(),
                     stage_bound: None,
                     budget: 0,
+                    refine_groups: true,
                 },
             );
             let s = t0.elapsed().as_secs_f64();
