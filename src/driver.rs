@@ -255,18 +255,23 @@ impl LoopJob<'_> {
         self.o.ws && self.ir.warp_specialize
     }
 
-    /// Triton will warp-specialize it (sm90 also needs num_warps = 4).
+    /// Triton will warp-specialize it (sm90 also needs num_warps = 4) and
+    /// `ws` is on.
     fn warp_specialized(&self) -> bool {
-        self.ws_loop() && self.o.target.warp_specializes(self.ir.num_warps)
+        self.o.ws && self.marked_for_triton()
+    }
+
+    /// Triton warp-specializes the loop, whatever twill's `ws`: it is
+    /// marked, and the target does at the loop's warps.
+    fn marked_for_triton(&self) -> bool {
+        self.ir.warp_specialize && self.o.target.warp_specializes(self.ir.num_warps)
     }
 
     /// Whether the pipeline verifier models the pipeline Triton builds for
     /// the loop: not where Triton warp-specializes it itself on a target
     /// whose partitions the verifier does not model.
     fn verifiable(&self) -> bool {
-        !(self.ir.warp_specialize
-            && self.o.target.warp_specializes(self.ir.num_warps)
-            && !self.o.target.verifier_models_partitions())
+        !self.marked_for_triton() || self.o.target.verifier_models_partitions()
     }
 
     /// The user's `num_stages` for this loop and where it comes from: the

@@ -1035,11 +1035,8 @@ impl Machine<'_> {
         if self.unsupported.is_some() {
             return;
         }
-        if !self.quiescent()
-            || !before
-                .iter()
-                .all(|(p, b)| self.barrier_states().get(p) == Some(b))
-        {
+        let after = self.barrier_states();
+        if !self.quiescent() || !before.iter().all(|(p, b)| after.get(p) == Some(b)) {
             self.unsupported(
                 op,
                 "a loop with asynchronous operations whose trip count is unknown, whose iteration leaves asynchronous state to the next",

@@ -202,20 +202,13 @@ class Config:
     unverifiable: str = "skip"
 
 
-def _unverifiable(value):
-    """`enable(unverifiable=...)`, else TWILL_UNVERIFIABLE, else "skip"."""
-    v = (value or os.environ.get("TWILL_UNVERIFIABLE", "") or "skip").strip().lower()
-    if v not in ("skip", "schedule"):
-        raise ValueError(f"twill: unverifiable must be 'skip' or 'schedule', got {value!r}")
+def _choice(value, env, allowed, what):
+    """`value` (an `enable()` argument), else the environment variable `env`,
+    else the first of `allowed`; lower case, one of `allowed`."""
+    v = (value or os.environ.get(env, "") or allowed[0]).strip().lower()
+    if v not in allowed:
+        raise ValueError(f"twill: {what} must be {' or '.join(map(repr, sorted(allowed)))}, got {value!r}")
     return v
-
-
-def _ties(ties):
-    """`enable(ties=...)`, else TWILL_TIES, else "twill"."""
-    value = (ties or os.environ.get("TWILL_TIES", "") or "twill").strip().lower()
-    if value not in ("triton", "twill"):
-        raise ValueError(f"twill: ties must be 'triton' or 'twill', got {ties!r}")
-    return value
 
 
 def _budget(budget):
@@ -246,8 +239,8 @@ def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None
         verify_triton=_env_bool("TWILL_VERIFY_TRITON") if verify_triton is None else bool(verify_triton),
         lower=_env_bool("TWILL_LOWER") if lower is None else bool(lower),
         budget=_budget(budget),
-        ties=_ties(ties),
-        unverifiable=_unverifiable(unverifiable),
+        ties=_choice(ties, "TWILL_TIES", ("twill", "triton"), "ties"),
+        unverifiable=_choice(unverifiable, "TWILL_UNVERIFIABLE", ("skip", "schedule"), "unverifiable"),
     )
 
 
