@@ -54,7 +54,11 @@ compile-fallback: twill's schedule was not applied and Triton's ran, correct
 twill_triton.decisions(), with the recorded decision next to it): the
 stages of each scheduled loop, read from the decision's typed report
 (`Decision.report`, schema twill.schedule-report/1, docs/report-schema.md),
-never from the remarks' prose.
+never from the remarks' prose. At each kernel's largest size (TIMED) the
+two variants are also timed paired (ROUNDS rounds alternating, each a
+do_bench median), with the model's cycles per iteration of Triton's
+schedule and twill's next to the ratio (results.json's `timings`, and a
+second table in table.md).
 --record writes, per distinct specialization, DIR/<kernel>-<config>-<first
 size>/ as the hook leaves it with TWILL_DUMP_DIR (whatever files it writes:
 key.txt, scheduled.mlir, report.json, remarks.txt, ...; the replay needs
@@ -75,6 +79,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -103,6 +108,12 @@ TARGET = GPUTarget("cuda", 90, 32)
 MM_SIZES = [(512, 512, 512), (1000, 1000, 1000), (257, 129, 200), (4096, 4096, 4096), (777, 1025, 1000),
             (1000, 1008, 1008), (257, 144, 208)]
 ATTN_SEQS = [128, 1000, 4096]
+# Sizes timed paired (stock against twill, same configuration), each kernel
+# at its largest size: ROUNDS rounds alternating the variants, each a
+# do_bench median (L2 flushed before each launch); the ratio is of the
+# medians of the rounds.
+TIMED = {(4096, 4096, 4096), (4096, )}
+ROUNDS = 7
 ATTN_HEADS = (2, 2)  # Z, H
 MATMUL_TOL = 1e-2
 ATTN_TOL = 1e-2
@@ -111,7 +122,8 @@ VARIANTS = ("triton", "twill")
 MANIFEST = "manifest.json"
 # Environment that changes what twill does (or the replay key): cleared, so
 # that the record and the replay agree.
-TWILL_ENV = ("TWILL_OPTIONS", "TWILL_SCOPE", "TWILL_PARTITIONS", "TWILL_STRICT", "TWILL_DUMP_DIR", "TWILL_REPLAY_DIR")
+TWILL_ENV = ("TWILL_OPTIONS", "TWILL_SCOPE", "TWILL_PARTITIONS", "TWILL_STRICT", "TWILL_TIES", "TWILL_DUMP_DIR",
+             "TWILL_REPLAY_DIR")
 
 
 # --------------------------------------------------------------------------
@@ -492,7 +504,9 @@ def gpu_run(replay, out, only=None, repeats=5):
             return torch.empty(shape, device="cuda", dtype=dtype)
 
     def run_row(case, variant, launch, outputs, check, extra=None):
-        """Compile (or reuse), poison `outputs`, launch, check; one row."""
+        """Compile (or reuse), poison `outputs`, launch, check; one row.
+        Returns the row and a function launching the kernel once (None
+        where it did not compile)."""
         t = time.time()
         k, args, dec, key, err = comp.get(variant, launch)
         rec = by_key.get(key)
@@ -543,6 +557,7 @@ def gpu_run(replay, out, only=None, repeats=5):
         e = row.get("max_rel_err")
         print(f"{case.kernel:9s} {case.config:18s} {case.size_str:>14s} {variant:6s} {row['verdict']:16s} "
               f"{'nan' if e is None else f'{e:.2e}':>9s}  {row['twill']} {row.get('note', '')}", flush=True)
+        return row, (None if err else (lambda: k[launch.grid](*args)))
 
     for case in cases(only):
         torch.manual_seed(0)
@@ -562,8 +577,8 @@ def gpu_run(replay, out, only=None, repeats=5):
             e, nf = rel_err(torch, c, ref)
             return {"c": e}, nf
 
-        for variant in VARIANTS:
-            run_row(case, variant, launch, [c], check)
+        ran = {variant: run_row(case, variant, launch, [c], check) for variant in VARIANTS}
+        time_pair(case, ran, results)
         del a, b, c, bias, ref
         torch.cuda.empty_cache()
 
@@ -622,14 +637,54 @@ def attn_case(case, torch, G, run_row, comp, results):
             errs[name], nf = e, nf + f
         return errs, nf
 
+    ran = {}
     for variant in VARIANTS:
         if note:
             results["rows"].append(dict(kernel=case.kernel, config=case.config, size=case.size_str, variant=variant,
                                         verdict="error", max_rel_err=None, twill="-", note=note))
             print(f"{case.kernel} {case.config} {case.size_str} {variant}: error: {note}", flush=True)
             continue
-        run_row(case, variant, bwd, [dq, dk, dv], check)
+        ran[variant] = run_row(case, variant, bwd, [dq, dk, dv], check)
+    time_pair(case, ran, results)
     torch.cuda.empty_cache()
+
+
+def time_pair(case, ran, results):
+    """Paired timing of the variants of `case` where its size is TIMED and
+    both ran correctly: ROUNDS rounds alternating stock and twill, each a
+    do_bench median; appends a record to results["timings"]."""
+    if case.size not in TIMED or set(ran) != set(VARIANTS):
+        return
+    if any(row["verdict"] not in ("correct", "compile-fallback") or fn is None for row, fn in ran.values()):
+        return
+    from triton.testing import do_bench
+
+    times = {variant: [] for variant in VARIANTS}
+    for _ in range(ROUNDS):
+        for variant in VARIANTS:
+            times[variant].append(do_bench(ran[variant][1], warmup=25, rep=100, return_mode="median"))
+    ms = {variant: statistics.median(t) for variant, t in times.items()}
+    twill_row = ran["twill"][0]
+    record = dict(kernel=case.kernel, config=case.config, size=case.size_str, stock_ms=ms["triton"],
+                  twill_ms=ms["twill"], ratio=ms["triton"] / ms["twill"], twill=twill_row["twill"],
+                  scheduled=bool((twill_row.get("decision") or {}).get("scheduled")),
+                  model=model_cycles(twill_row.get("decision")))
+    results.setdefault("timings", []).append(record)
+    print(f"timed     {case.kernel:9s} {case.config:18s} {case.size_str:>14s} stock {ms['triton']:.4f} ms "
+          f"twill {ms['twill']:.4f} ms stock/twill {record['ratio']:.3f}  model Triton / twill cycles per "
+          f"iteration: {record['model']}", flush=True)
+
+
+def model_cycles(dec):
+    """The model's cycles per iteration, Triton's schedule / twill's, of
+    each loop of the decision's report (its schedule's `triton` record, or
+    `compared` where Triton's was kept); "?" where one is unknown."""
+    out = []
+    for lp in ((dec or {}).get("report") or {}).get("loops") or []:
+        sched = lp.get("schedule") or lp.get("compared") or {}
+        theirs = (sched.get("triton") or {}).get("ii_cycles")
+        out.append(f"{theirs if theirs is not None else '?'} / {sched.get('ii_cycles', '?')}")
+    return ", ".join(out) or "-"
 
 
 def rel_err(torch, got, ref):
@@ -672,6 +727,15 @@ def write_results(out, results):
         lines.append(f"| {r['kernel']} | {r['config']} | {r['size']} | {r['variant']} | {verdict} | "
                      f"{'nan' if e is None else f'{e:.2e}'}{detail} | {r.get('cp_async', '?')} | "
                      f"{twill.replace('|', '/')} |")
+    timings = results.get("timings") or []
+    if timings:
+        lines += ["", f"Paired timing (do_bench, {ROUNDS} rounds alternating stock and twill at the same "
+                  "configuration; stock / twill > 1: twill faster), with the model's cycles per iteration of "
+                  "each loop, Triton's schedule / twill's:", "",
+                  "| kernel | config | size | stock ms | twill ms | stock / twill | twill | model |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {t['kernel']} | {t['config']} | {t['size']} | {t['stock_ms']:.4f} | {t['twill_ms']:.4f} | "
+                  f"{t['ratio']:.3f} | {t['twill'].replace('|', '/')} | {t['model']} |" for t in timings]
     (out / "table.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {out / 'results.json'} and {out / 'table.md'}: " + ", ".join(f"{k} {v}"
                                                                                for k, v in sorted(counts.items())))
