@@ -541,12 +541,19 @@ pub fn schedule_loop(
     let solved_problem = solved.colocated_problem.as_ref().unwrap_or(&problem);
     check(solved_problem, &solved.result, &plan.warps)?;
     tracing::debug!(target: "twill", seconds = started.elapsed().as_secs_f64(), "checked");
-    let triton = triton_schedule(job, &lowered, solved_problem, &solved, &plan.warps);
+    // Twill's partitions and its own lowering are worth more than the
+    // stages the comparison sees: a tie goes to Triton only without them.
+    let tie_to_triton = o.ties == Ties::Triton && !partitioning.written && o.lower == Lower::Off;
+    // Where twill's I is proven and a tie keeps twill's, Triton's schedule
+    // cannot win: its evaluation is only reported.
+    let reported_only = solved.result.ii_proven && !tie_to_triton;
+    let triton = triton_schedule(
+        job,
+        &lowered,
+        (solved_problem, &solved, &plan.warps),
+        reported_only,
+    );
     if let Some(t) = &triton {
-        // Twill's partitions and its own lowering are worth more than the
-        // stages the comparison sees: a tie goes to Triton only without them.
-        let tie_to_triton =
-            o.ties == Ties::Triton && !partitioning.written && o.lower == Lower::Off;
         prefer_triton(t, &solved, problem.cycle_scale, tie_to_triton)?;
     }
     let decided = decide(job, &lowered, &solved.result, partitioning.written);
@@ -891,8 +898,15 @@ fn reuse(
 }
 
 /// The least work the evaluation of Triton's schedule gets (z3 resource
-/// units), whatever the loop's share of the budget.
+/// units), whatever the loop's share of the budget, where its answer can
+/// decide which schedule the loop keeps.
 const TRITON_BUDGET_FLOOR: u64 = 1_000_000;
+
+/// The most work the evaluation of Triton's schedule gets where its answer
+/// is only reported (twill's I is proven and a tie keeps twill's): enough
+/// to find Triton's I in the model for most loops, little next to a proof
+/// that Triton's stages cannot reach twill's I.
+const TRITON_REPORT_BUDGET: u64 = 250_000;
 
 /// A loop without a schedule of twill's keeps Triton's own where it has
 /// one: the skip says so.
@@ -909,13 +923,13 @@ fn kept(job: &LoopJob, mut skip: Skip) -> Skip {
 /// The loop carried Triton's own schedule (every node's op has a
 /// `loop.stage`): that schedule in twill's model ([`joint::fixed`]), from
 /// the smallest I twill did not refute, within a quarter of the loop's
-/// budget (at least [`TRITON_BUDGET_FLOOR`]).
+/// budget (at least [`TRITON_BUDGET_FLOOR`]; at most
+/// [`TRITON_REPORT_BUDGET`] where the answer is `reported_only`).
 fn triton_schedule(
     job: &LoopJob,
     lowered: &Lowered,
-    problem: &Problem,
-    solved: &Solved,
-    warps: &WarpConfig,
+    (problem, solved, warps): (&Problem, &Solved, &WarpConfig),
+    reported_only: bool,
 ) -> Option<TritonSchedule> {
     let max = job.ir.triton_max_stage?;
     let stages: Vec<u32> = lowered
@@ -927,10 +941,10 @@ fn triton_schedule(
     let from = solved.result.refuted_below;
     let cap = crate::modulo::search_cap(problem);
     let timeout_ms = (job.o.timeout * 1000.0 / 4.0).max(1.0) as u32;
-    let budget = if job.budget == 0 {
-        0
-    } else {
-        (job.budget / 4).max(TRITON_BUDGET_FLOOR)
+    let budget = match (job.budget, reported_only) {
+        (0, _) => 0,
+        (b, false) => (b / 4).max(TRITON_BUDGET_FLOOR),
+        (b, true) => (b / 4).clamp(1, TRITON_REPORT_BUDGET),
     };
     let answer =
         joint::fixed::smallest_ii(problem, *warps, &stages, (from, cap), (budget, timeout_ms));

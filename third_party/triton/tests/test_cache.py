@@ -167,16 +167,18 @@ def test_two_processes_compiling_at_once_leave_one_entry(tmp_path, wrapper):
     assert results[0]["ttgir"] == results[1]["ttgir"]
     entries = _entries(shared)
     # One whole entry each: the kernel's schedule and its verification (the
-    # hook's), and its loop's solve (twill-opt's, in the directory the hook
-    # gave it); no temporary file left.
-    assert sorted(p.parent.name for p in entries) == ["loops", cache.SCHEDULES, cache.VERIFY], entries
+    # hook's; the verification under the pipelined module's key and under
+    # the key of the inputs it is made from), and its loop's solve
+    # (twill-opt's, in the directory the hook gave it); no temporary file
+    # left.
+    assert sorted(p.parent.name for p in entries) == ["loops", cache.SCHEDULES, cache.VERIFY, cache.VERIFY], entries
     for p in entries:
         entry = json.loads(p.read_text())
         assert entry["schema"] in (cache.SCHEMA, "twill.loop-cache/1"), entry["schema"]
         assert p.name.startswith(entry["key"] + "."), p
     # A third process reads it.
     third = _result(_start(tmp_path, twill_opt, "triton-3", shared))
-    assert third["cached"] and third["ttgir"] == results[0]["ttgir"]
+    assert third["cached"] and third["verify_cached"] and third["ttgir"] == results[0]["ttgir"]
 
 
 def test_corrupt_truncated_and_foreign_entries_are_misses(tmp_path, caplog):

@@ -98,8 +98,10 @@ class Decision:
     # route's calls and the lowering call) came from the schedule cache
     # (twill_triton.cache): twill-opt did not run for it.
     cached: bool = False
-    # The schedule cache's key of the attribute route's twill-opt call.
+    # The schedule cache's key of the attribute route's twill-opt call, and
+    # the digest of the module's print with its locations.
     cache_key: Optional[str] = None
+    located: Optional[str] = None
     # The pipeline verifier's records came from the cache.
     verify_cached: bool = False
 
@@ -495,7 +497,8 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
             # without the verifier's proof.
             decision.lowering_seconds = lowering_seconds
             started = time.monotonic()
-            decision.verification = _verify(ir, new, cfg, decision, "verify")
+            decision.verification = _verify(ir, new, cfg, decision, "verify",
+                                            _pipeline_key(decision, calls[i + 2:], capability))
             decision.verify_seconds = time.monotonic() - started
             unproved = [r for r in decision.verification if r.get("verdict") != "proved"]
             if unproved:
@@ -727,16 +730,21 @@ def _restore_aliases(exported, scheduled):
     return "\n".join(lines) + ("\n" if lines else "") + scheduled
 
 
+_LOC = re.compile(r"(?<![\w.$@\"])loc\(")
+
+
 def _strip_locations(text):
     """`text` without location information: `#loc` definitions and every
-    `loc(...)` (balanced parentheses)."""
+    `loc(...)` (balanced parentheses; not a name ending in `loc`, such as
+    `@alloc(`)."""
     text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("#loc"))
     out, i = [], 0
     while True:
-        j = text.find("loc(", i)
-        if j < 0:
+        m = _LOC.search(text, i)
+        if m is None:
             out.append(text[i:])
             return "".join(out)
+        j = m.start()
         out.append(text[i:j])
         depth, k = 0, j + 3
         while k < len(text):
@@ -762,12 +770,14 @@ def replay_key(exported, options=""):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def module_key(mod, options=""):
+def module_key(mod, options="", printed=None):
     """The cache key of a module as Triton prints it without locations (its
     custom form: the same for the same kernel and Triton on any machine),
-    with `options`, the pass options that change the answer. Cheaper than
-    an export: a warm compile never exports."""
-    text = options + "\n" + mod.str_nodebug()
+    with `options`, the pass options that change the answer. `printed`:
+    the module's print with its locations where the caller has it (a print
+    of a kernel costs milliseconds; its locations are stripped here).
+    Cheaper than an export: a warm compile never exports."""
+    text = options + "\n" + _strip_locations(mod.str() if printed is None else printed)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -862,15 +872,17 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
     with tempfile.TemporaryDirectory(prefix="twill-") as tmp:
         work = Path(tmp)
         store = cache.location()
-        # The module's print with its locations (the answer, its remarks and
-        # the kernel's line info name the source they were made from): for
-        # the cache's entries and the dump's name only, not printed without.
-        located = hashlib.sha256(mod.str().encode()).hexdigest() if store is not None or cfg.dump_dir else None
+        # One print of the module, with its locations: its digest names the
+        # source the answer, its remarks and the kernel's line info were made
+        # from (the cache's entries and the dump's name); the cache key is
+        # that print without its locations.
+        printed = mod.str()
+        located = hashlib.sha256(printed.encode()).hexdigest()
         if cfg.dump_dir:
             work = Path(cfg.dump_dir) / f"{kernel}-cuda{capability}-{located[:12]}"
             work.mkdir(parents=True, exist_ok=True)
         decision = Decision(kernel=kernel, capability=capability, scheduled=False,
-                            dump=str(work) if cfg.dump_dir else None)
+                            dump=str(work) if cfg.dump_dir else None, located=located)
         # The options that change the schedule are part of the key: a
         # schedule recorded with other options is never replayed.
         lowering = f" lower={lower}" if lower else ""
@@ -882,7 +894,7 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
                 f"unverifiable={cfg.unverifiable} {cfg.extra}").strip()
         # Keyed by Triton's own print of the module: a hit costs no export.
         ckey = module_key(mod, f"{opts} triton={_triton_version()} timeout={cfg.timeout:g}"
-                                  f"{_machine_file_digest(cfg.extra)}")
+                                  f"{_machine_file_digest(cfg.extra)}", printed)
         found = _located(cache.load(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt)), located, store, kernel)
         decision.cache_key = ckey
         exported = None
@@ -1032,22 +1044,53 @@ def _verdict_text(record):
     return f"{loop}: {record.get('verdict')}"
 
 
-def _verify(ir, mod, cfg, decision, name):
+def _pipeline_key(decision, calls, capability):
+    """The key of the pipeline Triton builds from twill's answer: the
+    answer's own key and locations (Decision.cache_key, .located: the
+    module twill-opt was given and the options), the passes Triton runs on
+    it (`calls`, with their arguments), the target, Triton's own build key
+    and the environment variables Triton's cache is keyed by. Triton's
+    passes are deterministic functions of these (Triton's own cache relies
+    on that), so a pipeline verified for this key is that pipeline: a warm
+    compile takes its verification without printing the pipelined module.
+    None where the answer has no key (nothing to take from the cache)."""
+    if not decision.cache_key or not decision.located:
+        return None
+    try:
+        from triton._C.libtriton import get_cache_invalidating_env_vars
+        from triton.runtime.cache import triton_key
+
+        built, env = triton_key(), sorted(get_cache_invalidating_env_vars().items())
+    except (ImportError, AttributeError):
+        return None
+    passes = [(path, repr(a)) for path, _fn, a in calls]
+    text = json.dumps([decision.cache_key, decision.located, capability, passes, built, env])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _verify(ir, mod, cfg, decision, name, pipeline_key=None):
     """The pipeline verifier's records for the pipelined loops of `mod`
     (the TTGIR make_ttgir hands to make_llir): from the schedule cache
-    (twill_triton.cache) where it holds them for the same module, else
-    `twill-opt --twill-verify-pipeline` on its generic form (its records
-    are then stored in the cache). No record for a module that has
-    pipelined loops is a failure (nothing proved). With a dump directory,
-    the module and the report are kept in its subdirectory `name`."""
+    (twill_triton.cache) where it holds them for the same module (its
+    print's key, or `pipeline_key`, _pipeline_key of the inputs that made
+    it), else `twill-opt --twill-verify-pipeline` on its generic form (its
+    records are then stored in the cache under both keys). No record for a
+    module that has pipelined loops is a failure (nothing proved). With a
+    dump directory, the module and the report are kept in its subdirectory
+    `name`."""
+    store = cache.location()
+    identity = _identity(cfg.twill_opt)
+    if pipeline_key is not None and not decision.dump:
+        stored = _verification_entry(cache.load(store, cache.VERIFY, pipeline_key, identity))
+        if stored is not None:
+            if name == "verify":
+                decision.verify_cached = True
+            return stored["loops"]
     with tempfile.TemporaryDirectory(prefix="twill-verify-") as tmp:
         work = Path(decision.dump) / name if decision.dump else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         ckey = module_key(mod, "verify-pipeline")
-        store = cache.location()
-        stored = cache.load(store, cache.VERIFY, ckey, _identity(cfg.twill_opt))
-        if stored is not None and not isinstance(stored.get("loops"), list):
-            stored = None  # not an entry of the verifier's records: a miss
+        stored = _verification_entry(cache.load(store, cache.VERIFY, ckey, identity))
         if stored is None or decision.dump:
             text = _generic_text(ir, mod, work)
             key = replay_key(text, "verify-pipeline")
@@ -1058,6 +1101,8 @@ def _verify(ir, mod, cfg, decision, name):
         if stored is not None:
             if name == "verify":
                 decision.verify_cached = True
+            if pipeline_key is not None:
+                cache.store(store, cache.VERIFY, pipeline_key, identity, stored)
             return stored["loops"]
         if not cfg.twill_opt or not os.path.exists(cfg.twill_opt):
             return [{"verdict": "unsupported", "loc": "?",
@@ -1076,8 +1121,15 @@ def _verify(ir, mod, cfg, decision, name):
                      "unsupported": {"why": f"twill-opt --twill-verify-pipeline failed: {r.stderr[-300:]}",
                                      "op": ""}}]
         loops = json.loads(report.read_text())["loops"]
-        cache.store(store, cache.VERIFY, ckey, _identity(cfg.twill_opt), {"loops": loops})
+        for key in filter(None, (ckey, pipeline_key)):
+            cache.store(store, cache.VERIFY, key, identity, {"loops": loops})
         return loops
+
+
+def _verification_entry(stored):
+    """`stored` where it is an entry of the verifier's records, else None
+    (a miss)."""
+    return stored if stored is not None and isinstance(stored.get("loops"), list) else None
 
 
 def _replayed_verification(key):
