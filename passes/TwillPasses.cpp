@@ -204,9 +204,11 @@ struct TwillSchedulePass
 
   Option<std::string> ties{
       *this, "ties",
-      llvm::cl::desc("twill: a tie with Triton's own schedule in twill's "
-                     "model keeps twill's; triton: it keeps Triton's"),
-      llvm::cl::init("twill")};
+      llvm::cl::desc("deeper: a tie with Triton's own schedule in twill's "
+                     "model keeps the schedule with more stages (twill's on "
+                     "equal stages); twill: it keeps twill's; triton: it "
+                     "keeps Triton's"),
+      llvm::cl::init("deeper")};
 
   Option<std::string> unverifiable{
       *this, "unverifiable",

@@ -92,8 +92,12 @@ pub struct LoopOptions {
 /// lowers nothing), whose schedule the loop gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Ties {
-    /// twill's (the default).
+    /// The deeper pipeline's (the default): Triton's where it has more
+    /// stages than twill's (its loads prefetched further ahead, which the
+    /// model's fixed latencies do not value), else twill's.
     #[default]
+    Deeper,
+    /// twill's.
     Twill,
     /// Triton's: only a predicted gain replaces the schedule Triton would
     /// run (`triton_as_good`).
@@ -104,9 +108,12 @@ impl std::str::FromStr for Ties {
     type Err = String;
     fn from_str(s: &str) -> Result<Ties, String> {
         match s {
+            "deeper" => Ok(Ties::Deeper),
             "twill" => Ok(Ties::Twill),
             "triton" => Ok(Ties::Triton),
-            other => Err(format!("ties: expected `twill` or `triton`, got `{other}`")),
+            other => Err(format!(
+                "ties: expected `deeper`, `twill` or `triton`, got `{other}`"
+            )),
         }
     }
 }
@@ -541,12 +548,11 @@ pub fn schedule_loop(
     let solved_problem = solved.colocated_problem.as_ref().unwrap_or(&problem);
     check(solved_problem, &solved.result, &plan.warps)?;
     tracing::debug!(target: "twill", seconds = started.elapsed().as_secs_f64(), "checked");
-    // Twill's partitions and its own lowering are worth more than the
-    // stages the comparison sees: a tie goes to Triton only without them.
-    let tie_to_triton = o.ties == Ties::Triton && !partitioning.written && o.lower == Lower::Off;
+    let decided = decide(job, &lowered, &solved.result, partitioning.written);
+    let tie = tie_to_triton(job, &decided, partitioning.written);
     // Where twill's I is proven and a tie keeps twill's, Triton's schedule
     // cannot win: its evaluation is only reported.
-    let reported_only = solved.result.ii_proven && !tie_to_triton;
+    let reported_only = solved.result.ii_proven && tie.is_none();
     let triton = triton_schedule(
         job,
         &lowered,
@@ -554,9 +560,8 @@ pub fn schedule_loop(
         reported_only,
     );
     if let Some(t) = &triton {
-        prefer_triton(t, &solved, problem.cycle_scale, tie_to_triton)?;
+        prefer_triton(t, &solved, problem.cycle_scale, tie.as_deref())?;
     }
-    let decided = decide(job, &lowered, &solved.result, partitioning.written);
     within_bound(job, &decided)?;
     validate(job, machine, &lowered, &decided)?;
     if o.lower == Lower::Off {
@@ -965,27 +970,47 @@ fn triton_schedule(
     })
 }
 
+/// Whether a tie in the model goes to Triton's schedule, and why (the end
+/// of the skip's text): `ties=triton`, or `ties=deeper` where Triton's
+/// schedule has more stages than twill's decision. Never where twill
+/// writes partitions or lowers the loop (worth more than the stages the
+/// comparison sees).
+fn tie_to_triton(job: &LoopJob, decided: &Decided, partitions: bool) -> Option<String> {
+    if partitions || job.o.lower != Lower::Off {
+        return None;
+    }
+    let ours = decided.decision.max_stage + 1;
+    match (job.o.ties, job.ir.triton_max_stage) {
+        (Ties::Triton, _) => Some("ties=triton keeps Triton's".into()),
+        (Ties::Deeper, Some(max)) if max + 1 > ours => Some(format!(
+            "its loads prefetch further ahead ({} stages against twill's {ours}); ties=deeper keeps the deeper pipeline",
+            max + 1
+        )),
+        _ => None,
+    }
+}
+
 /// Never worse than Triton: where Triton's schedule reaches a smaller I in
 /// twill's model than the schedule twill found (cut short by its budget),
-/// Triton's is kept; with `tie_to_triton` (`ties=triton`) also where it
-/// reaches the same I.
+/// Triton's is kept; where `tie` says why ([`tie_to_triton`]) also where
+/// it reaches the same I.
 fn prefer_triton(
     triton: &TritonSchedule,
     solved: &Solved,
     scale: f64,
-    tie_to_triton: bool,
+    tie: Option<&str>,
 ) -> Result<(), Skip> {
     let ours = solved.result.schedule.schedule.ii;
-    let (reason, text) = match triton.ii {
-        Some(theirs) if theirs == ours && tie_to_triton => (
+    let (reason, text) = match (triton.ii, tie) {
+        (Some(theirs), Some(why)) if theirs == ours => (
             SkipReason::TritonAsGood,
             format!(
-                "Triton's own schedule is as good in twill's model: I={theirs} (~{} cycles, {} stages), the I of twill's schedule; ties=triton keeps Triton's",
+                "Triton's own schedule is as good in twill's model: I={theirs} (~{} cycles, {} stages), the I of twill's schedule; {why}",
                 cycles(f64::from(theirs) * scale),
                 triton.stages,
             ),
         ),
-        Some(theirs) if theirs < ours => (
+        (Some(theirs), _) if theirs < ours => (
             SkipReason::TritonBetter,
             format!(
                 "Triton's own schedule is better in twill's model: I={theirs} (~{} cycles, {} stages) against twill's I={ours} (~{} cycles, not proven within its budget)",
@@ -1561,7 +1586,7 @@ pub(crate) mod tests {
             cache: None,
             num_stages: 0,
             stages: Stages::Bound,
-            ties: Ties::Twill,
+            ties: Ties::Deeper,
             skip_unverifiable: false,
         }
     }

@@ -23,8 +23,10 @@ code) and the model's prediction for Triton's schedule and for twill's
 (cycles per iteration, from the report's schedule and its `triton` record,
 or its `compared` record where twill kept Triton's schedule), so that a
 wrong prediction is visible next to the measurement. twill runs with the
-hook's defaults (a tie with Triton's schedule in the model keeps twill's);
-`--ties triton` keeps Triton's there (`triton_as_good`). Each row
+hook's defaults (a tie with Triton's schedule in the model keeps the
+deeper pipeline: Triton's where it has more stages, else twill's);
+`--ties twill` keeps twill's there, `--ties triton` Triton's
+(`triton_as_good`). Each row
 says whether the two binaries differ: where they are the same, the pair is
 an A/A test of the timing (its spread is the method's noise at that size).
 Each compile launches through a JITFunction of its own, so that each
@@ -88,8 +90,8 @@ def main():
                     help="bench: do_bench (L2 flushed before each launch); graph: do_bench_cudagraph "
                          "(launches replayed from a CUDA graph, L2 warm: no launch overhead, for kernels of "
                          "a few microseconds)")
-    ap.add_argument("--ties", choices=("triton", "twill"), default=None,
-                    help="the hook's TWILL_TIES (default: the hook's own, twill)")
+    ap.add_argument("--ties", choices=("deeper", "triton", "twill"), default=None,
+                    help="the hook's TWILL_TIES (default: the hook's own, deeper)")
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():

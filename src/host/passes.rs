@@ -99,7 +99,7 @@ pub struct ScheduleOptions {
     pub num_stages: u32,
     /// `stages=bound|free`: whether it bounds the schedule's stages.
     pub stages: Stages,
-    /// `ties=twill|triton`: whose schedule a tie in twill's model keeps.
+    /// `ties=deeper|twill|triton`: whose schedule a tie in twill's model keeps.
     pub ties: Ties,
     /// `unverifiable=schedule|skip`: whether to skip a loop whose pipeline
     /// the pipeline verifier does not model.
@@ -164,7 +164,7 @@ impl ScheduleOptions {
             cache: None,
             num_stages: 0,
             stages: Stages::Bound,
-            ties: Ties::Twill,
+            ties: Ties::Deeper,
             skip_unverifiable: false,
         };
         let placed = |k: &str, v: &str| match v {

@@ -12,9 +12,10 @@
 // RUN: not %twill-opt %s --twill-schedule="arch=sm90 stages=some" 2>&1 | FileCheck %s --check-prefix=STAGES
 // RUN: not %twill-opt %s --twill-schedule="arch=sm90 num-stages=65" 2>&1 | FileCheck %s --check-prefix=NUMSTAGES
 // RUN: not %twill-opt %s --twill-schedule="arch=sm90 unverifiable=maybe" 2>&1 | FileCheck %s --check-prefix=UNVERIFIABLE
+// RUN: not %twill-opt %s --twill-schedule="arch=sm90 ties=shallower" 2>&1 | FileCheck %s --check-prefix=TIES
 // RUN: not %twill-opt %s --twill-export-graph="arch=sm90" 2>&1 | FileCheck %s --check-prefix=DIR
 
-// ARCH: invalid_options.mlir:[[@LINE+12]]:1: error: twill-schedule: arch: expected sm90 or sm100, got `sm75`
+// ARCH: invalid_options.mlir:[[@LINE+13]]:1: error: twill-schedule: arch: expected sm90 or sm100, got `sm75`
 // SCOPE: error: twill-schedule: scope: expected ws or all, got `some`
 // TRITON: error: twill-schedule: triton: expected a version such as 3.6, got `three`
 // ENCODING: error: twill-schedule: unknown encoding `fast` (expected default, int or paper)
@@ -25,6 +26,7 @@
 // STAGES: error: twill-schedule: stages: expected `bound` or `free`, got `some`
 // NUMSTAGES: error: twill-schedule: num-stages: expected 0..=64 (0: not given), got `65`
 // UNVERIFIABLE: error: twill-schedule: unverifiable: expected `schedule` or `skip`, got `maybe`
+// TIES: error: twill-schedule: ties: expected `deeper`, `twill` or `triton`, got `shallower`
 // DIR: error: twill-export-graph: dir: a directory to write the graphs into is required
 module {
 }

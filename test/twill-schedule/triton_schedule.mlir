@@ -5,7 +5,7 @@
 // report. Where twill's search is cut short by a tiny work budget and stops
 // at a larger I than Triton's stages reach, the loop keeps Triton's
 // schedule (`triton_better`): its attributes are left as Triton wrote them.
-// RUN: %twill-opt %inputs/triton36/fa_fwd_sm90.triton_schedule.mlir --twill-schedule="arch=sm90 scope=all report=%t.json" -o /dev/null 2>&1 | FileCheck %s
+// RUN: %twill-opt %inputs/triton36/fa_fwd_sm90.triton_schedule.mlir --twill-schedule="arch=sm90 scope=all ties=twill report=%t.json" -o /dev/null 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=REPORT --input-file=%t.json
 // RUN: %twill-opt %inputs/triton36/fa_fwd_sm90.triton_schedule.mlir --twill-schedule="arch=sm90 scope=all budget=0.05 report=%t.small.json" 2>&1 | FileCheck %s --check-prefix=SMALL
 // RUN: FileCheck %s --check-prefix=SMALL-REPORT --input-file=%t.small.json
@@ -17,6 +17,11 @@
 // RUN: %twill-opt %inputs/triton36/fa_fwd_sm90.triton_schedule.mlir --twill-schedule="arch=sm90 scope=all ties=triton report=%t.tie.json" -o %t.tie.mlir 2>&1 | FileCheck %s --check-prefix=TIE
 // RUN: FileCheck %s --check-prefix=TIE-REPORT --input-file=%t.tie.json
 // RUN: diff %t.tie.mlir %t.input.mlir
+// By default (ties=deeper) the tie keeps Triton's here too: its three
+// stages prefetch the K and V loads further ahead than twill's two.
+// RUN: %twill-opt %inputs/triton36/fa_fwd_sm90.triton_schedule.mlir --twill-schedule="arch=sm90 scope=all report=%t.deeper.json" -o %t.deeper.mlir 2>&1 | FileCheck %s --check-prefix=DEEPER
+// RUN: FileCheck %s --check-prefix=TIE-REPORT --input-file=%t.deeper.json
+// RUN: diff %t.deeper.mlir %t.input.mlir
 
 // CHECK: remark: twill: scheduled attn_fwd_kernel_loop1: I=32 (~3748 cycles)
 // CHECK-SAME: proven optimal
@@ -36,3 +41,5 @@
 // TIE: remark: twill: skipped loop: Triton's own schedule is as good in twill's model: I=32 (~3748 cycles, 3 stages), the I of twill's schedule; ties=triton keeps Triton's
 // TIE-REPORT: "decision": "skipped",
 // TIE-REPORT: "reason": "triton_as_good",
+
+// DEEPER: remark: twill: skipped loop: Triton's own schedule is as good in twill's model: I=32 (~3748 cycles, 3 stages), the I of twill's schedule; its loads prefetch further ahead (3 stages against twill's 2); ties=deeper keeps the deeper pipeline

@@ -666,7 +666,7 @@ def test_dump_reproduces_with_twill_opt(twill):
     for f in ("input.mlir", "output.mlir", "scheduled.mlir", "command.txt", "remarks.txt"):
         assert (work / f).exists(), f
     r = subprocess.run(
-        [TWILL_OPT, str(work / "input.mlir"), "--twill-schedule=arch=sm90 scope=all", "--mlir-print-op-generic"],
+        [TWILL_OPT, str(work / "input.mlir"), "--twill-schedule=arch=sm90 scope=all ties=twill", "--mlir-print-op-generic"],
         capture_output=True, text=True, check=True)
     assert "twill: scheduled" in r.stderr
     assert r.stdout.count("loop.stage") == (work / "output.mlir").read_text().count("loop.stage")
@@ -769,8 +769,10 @@ def test_ties_keep_tritons_schedule(tmp_path, monkeypatch):
     leaves unpipelined, is twill's and the same code), and the kernel
     compiles to stock Triton's loops, with both Is in the report's
     `compared`; where twill's schedule is better in the model (the
-    persistent pointer-load GEMM's fused loop), it is twill's. By default a
-    tie keeps twill's."""
+    persistent pointer-load GEMM's fused loop), it is twill's. By default
+    (`deeper`) a tie keeps twill's at the same stages (num_stages=3) and
+    Triton's where its schedule has more stages (num_stages=4: twill's
+    tying schedule takes 3)."""
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "stock"))
     stock = _compile(KERNELS["persistent_tma"], 90)
     monkeypatch.setenv("TWILL_TIES", "triton")
@@ -795,9 +797,15 @@ def test_ties_keep_tritons_schedule(tmp_path, monkeypatch):
     twill_triton.enable(twill_opt=TWILL_OPT, scope="all")
     try:
         _compile(KERNELS["persistent_tma"], 90)
+        same = twill_triton.decisions()[-1]
+        _compile(lambda cap: persistent_matmul.ast_source("tma", num_stages=4), 90)
+        deeper = twill_triton.decisions()[-1]
     finally:
         twill_triton.disable()
-    assert [r["decision"] for r in twill_triton.decisions()[-1].report["loops"]] == ["scheduled"] * 2
+    assert [r["decision"] for r in same.report["loops"]] == ["scheduled"] * 2
+    fused = deeper.report["loops"][1]
+    assert fused["reason"] == "triton_as_good", deeper.remarks
+    assert "4 stages against twill's 3" in fused["text"], fused["text"]
 
 
 def test_unverifiable_loops_are_left_to_triton_unsolved(tmp_path, monkeypatch):

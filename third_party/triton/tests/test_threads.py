@@ -184,10 +184,12 @@ def _serial_ast_parse(*args, **kwargs):
 
 def _enable(monkeypatch, cache):
     """twill on, with Triton cache directory `cache` (twill_triton.enable
-    puts its own under it), and Python's parser serialized."""
+    puts its own under it), a tie in the model keeping twill's schedule
+    (as conftest's, for the module-scoped fixtures), and Python's parser
+    serialized."""
     monkeypatch.setattr(ast, "parse", _serial_ast_parse)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
-    twill_triton.enable(twill_opt=TWILL_OPT, scope="all")
+    twill_triton.enable(twill_opt=TWILL_OPT, scope="all", ties="twill")
 
 
 class _Watch:

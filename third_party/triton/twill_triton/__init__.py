@@ -37,7 +37,8 @@ Environment:
                         code (verified before it is emitted), before Triton's
                         Hopper warp specialization; the others as without it
     TWILL_TIES=triton   where twill's model gives Triton's own schedule of a loop the
-                        same I, keep Triton's (default twill: twill's)
+                        same I, keep Triton's; twill: twill's (default deeper:
+                        Triton's where it has more stages, else twill's)
     TWILL_UNVERIFIABLE=schedule  also solve the loops Triton warp-specializes on
                         sm100, whose code the pipeline verifier does not model
                         (default skip: left to Triton unsolved; the kernel

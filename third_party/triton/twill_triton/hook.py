@@ -193,9 +193,11 @@ class Config:
     # on a quiet machine.
     budget: Optional[float] = None
     # Where twill's model gives Triton's own schedule of a loop the same I
-    # as twill's, keep twill's ("twill", the default) or Triton's
-    # ("triton"; TWILL_TIES). The pass option `ties=` (docs/options.md, D25).
-    ties: str = "twill"
+    # as twill's, keep the deeper pipeline's ("deeper", the default:
+    # Triton's where it has more stages, else twill's), twill's ("twill")
+    # or Triton's ("triton"; TWILL_TIES). The pass option `ties=`
+    # (docs/options.md, D25, D33).
+    ties: str = "deeper"
     # A loop whose pipeline the pipeline verifier does not model (Triton's
     # sm100 warp specialization) is left to Triton before it is solved
     # ("skip", the default: the verifier would replace its schedule by
@@ -241,7 +243,7 @@ def _config(twill_opt=None, timeout=None, scope=None, strict=None, dump_dir=None
         verify_triton=_env_bool("TWILL_VERIFY_TRITON") if verify_triton is None else bool(verify_triton),
         lower=_env_bool("TWILL_LOWER") if lower is None else bool(lower),
         budget=_budget(budget),
-        ties=_choice(ties, "TWILL_TIES", ("twill", "triton"), "ties"),
+        ties=_choice(ties, "TWILL_TIES", ("deeper", "twill", "triton"), "ties"),
         unverifiable=_choice(unverifiable, "TWILL_UNVERIFIABLE", ("skip", "schedule"), "unverifiable"),
     )
 
