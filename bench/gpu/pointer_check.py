@@ -357,6 +357,9 @@ def record(root, only=None):
         shutil.rmtree(root)
     root.mkdir(parents=True)
     cache = Path(tempfile.mkdtemp(prefix="pointer-record-cache-"))
+    # A schedule cache of its own: every schedule is solved live by this
+    # twill-opt, whatever earlier compiles on the machine stored.
+    os.environ["TWILL_CACHE_DIR"] = str(cache / "twill")
     entries = {}
     t0 = time.time()
     for case in cases(only):

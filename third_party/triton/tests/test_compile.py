@@ -751,6 +751,38 @@ def test_replay_without_twill_opt(tmp_path, monkeypatch):
     assert _final_buffers(replayed, "128x128xf16") == _final_buffers(recorded, "128x128xf16") == [3, 3]
 
 
+def test_a_dump_made_from_the_cache_replays(tmp_path, monkeypatch):
+    """A dump directory is whole whether twill-opt ran or the schedule
+    cache answered (the verifier's records included), so a replay of a
+    dump made on a warm machine compiles without twill-opt; a recorded
+    answer that scheduled no loop replays as that answer (the kernel falls
+    back with twill's own reason, not for want of a record)."""
+    monkeypatch.setenv("TWILL_CACHE_DIR", str(tmp_path / "warm"))
+    for n, rec in enumerate(("cold", "rec")):
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / f"c{n}"))
+        twill_triton.enable(twill_opt=TWILL_OPT, dump_dir=str(tmp_path / rec), scope="all")
+        try:
+            _compile(_fa, 90)
+            _compile(KERNELS["matmul"], 100)
+        finally:
+            twill_triton.disable()
+    warm = twill_triton.decisions()[-2]
+    assert warm.cached and warm.verify_cached, warm.reason
+    assert list((tmp_path / "rec").rglob("verify.json")), "the warm dump lacks the verifier's records"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "c2"))
+    monkeypatch.setenv("TWILL_REPLAY_DIR", str(tmp_path / "rec"))
+    twill_triton.enable(twill_opt=str(tmp_path / "no-such-binary"), scope="all")
+    try:
+        _compile(_fa, 90)
+        fa = twill_triton.decisions()[-1]
+        _compile(KERNELS["matmul"], 100)
+        gemm = twill_triton.decisions()[-1]
+    finally:
+        twill_triton.disable()
+    assert fa.scheduled and all(r["verdict"] == "proved" for r in fa.verification), (fa.reason, fa.verification)
+    assert not gemm.scheduled and "Triton's own assignment" in gemm.reason, gemm.reason
+
+
 def test_replay_key_ignores_locations_and_names():
     from twill_triton.hook import replay_key
 
