@@ -550,15 +550,7 @@ pub fn schedule_loop(
     tracing::debug!(target: "twill", seconds = started.elapsed().as_secs_f64(), "checked");
     let decided = decide(job, &lowered, &solved.result, partitioning.written);
     let tie = tie_to_triton(job, &decided, partitioning.written);
-    // Where twill's I is proven and a tie keeps twill's, Triton's schedule
-    // cannot win: its evaluation is only reported.
-    let reported_only = solved.result.ii_proven && tie.is_none();
-    let triton = triton_schedule(
-        job,
-        &lowered,
-        (solved_problem, &solved, &plan.warps),
-        reported_only,
-    );
+    let triton = triton_schedule(job, &lowered, (solved_problem, &solved, &plan.warps));
     if let Some(t) = &triton {
         prefer_triton(t, &solved, problem.cycle_scale, tie.as_deref())?;
     }
@@ -903,15 +895,16 @@ fn reuse(
 }
 
 /// The least work the evaluation of Triton's schedule gets (z3 resource
-/// units), whatever the loop's share of the budget, where its answer can
-/// decide which schedule the loop keeps.
+/// units), whatever the loop's share of the budget, where twill's I is not
+/// proven (Triton's schedule may reach a smaller one).
 const TRITON_BUDGET_FLOOR: u64 = 1_000_000;
 
-/// The most work the evaluation of Triton's schedule gets where its answer
-/// is only reported (twill's I is proven and a tie keeps twill's): enough
-/// to find Triton's I in the model for most loops, little next to a proof
-/// that Triton's stages cannot reach twill's I.
-const TRITON_REPORT_BUDGET: u64 = 250_000;
+/// The most work the evaluation of Triton's schedule gets where twill's I
+/// is proven: it can then at best tie, and its first query (at twill's I)
+/// decides a tie. Enough to find Triton's I in the model for most loops,
+/// little next to a proof that Triton's stages cannot reach twill's I (a
+/// tie not found within it keeps twill's schedule).
+const TRITON_PROVEN_BUDGET: u64 = 250_000;
 
 /// A loop without a schedule of twill's keeps Triton's own where it has
 /// one: the skip says so.
@@ -929,12 +922,11 @@ fn kept(job: &LoopJob, mut skip: Skip) -> Skip {
 /// `loop.stage`): that schedule in twill's model ([`joint::fixed`]), from
 /// the smallest I twill did not refute, within a quarter of the loop's
 /// budget (at least [`TRITON_BUDGET_FLOOR`]; at most
-/// [`TRITON_REPORT_BUDGET`] where the answer is `reported_only`).
+/// [`TRITON_PROVEN_BUDGET`] where twill's I is proven).
 fn triton_schedule(
     job: &LoopJob,
     lowered: &Lowered,
     (problem, solved, warps): (&Problem, &Solved, &WarpConfig),
-    reported_only: bool,
 ) -> Option<TritonSchedule> {
     let max = job.ir.triton_max_stage?;
     let stages: Vec<u32> = lowered
@@ -946,10 +938,10 @@ fn triton_schedule(
     let from = solved.result.refuted_below;
     let cap = crate::modulo::search_cap(problem);
     let timeout_ms = (job.o.timeout * 1000.0 / 4.0).max(1.0) as u32;
-    let budget = match (job.budget, reported_only) {
+    let budget = match (job.budget, solved.result.ii_proven) {
         (0, _) => 0,
         (b, false) => (b / 4).max(TRITON_BUDGET_FLOOR),
-        (b, true) => (b / 4).clamp(1, TRITON_REPORT_BUDGET),
+        (b, true) => (b / 4).clamp(1, TRITON_PROVEN_BUDGET),
     };
     let answer =
         joint::fixed::smallest_ii(problem, *warps, &stages, (from, cap), (budget, timeout_ms));
