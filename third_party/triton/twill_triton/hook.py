@@ -695,8 +695,9 @@ _BOGUS_ATTR = "llvm.data_layout"
 _ALIAS_DEF = re.compile(r"^([#!][\w.$-]+) = ", re.M)
 
 
-def _generic_text(ir, mod, workdir):
-    """The module in MLIR generic form, printed by Triton's own printer.
+def _generic_text(ir, mod, workdir, printed=None):
+    """The module in MLIR generic form, printed by Triton's own printer
+    (`printed`: its custom form with locations, where the caller has it).
 
     Triton's bindings print only the custom form, but MLIR's printer falls
     back to the generic form for an op that fails verification. A copy of the
@@ -705,7 +706,7 @@ def _generic_text(ir, mod, workdir):
     from the text. The live module is never touched.
     """
     path = Path(workdir) / "export.pretty.mlir"
-    path.write_text(mod.str())
+    path.write_text(mod.str() if printed is None else printed)
     copy = ir.parse_mlir_module(str(path), mod.context)
     copy.context = mod.context
     copy.set_attr(_BOGUS_ATTR, ir.builder(mod.context).get_int32_attr(0))
@@ -902,7 +903,7 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
         decision.cache_key = ckey
         exported = None
         if found is None or cfg.dump_dir:
-            exported = _generic_text(ir, mod, work)
+            exported = _generic_text(ir, mod, work, printed)
             key = replay_key(exported, opts)
             (work / "input.mlir").write_text(exported)
             (work / "key.txt").write_text(key + "\n")
@@ -1092,10 +1093,11 @@ def _verify(ir, mod, cfg, decision, name, pipeline_key=None):
     with tempfile.TemporaryDirectory(prefix="twill-verify-") as tmp:
         work = Path(decision.dump) / name if decision.dump else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        ckey = module_key(mod, "verify-pipeline")
+        printed = mod.str()
+        ckey = module_key(mod, "verify-pipeline", printed)
         stored = _verification_entry(cache.load(store, cache.VERIFY, ckey, identity))
         if stored is None or decision.dump:
-            text = _generic_text(ir, mod, work)
+            text = _generic_text(ir, mod, work, printed)
             key = replay_key(text, "verify-pipeline")
             (work / "pipelined.mlir").write_text(text)
             (work / "verify.key").write_text(key + "\n")
