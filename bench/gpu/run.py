@@ -184,7 +184,9 @@ def hopper_ws(cx, opts):
 
 def twill_compile(kind, cx, opts, extra="", compile=None, **enable):
     # `compile(kind, cx, opts)` builds the kernel (default: compile_kernel;
-    # a probe passes its own kernel's). FA loops marked warp_specialize are twill's default scope; the others
+    # a probe passes its own kernel's). `enable`: more of
+    # twill_triton.enable's arguments (the Gluon plans take twill's own
+    # schedule of a loop, `ties="twill"`, whatever a tie would keep). FA loops marked warp_specialize are twill's default scope; the others
     # (the GEMM, FA at a configuration without warp specialization) need "all",
     # and so do the partition loops Triton's Hopper warp specialization leaves
     # (it runs before twill and splits the loop).
@@ -617,7 +619,7 @@ def solve_gluon_bwd(twill_opt, twill, out, cfg_name, changes, suffix):
     cx, opts = fa_bwd.split_config(dict(fa_bwd.CONFIGS[cfg_name][90], **changes))
     tmp = Path(tempfile.mkdtemp(prefix="twill-gluon-bwd-"))
     os.environ["TRITON_CACHE_DIR"] = str(tmp / "cache")
-    _, d = twill_compile("bwd_" + cfg_name, cx, opts, dump_dir=str(tmp / "dump"))
+    _, d = twill_compile("bwd_" + cfg_name, cx, opts, dump_dir=str(tmp / "dump"), ties="twill")
     ttgir = Path(d.dump) / "input.mlir"
     graphs = B.gluon_bwd_graphs(twill_opt, ttgir, tmp / "graphs")
     warps = int(re.search(r'"ttg.num-warps" = (\d+)', ttgir.read_text()).group(1))
@@ -664,7 +666,7 @@ def record_gluon_plan(twill_opt, twill, out, cfg_name, changes):
     causal = bool(cx.get("CAUSAL"))
     tmp = Path(tempfile.mkdtemp(prefix="twill-gluon-"))
     os.environ["TRITON_CACHE_DIR"] = str(tmp / "cache")
-    _, d = twill_compile("fa_subtile", cx, opts, dump_dir=str(tmp / "dump"))
+    _, d = twill_compile("fa_subtile", cx, opts, dump_dir=str(tmp / "dump"), ties="twill")
     ttgir = Path(d.dump) / "input.mlir"
     graphs = P.gluon_graphs(twill_opt, ttgir, tmp / "graphs")
     pinned_graphs = P.gluon_graphs(twill_opt, ttgir, tmp / "pinned", pinned=True)
@@ -887,7 +889,7 @@ def record_gluon_gemm_tile(twill_opt, twill, out, block_n, warps, occ):
     opts = dict(num_warps=warps, num_stages=3)
     tmp = Path(tempfile.mkdtemp(prefix="twill-gluon-gemm-"))
     os.environ["TRITON_CACHE_DIR"] = str(tmp / "cache")
-    _, d = twill_compile("gemm", cx, opts, dump_dir=str(tmp / "dump"))
+    _, d = twill_compile("gemm", cx, opts, dump_dir=str(tmp / "dump"), ties="twill")
     ttgir = Path(d.dump) / "input.mlir"
     graphs = fa_fwd_gluon_plan.gluon_graphs(twill_opt, ttgir, tmp / "graphs", scope="all")
     loops = C.loops_of(d.report)

@@ -6,9 +6,11 @@ verification: a typed JSON record (schema `twill.schedule-cache/1`,
 docs/report-schema.md) under `DIR/schedules/` or `DIR/verify/`, named
 `<key>.<twill-opt identity>.json`. The key is `module_key` of the module
 (Triton's own print of it, without locations) and of the options that
-change the answer (Triton's version among them); the identity is the
-SHA-256 prefix of the twill-opt binary. A warm compile reads the entry and
-never starts twill-opt, nor exports the module. A schedule entry also keeps
+change the answer (Triton's version among them); a verification is also
+stored under `_pipeline_key`, the key of the inputs its pipeline was made
+from. The identity is the SHA-256 prefix of the twill-opt binary. A warm
+compile reads the entries and never starts twill-opt, nor exports or
+prints the pipelined module. A schedule entry also keeps
 `located`, the digest of the module's print with its locations: the hook
 takes it only for the same locations (the entry's module, remarks and line
 info name the source it was made from), else schedules again (twill-opt's

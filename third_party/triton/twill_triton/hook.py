@@ -546,7 +546,8 @@ def _remember_unproved(cfg, decision, reason):
     """Marks the schedule cache's entry of the kernel's twill-opt call: the
     pipeline Triton built from it was not proved, so a warm compile falls
     back at once (falling back needs no proof; a proof is only ever taken
-    from the verifier's own entry, keyed by the pipelined module)."""
+    from the verifier's own entry of the pipeline, keyed by the pipelined
+    module or by the inputs it is made from: _pipeline_key)."""
     store = cache.location()
     if store is None or store.read_only or not decision.cache_key:
         return
