@@ -794,6 +794,51 @@ def test_replay_key_ignores_locations_and_names():
     assert replay_key(a, "sm90 partitions=True loads=last") != replay_key(a, "sm90 partitions=True")
 
 
+def test_strip_locations_keeps_names_and_strings():
+    """The cache keys strip locations only: not a name ending in `loc`, not
+    a user's string holding `loc(`; a location's own file name may hold
+    parentheses."""
+    from twill_triton.hook import _strip_locations, module_key
+
+    assert _strip_locations('%0 = tt.call @alloc(%a) : i32 loc(#loc3)\n#loc3 = loc("/a(b).py":1:2)\n') == \
+        "%0 = tt.call @alloc(%a) : i32 "
+    assert _strip_locations('tt.print " x loc(" : i32 loc("f(.py":1:2)\nnext') == 'tt.print " x loc(" : i32 \nnext'
+
+    class Printed:
+
+        def __init__(self, text):
+            self.text = text
+
+        def str(self):
+            return self.text
+
+    a, b = Printed('tt.print " loc(a" loc(#l1)\n'), Printed('tt.print " loc(b" loc(#l2)\n')
+    assert module_key(a) != module_key(b)
+    assert module_key(a) == module_key(Printed('tt.print " loc(a" loc("/x.py":3:4)\n'))
+
+
+def test_the_pipeline_key_names_what_makes_the_pipeline(monkeypatch):
+    """A verification is taken by _pipeline_key only for the same answer,
+    locations, passes after twill (with their arguments), target and
+    environment; without an answer there is no key."""
+    from twill_triton.hook import Decision, _pipeline_key
+
+    def key(calls=(("passes.common.add_cse", None, ()), ), cap=90, **fields):
+        d = Decision(kernel="k", capability=cap, scheduled=True,
+                     **dict(dict(cache_key="c", located="l", answer_digest="a"), **fields))
+        return _pipeline_key(d, list(calls), cap)
+
+    base = key()
+    assert base is not None and base == key()
+    assert len({base, key(answer_digest="b"), key(located="m"), key(cache_key="d"), key(cap=100),
+                key(calls=(("passes.common.add_cse", None, (1, )), ))}) == 6
+    assert key(answer_digest=None) is None
+    # An environment variable Triton's own cache is keyed by (measured on
+    # 3.6.0 and 3.9.0; nothing is compiled here).
+    monkeypatch.setenv("DISABLE_MMA_V3", "1")
+    assert key() != base
+
+
 def test_ties_keep_tritons_schedule(tmp_path, monkeypatch):
     """TWILL_TIES=triton: where twill's model gives Triton's own schedule
     the same I as twill's, the loop keeps Triton's (the persistent TMA GEMM

@@ -98,10 +98,12 @@ class Decision:
     # route's calls and the lowering call) came from the schedule cache
     # (twill_triton.cache): twill-opt did not run for it.
     cached: bool = False
-    # The schedule cache's key of the attribute route's twill-opt call, and
-    # the digest of the module's print with its locations.
+    # The schedule cache's key of the attribute route's twill-opt call, the
+    # digest of the module's print with its locations, and that of the
+    # answer's module text (what Triton's passes turn into the pipeline).
     cache_key: Optional[str] = None
     located: Optional[str] = None
+    answer_digest: Optional[str] = None
     # The pipeline verifier's records came from the cache.
     verify_cached: bool = False
 
@@ -734,32 +736,49 @@ def _restore_aliases(exported, scheduled):
     return "\n".join(lines) + ("\n" if lines else "") + scheduled
 
 
-_LOC = re.compile(r"(?<![\w.$@\"])loc\(")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+# A string literal (kept whole: a user's string may hold `loc(`), or a
+# location (not a name ending in `loc`, such as `@alloc(`).
+_LOC_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|(?<![\w.$@"])loc\(')
 
 
 def _strip_locations(text):
     """`text` without location information: `#loc` definitions and every
-    `loc(...)` (balanced parentheses; not a name ending in `loc`, such as
-    `@alloc(`)."""
+    `loc(...)` outside string literals (balanced parentheses, those in
+    its own strings, such as a file name, not counted)."""
     text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("#loc"))
     out, i = [], 0
     while True:
-        m = _LOC.search(text, i)
+        m = _LOC_OR_STRING.search(text, i)
         if m is None:
             out.append(text[i:])
             return "".join(out)
-        j = m.start()
-        out.append(text[i:j])
-        depth, k = 0, j + 3
-        while k < len(text):
-            if text[k] == "(":
-                depth += 1
-            elif text[k] == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            k += 1
-        i = k + 1
+        if m.group(0).startswith('"'):
+            out.append(text[i:m.end()])
+            i = m.end()
+            continue
+        out.append(text[i:m.start()])
+        i = _after_parens(text, m.end() - 1)
+
+
+def _after_parens(text, k):
+    """The index after the parenthesis that closes the one at `k`, string
+    literals skipped (the end of `text` where none closes it)."""
+    depth = 0
+    while k < len(text):
+        c = text[k]
+        if c == '"':
+            m = _STRING.match(text, k)
+            k = m.end() if m else len(text)
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return k + 1
+        k += 1
+    return k
 
 
 def replay_key(exported, options=""):
@@ -794,13 +813,24 @@ def _replayed(key):
         return None
     for k in sorted(Path(root).rglob("key.txt")):
         scheduled, report = k.parent / "scheduled.mlir", k.parent / "report.json"
-        # A recorded answer that scheduled no loop has its report alone.
-        if k.read_text().strip() == key and (scheduled.exists() or report.exists()):
-            remarks = k.parent / "remarks.txt"
-            return {"module": scheduled.read_text() if scheduled.exists() else None,
-                    "stderr": remarks.read_text() if remarks.exists() else "",
-                    "report": json.loads(report.read_text()) if report.exists() else None}
+        if k.read_text().strip() != key or not (scheduled.exists() or _schedules_nothing(report)):
+            continue
+        remarks = k.parent / "remarks.txt"
+        return {"module": scheduled.read_text() if scheduled.exists() else None,
+                "stderr": remarks.read_text() if remarks.exists() else "",
+                "report": json.loads(report.read_text()) if report.exists() else None}
     return None
+
+
+def _schedules_nothing(report_path):
+    """Whether a dump's report is of an answer that scheduled no loop (a
+    recorded answer then has its report alone; a report of scheduled loops
+    without their module is a dump cut short)."""
+    try:
+        report = json.loads(Path(report_path).read_text())
+    except (OSError, ValueError):
+        return False
+    return not any(lp.get("decision") == "scheduled" for lp in report.get("loops") or [])
 
 
 def _remark_lines(stderr):
@@ -925,8 +955,11 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
             cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), dict(found, located=located))
             raise
         # Stored as Triton prints the parsed module (its custom form, which
-        # a warm compile parses faster than twill-opt's generic form).
-        cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), dict(found, module=new.str(), located=located))
+        # a warm compile parses faster than twill-opt's generic form); the
+        # answer's digest is that text's, as a warm compile computes it.
+        answer = new.str()
+        decision.answer_digest = hashlib.sha256(answer.encode()).hexdigest()
+        cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), dict(found, module=answer, located=located))
         return new, decision
 
 
@@ -1030,6 +1063,7 @@ def _answer(ir, mod, work, found, decision, cfg):
         e = _Fallback(_skip_reasons(decision.report) or "no candidate loop")
         e.decision = decision
         raise e
+    decision.answer_digest = hashlib.sha256(text.encode()).hexdigest()
     for lp in scheduled:
         s = lp["schedule"]
         log.info("twill: scheduled %s: I=%d (~%d cycles) L=%d stages=%d, partitions: %s", lp["name"], s["ii"],
@@ -1051,15 +1085,16 @@ def _verdict_text(record):
 
 def _pipeline_key(decision, calls, capability):
     """The key of the pipeline Triton builds from twill's answer: the
-    answer's own key and locations (Decision.cache_key, .located: the
-    module twill-opt was given and the options), the passes Triton runs on
-    it (`calls`, with their arguments), the target, Triton's own build key
-    and the environment variables Triton's cache is keyed by. Triton's
-    passes are deterministic functions of these (Triton's own cache relies
-    on that), so a pipeline verified for this key is that pipeline: a warm
-    compile takes its verification without printing the pipelined module.
-    None where the answer has no key (nothing to take from the cache)."""
-    if not decision.cache_key or not decision.located:
+    answer itself (Decision.answer_digest, the module text parsed back)
+    with the key and locations it was made for (.cache_key, .located), the
+    passes Triton runs on it (`calls`, with their arguments), the target,
+    Triton's own build key and the environment variables Triton's cache is
+    keyed by. Triton's passes are deterministic functions of these
+    (Triton's own cache relies on that), so a pipeline verified for this
+    key is that pipeline: a warm compile takes its verification without
+    printing the pipelined module. None where the answer has no key
+    (nothing to take from the cache)."""
+    if not decision.cache_key or not decision.located or not decision.answer_digest:
         return None
     try:
         from triton._C.libtriton import get_cache_invalidating_env_vars
@@ -1069,7 +1104,8 @@ def _pipeline_key(decision, calls, capability):
     except (ImportError, AttributeError):
         return None
     passes = [(path, repr(a)) for path, _fn, a in calls]
-    text = json.dumps([decision.cache_key, decision.located, capability, passes, built, env])
+    text = json.dumps([decision.cache_key, decision.located, decision.answer_digest, capability, passes, built,
+                       env])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
