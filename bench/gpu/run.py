@@ -994,6 +994,9 @@ def plans(bless=False):
         old = expect.get("schedules") or {}
         # A compile that is one of its known alternatives keeps them all.
         merged = {k: old[k] if v in old.get(k, []) else [v] for k, v in schedules.items()}
+        # Keys --plans does not compile (the lowered variants, blessed by
+        # bench/tests with TWILL_BLESS=1) are kept.
+        merged.update({k: v for k, v in old.items() if k not in merged})
         expected.save(dict(schedules=merged, choice=chosen, gluon=gluon))
         print("expected schedules written:", expected.path())
     elif diffs:
