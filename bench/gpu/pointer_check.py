@@ -79,7 +79,6 @@ import json
 import math
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -92,6 +91,7 @@ from triton.compiler import ASTSource, make_backend
 from triton.runtime.jit import MockTensor, create_function_from_signature
 
 import twill_triton
+from bench.gpu.scope_all import paired, prediction
 from third_party.triton.tests.kernels import pointer_attention_bwd as PA
 from third_party.triton.tests.kernels import pointer_matmul as PM
 
@@ -654,19 +654,18 @@ def attn_case(case, torch, G, run_row, comp, results):
 
 def time_pair(case, ran, results):
     """Paired timing of the variants of `case` where its size is TIMED and
-    both ran correctly: ROUNDS rounds alternating stock and twill, each a
-    do_bench median; appends a record to results["timings"]."""
+    both ran correctly: ROUNDS rounds of stock and twill (which goes first
+    alternating), each a do_bench median (scope_all.paired); appends a
+    record to results["timings"]."""
     if case.size not in TIMED or set(ran) != set(VARIANTS):
         return
     if any(row["verdict"] not in ("correct", "compile-fallback") or fn is None for row, fn in ran.values()):
         return
     from triton.testing import do_bench
 
-    times = {variant: [] for variant in VARIANTS}
-    for _ in range(ROUNDS):
-        for variant in VARIANTS:
-            times[variant].append(do_bench(ran[variant][1], warmup=25, rep=100, return_mode="median"))
-    ms = {variant: statistics.median(t) for variant, t in times.items()}
+    stock_ms, twill_ms = paired(ran["triton"][1], ran["twill"][1], ROUNDS,
+                                lambda fn: do_bench(fn, warmup=25, rep=100, return_mode="median"))
+    ms = {"triton": stock_ms, "twill": twill_ms}
     twill_row = ran["twill"][0]
     record = dict(kernel=case.kernel, config=case.config, size=case.size_str, stock_ms=ms["triton"],
                   twill_ms=ms["twill"], ratio=ms["triton"] / ms["twill"], twill=twill_row["twill"],
@@ -680,13 +679,13 @@ def time_pair(case, ran, results):
 
 def model_cycles(dec):
     """The model's cycles per iteration, Triton's schedule / twill's, of
-    each loop of the decision's report (its schedule's `triton` record, or
-    `compared` where Triton's was kept); "?" where one is unknown."""
+    each loop of the decision's report (scope_all.prediction: its
+    schedule's `triton` record, or `compared` where Triton's was kept); "?"
+    where one is unknown."""
     out = []
     for lp in ((dec or {}).get("report") or {}).get("loops") or []:
-        sched = lp.get("schedule") or lp.get("compared") or {}
-        theirs = (sched.get("triton") or {}).get("ii_cycles")
-        out.append(f"{theirs if theirs is not None else '?'} / {sched.get('ii_cycles', '?')}")
+        _, ours, theirs = prediction(lp)
+        out.append(" / ".join("?" if c is None else str(c) for c in (theirs, ours)))
     return ", ".join(out) or "-"
 
 

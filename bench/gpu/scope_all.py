@@ -67,6 +67,17 @@ def fused_loop(decision):
     return loops[-1] if loops else None
 
 
+def paired(a, b, rounds, timed):
+    """Medians of `rounds` timings (`timed(fn)`, ms) of `a` and of `b`,
+    the two alternating which goes first from one round to the next."""
+    ta, tb = [], []
+    for r in range(rounds):
+        pair = [(a, ta), (b, tb)] if r % 2 == 0 else [(b, tb), (a, ta)]
+        for fn, acc in pair:
+            acc.append(timed(fn))
+    return statistics.median(ta), statistics.median(tb)
+
+
 def prediction(record):
     """(decision or reason, twill's cycles per iteration, Triton's) of a
     fused-loop record."""
@@ -200,12 +211,8 @@ def main():
                     ok = all(e == e and e <= TOL for e in (e0, e1))
                     row["verdict"] = "correct" if ok else "WRONG"
                     failed |= not ok
-                    ts, tt = [], []
-                    for r in range(ROUNDS):
-                        pair = [(stock, ts), (ours, tt)] if r % 2 == 0 else [(ours, tt), (stock, ts)]
-                        for fn, acc in pair:
-                            acc.append(timed(fn))
-                    row.update(stock_ms=statistics.median(ts), twill_ms=statistics.median(tt))
+                    stock_ms, twill_ms = paired(stock, ours, ROUNDS, timed)
+                    row.update(stock_ms=stock_ms, twill_ms=twill_ms)
                     row["ratio"] = row["stock_ms"] / row["twill_ms"]
                     row["tflops"] = 2 * m * n * k / row["twill_ms"] / 1e9
                 except Exception as e:  # a failed row is reported, the bench goes on

@@ -739,7 +739,7 @@ def _restore_aliases(exported, scheduled):
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 # A string literal (kept whole: a user's string may hold `loc(`), or a
 # location (not a name ending in `loc`, such as `@alloc(`).
-_LOC_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|(?<![\w.$@"])loc\(')
+_LOC_OR_STRING = re.compile(_STRING.pattern + r'|(?<![\w.$@"])loc\(')
 
 
 def _strip_locations(text):
@@ -812,25 +812,27 @@ def _replayed(key):
     if not root:
         return None
     for k in sorted(Path(root).rglob("key.txt")):
-        scheduled, report = k.parent / "scheduled.mlir", k.parent / "report.json"
-        if k.read_text().strip() != key or not (scheduled.exists() or _schedules_nothing(report)):
+        if k.read_text().strip() != key:
             continue
-        remarks = k.parent / "remarks.txt"
+        scheduled, remarks = k.parent / "scheduled.mlir", k.parent / "remarks.txt"
+        report = _read_json(k.parent / "report.json")
+        # A recorded answer that scheduled no loop has its report alone; a
+        # report of scheduled loops without their module is a dump cut short.
+        if not scheduled.exists() and (report is None or any(
+                lp.get("decision") == "scheduled" for lp in report.get("loops") or [])):
+            continue
         return {"module": scheduled.read_text() if scheduled.exists() else None,
                 "stderr": remarks.read_text() if remarks.exists() else "",
-                "report": json.loads(report.read_text()) if report.exists() else None}
+                "report": report}
     return None
 
 
-def _schedules_nothing(report_path):
-    """Whether a dump's report is of an answer that scheduled no loop (a
-    recorded answer then has its report alone; a report of scheduled loops
-    without their module is a dump cut short)."""
+def _read_json(path):
+    """The JSON object in `path`, or None where it is missing or not JSON."""
     try:
-        report = json.loads(Path(report_path).read_text())
+        return json.loads(Path(path).read_text())
     except (OSError, ValueError):
-        return False
-    return not any(lp.get("decision") == "scheduled" for lp in report.get("loops") or [])
+        return None
 
 
 def _remark_lines(stderr):
@@ -1166,8 +1168,8 @@ def _verify(ir, mod, cfg, decision, name, pipeline_key=None):
                      "unsupported": {"why": f"twill-opt --twill-verify-pipeline failed: {r.stderr[-300:]}",
                                      "op": ""}}]
         loops = json.loads(report.read_text())["loops"]
-        for key in filter(None, (ckey, pipeline_key)):
-            cache.store(store, cache.VERIFY, key, identity, {"loops": loops})
+        for entry_key in filter(None, (ckey, pipeline_key)):
+            cache.store(store, cache.VERIFY, entry_key, identity, {"loops": loops})
         return loops
 
 
