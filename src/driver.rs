@@ -552,7 +552,12 @@ pub fn schedule_loop(
     let tie = tie_to_triton(job, &decided, partitioning.written);
     let triton = triton_schedule(job, &lowered, (solved_problem, &solved, &plan.warps));
     if let Some(t) = &triton {
-        prefer_triton(t, &solved, problem.cycle_scale, tie.as_deref())?;
+        prefer_triton(
+            t,
+            solved.result.schedule.schedule.ii,
+            problem.cycle_scale,
+            tie.as_deref(),
+        )?;
     }
     within_bound(job, &decided)?;
     validate(job, machine, &lowered, &decided)?;
@@ -985,14 +990,15 @@ fn tie_to_triton(job: &LoopJob, decided: &Decided, partitions: bool) -> Option<S
 /// Never worse than Triton: where Triton's schedule reaches a smaller I in
 /// twill's model than the schedule twill found (cut short by its budget),
 /// Triton's is kept; where `tie` says why ([`tie_to_triton`]) also where
-/// it reaches the same I.
+/// it reaches the same I, and where its evaluation ran out of budget
+/// before it could tell whether it does (a tie not refuted: keeping
+/// twill's would need a proof that it is better).
 fn prefer_triton(
     triton: &TritonSchedule,
-    solved: &Solved,
+    ours: u32,
     scale: f64,
     tie: Option<&str>,
 ) -> Result<(), Skip> {
-    let ours = solved.result.schedule.schedule.ii;
     let (reason, text) = match (triton.ii, tie) {
         (Some(theirs), Some(why)) if theirs == ours => (
             SkipReason::TritonAsGood,
@@ -1008,6 +1014,15 @@ fn prefer_triton(
                 "Triton's own schedule is better in twill's model: I={theirs} (~{} cycles, {} stages) against twill's I={ours} (~{} cycles, not proven within its budget)",
                 cycles(f64::from(theirs) * scale),
                 triton.stages,
+                cycles(f64::from(ours) * scale),
+            ),
+        ),
+        (None, Some(why)) if triton.at_least <= ours => (
+            SkipReason::TritonMayTie,
+            format!(
+                "Triton's own schedule may be as good in twill's model: its stages ({}) reach no I below {}, and whether they reach twill's I={ours} (~{} cycles) was not decided within the evaluation's budget; {why}",
+                triton.stages,
+                triton.at_least,
                 cycles(f64::from(ours) * scale),
             ),
         ),
@@ -1652,6 +1667,56 @@ pub(crate) mod tests {
             (solved.result.ii_proven, solved.result.length_proven),
             (pass.proof.ii_proven, pass.proof.length_proven)
         );
+    }
+
+    /// Triton's schedule in the model: its I (or none within the
+    /// evaluation's budget) and the smallest I not refuted for it.
+    fn tritons(ii: Option<u32>, at_least: u32) -> TritonSchedule {
+        TritonSchedule {
+            stages: 3,
+            ii,
+            ii_cycles: ii.map(|ii| i64::from(ii) * 100),
+            at_least,
+        }
+    }
+
+    #[test]
+    fn an_undecided_tie_keeps_tritons_where_a_tie_would() {
+        let deeper = Some("ties=deeper keeps the deeper pipeline");
+        let reason =
+            |t: &TritonSchedule, tie| prefer_triton(t, 32, 100.0, tie).err().map(|s| s.reason);
+        // Decided: a tie goes where `tie` says; a larger I keeps twill's.
+        assert_eq!(
+            reason(&tritons(Some(32), 32), deeper),
+            Some(SkipReason::TritonAsGood)
+        );
+        assert_eq!(reason(&tritons(Some(32), 32), None), None);
+        assert_eq!(reason(&tritons(Some(33), 33), deeper), None);
+        assert_eq!(
+            reason(&tritons(Some(31), 31), None),
+            Some(SkipReason::TritonBetter)
+        );
+        // Undecided at twill's I (or below): it may tie, so Triton's is kept
+        // where a tie would keep it, twill's otherwise.
+        let undecided = tritons(None, 32);
+        assert_eq!(reason(&undecided, deeper), Some(SkipReason::TritonMayTie));
+        assert_eq!(
+            reason(&tritons(None, 30), deeper),
+            Some(SkipReason::TritonMayTie)
+        );
+        assert_eq!(reason(&undecided, None), None);
+        // Twill's I refuted for Triton's stages: twill's is better.
+        assert_eq!(reason(&tritons(None, 33), deeper), None);
+        let skip = prefer_triton(&undecided, 32, 100.0, deeper).unwrap_err();
+        assert!(
+            skip.text
+                .starts_with("Triton's own schedule may be as good"),
+            "{}",
+            skip.text
+        );
+        assert!(skip.text.contains("reach no I below 32"), "{}", skip.text);
+        assert!(skip.text.ends_with(deeper.unwrap()), "{}", skip.text);
+        assert_eq!(skip.compared.map(|c| c.triton), Some(undecided));
     }
 
     #[test]

@@ -79,10 +79,16 @@ pub enum SkipReason {
     /// better in twill's model than the schedule twill found within its
     /// budget: Triton's is kept (the record's text gives both).
     TritonBetter,
-    /// `ties=triton`: a loop without warp partitions whose own Triton
-    /// schedule reaches the same I in twill's model as twill's: Triton's is
-    /// kept (the record's text gives both).
+    /// A loop without warp partitions whose own Triton schedule reaches
+    /// the same I in twill's model as twill's, where the tie goes to
+    /// Triton's (`ties=triton`, or `ties=deeper` with Triton's schedule
+    /// deeper): Triton's is kept (the record's text gives both, and why).
     TritonAsGood,
+    /// Where a tie would keep Triton's schedule (as for
+    /// [`SkipReason::TritonAsGood`]), the evaluation of Triton's schedule
+    /// ran out of its budget at twill's I: it may tie, and nothing shows
+    /// twill's is better, so Triton's is kept.
+    TritonMayTie,
     /// A loop twill lowered earlier (marked `twill.lowered`): it runs as
     /// twill's warp-specialized code, not as a candidate.
     LoweredByTwill,
@@ -145,8 +151,9 @@ pub struct LoopRecord {
     pub units: Vec<UnitCycles>,
     /// Present when scheduled.
     pub schedule: Option<ScheduledLoop>,
-    /// Present when skipped as `triton_as_good` or `triton_better`: twill's
-    /// schedule against Triton's own, both in twill's model.
+    /// Present when skipped as `triton_as_good`, `triton_may_tie` or
+    /// `triton_better`: twill's schedule against Triton's own, both in
+    /// twill's model.
     #[serde(default)]
     pub compared: Option<Compared>,
     /// Seconds spent on the loop (extraction to write-back).
@@ -747,6 +754,7 @@ mod tests {
         for (code, text) in [
             (SkipReason::SameAsTriton, "\"same_as_triton\""),
             (SkipReason::TritonAsGood, "\"triton_as_good\""),
+            (SkipReason::TritonMayTie, "\"triton_may_tie\""),
             (SkipReason::NumStagesExceeded, "\"num_stages_exceeded\""),
             (SkipReason::Unverifiable, "\"unverifiable\""),
         ] {
