@@ -426,7 +426,8 @@ pub struct SolveRequest {
     pub warps: WarpConfig,
     pub objective: joint::Objective,
     pub seed: u32,
-    /// Threads searching initiation intervals at once (0: one per core).
+    /// Threads searching initiation intervals at once (0: one per core, at most
+    /// [`joint::DEFAULT_THREADS_MAX`]).
     pub threads: u32,
     /// Seconds for the whole solve, both attempts (a guard: the budget
     /// decides where it is set).

@@ -72,8 +72,8 @@ enum Command {
         /// Seed of the SMT solver; the same input and seed give the same result.
         #[arg(long, default_value_t = 0)]
         seed: u32,
-        /// Threads searching initiation intervals at once (0: one per core);
-        /// the result does not depend on it.
+        /// Threads searching initiation intervals at once (0: one per core, at
+        /// most 4); the result does not depend on it.
         #[arg(long, default_value_t = 0)]
         threads: u32,
         /// What to optimize after I: `length` (the paper's shortest L, then
