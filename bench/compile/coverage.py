@@ -4,6 +4,7 @@ backward, the pointer-load matmuls and attention backward, the persistent
 GEMMs with TMA and pointer loads, the grouped GEMM), on the CPU:
 
     PYTHONPATH=third_party/triton:. python -m bench.compile.coverage [--caps 90,100] [--json FILE]
+    python -m bench.compile.coverage --merge 3.6.json 3.9.json   # BENCHMARKS.md's table
 
 Per kernel and target: what twill did with each loop under `scope=all`
 (scheduled, or the report's skip reason code; the report's loops in program
@@ -117,11 +118,11 @@ def loops_of(decision):
 def row(name, make, cap):
     stock, _, error = compile_once(make, cap)
     if error:
-        return dict(kernel=name, cap=cap, error=error)
+        return dict(kernel=name, cap=cap, triton=triton.__version__, error=error)
     cache = tempfile.mkdtemp(prefix="twill-cache-")
     cold, d, error = compile_once(make, cap, cache)
     warm, d2, _ = compile_once(make, cap, cache)
-    return dict(kernel=name, cap=cap, loops=loops_of(d), kept=bool(d and d.scheduled),
+    return dict(kernel=name, cap=cap, triton=triton.__version__, loops=loops_of(d), kept=bool(d and d.scheduled),
                 fallback=None if d is None or d.scheduled else (d.reason or ""), error=error,
                 stock=stock, cold=cold - stock, warm=warm - stock,
                 twill_cold=twill_seconds(d), twill_warm=twill_seconds(d2),
@@ -156,12 +157,51 @@ def table(rows):
             print(f"\nadded {what}: median {statistics.median(xs):+.3f} s, max {max(xs):+.3f} s over {len(xs)} compiles")
 
 
+def merged(paths):
+    """BENCHMARKS.md's coverage table: the rows of several `--json` runs
+    (one per Triton) side by side, per kernel and target."""
+    runs = []
+    for path in paths:
+        with open(path) as f:
+            rows = json.load(f)
+        label = next((r["triton"] for r in rows if r.get("triton")), os.path.basename(path))
+        runs.append((label, {(r["kernel"], r["cap"]): r for r in rows}))
+    head = "| kernel | target |" + "".join(f" Triton {t}: loops (scope=all); kernel | {t} twill s cold / warm |"
+                                           for t, _ in runs)
+    print(head)
+    print("|---|---|" + "---|---|" * len(runs))
+    keys = list(runs[0][1])
+    keys += [k for _, rows in runs[1:] for k in rows if k not in keys]
+    for kernel, cap in keys:
+        cells = []
+        for _, rows in runs:
+            r = rows.get((kernel, cap))
+            if r is None or "stock" not in r:
+                cells += [f"not compiled: {r['error']}" if r else "not run", ""]
+                continue
+            kept = "kept" if r["kept"] else f"Triton's: {(r['fallback'] or r['error'] or '')[:60]}"
+            cells += [f"{', '.join(r['loops']) or 'no loop'}; {kept}", f"{r['twill_cold']:.2f} / {r['twill_warm']:.3f}"]
+        print(f"| {kernel} | cuda:{cap} | " + " | ".join(cells) + " |")
+    for label, rows in runs:
+        timed = [r for r in rows.values() if "stock" in r]
+        kept = sum(1 for r in timed if r["kept"])
+        cold = [r["twill_cold"] for r in timed]
+        warm = [r["twill_warm"] for r in timed]
+        print(f"\nTriton {label}: {kept} of {len(timed)} compiles keep twill's schedule; twill's own seconds cold "
+              f"median {statistics.median(cold):.2f} max {max(cold):.2f}, warm median {statistics.median(warm):.3f} "
+              f"max {max(warm):.3f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--caps", default="90,100")
     ap.add_argument("--only", default="", help="comma-separated substrings of kernel names")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--merge", nargs="+", metavar="JSON", help="print the table of these --json runs and exit")
     a = ap.parse_args()
+    if a.merge:
+        merged(a.merge)
+        return 0
     print(f"triton {triton.__version__}, {os.cpu_count()} CPUs", flush=True)
     rows = []
     for cap in (int(c) for c in a.caps.split(",")):
