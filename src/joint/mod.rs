@@ -205,8 +205,7 @@ impl std::str::FromStr for Encoding {
 
 /// The most threads `threads: 0` starts. Beyond a few, the Is searched at
 /// once are mostly above the answer: their work is thrown away, and the
-/// solver's threads slow one another (the four-loop attention backward
-/// took 1.8-2.0 s on 4 cores of a 16-core Xeon and 3.5 s on all 16).
+/// solver's threads slow one another (decisions.md D35).
 pub const DEFAULT_THREADS_MAX: u32 = 4;
 
 /// Options of the joint search.
