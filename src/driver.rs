@@ -928,7 +928,9 @@ fn kept(job: &LoopJob, mut skip: Skip) -> Skip {
 /// `loop.stage`): that schedule in twill's model ([`joint::fixed`]), from
 /// the smallest I twill did not refute, within a quarter of the loop's
 /// budget (at least [`TRITON_BUDGET_FLOOR`]; at most
-/// [`TRITON_PROVEN_BUDGET`] where twill's I is proven).
+/// [`TRITON_PROVEN_BUDGET`] where twill's I is proven). twill's own
+/// schedule, moved to Triton's stages, is the first candidate at its I
+/// (decisions.md D36).
 fn triton_schedule(
     job: &LoopJob,
     lowered: &Lowered,
@@ -949,8 +951,14 @@ fn triton_schedule(
         (b, false) => (b / 4).max(TRITON_BUDGET_FLOOR),
         (b, true) => (b / 4).clamp(1, TRITON_PROVEN_BUDGET),
     };
-    let answer =
-        joint::fixed::smallest_ii(problem, *warps, &stages, (from, cap), (budget, timeout_ms));
+    let answer = joint::fixed::smallest_ii(
+        problem,
+        *warps,
+        &stages,
+        (from, cap),
+        (budget, timeout_ms),
+        Some(&solved.result.schedule),
+    );
     tracing::debug!(target: "twill", ?answer, "Triton's stages in twill's model");
     let scale = problem.cycle_scale;
     let (ii, at_least) = match answer {

@@ -37,13 +37,16 @@ pub const MAX_TRIES: u32 = 6;
 /// it, [`streaming_view`]) has a joint schedule with op `v` in stage
 /// `stages[v]`, within `budget` z3 resource units (0: none) and
 /// `timeout_ms`. Each I gets a fresh z3 context, so the answer does not
-/// depend on the machine or its load.
+/// depend on the machine or its load. Where `hint` (a joint schedule of
+/// `p`) moved to the stages ([`restaged`]) is accepted by the checker, the
+/// search stops at its I without a query there.
 pub fn smallest_ii(
     p: &Problem,
     warps: WarpConfig,
     stages: &[u32],
     (from, cap): (u32, u32),
     (budget, timeout_ms): (u64, u32),
+    hint: Option<&JointSchedule>,
 ) -> StagesAnswer {
     let (view, _) = streaming_view(p);
     // A dependence u -> v of distance d needs M(v) + d * I >= M(u), so
@@ -59,6 +62,15 @@ pub fn smallest_ii(
         };
     }
     let top = stages.iter().copied().max().unwrap_or(0) + 1;
+    let restaged_hint = hint
+        .and_then(|h| restaged(&view, h, stages, top))
+        .filter(|js| {
+            let broken = checker::check_joint(&view, js, &warps);
+            if let Some(first) = broken.first() {
+                debug!(ii = js.schedule.ii, %first, "the hint, restaged, breaks a rule");
+            }
+            broken.is_empty()
+        });
     let cap = cap.min(from.max(1).saturating_add(MAX_TRIES - 1));
     let mut spent = 0u64;
     for ii in from.max(1)..=cap {
@@ -67,6 +79,10 @@ pub fn smallest_ii(
         } else {
             budget.saturating_sub(spent)
         };
+        if let Some(js) = restaged_hint.as_ref().filter(|js| js.schedule.ii == ii) {
+            debug!(ii, "another scheduler's stages at I: the hint, restaged");
+            return StagesAnswer::At(ii, Box::new(js.clone()));
+        }
         if budget > 0 && left == 0 {
             return StagesAnswer::Unknown(ii);
         }
@@ -96,4 +112,64 @@ pub fn smallest_ii(
     } else {
         StagesAnswer::Infeasible
     }
+}
+
+/// `js` with every op moved to its stage in `stages` by whole Is (its
+/// cycle within the stage, hence its residue, kept: the warp groups, the
+/// modulo resource use and the concurrency mostly stay as they were), then
+/// each op delayed within its stage as far as its dependences need: a
+/// candidate for the stages at `js`'s I that the checker judges. None
+/// where an op would leave its stage or not fit in `top` stages.
+pub fn restaged(
+    p: &Problem,
+    js: &JointSchedule,
+    stages: &[u32],
+    top: u32,
+) -> Option<JointSchedule> {
+    let ii = i64::from(js.schedule.ii);
+    if js.schedule.start.len() != p.ops.len()
+        || js.group.len() != p.ops.len()
+        || stages.len() != p.ops.len()
+    {
+        return None;
+    }
+    let mut start: Vec<i64> = js
+        .schedule
+        .start
+        .iter()
+        .zip(stages)
+        .map(|(&m, &s)| i64::from(s) * ii + i64::from(m) % ii)
+        .collect();
+    // Longest paths from the restaged starts, each op within its stage.
+    for _ in 0..=p.ops.len() {
+        let mut moved = false;
+        for e in &p.edges {
+            // Across warp groups the value is handed over (its spill).
+            let handover = if js.group[e.from] != js.group[e.to] {
+                i64::from(p.ops[e.from].spill_cost)
+            } else {
+                0
+            };
+            let need = start[e.from] + i64::from(e.delay) + handover - ii * i64::from(e.distance);
+            if need > start[e.to] {
+                start[e.to] = need;
+                moved = true;
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    let fits = (0..p.ops.len()).all(|v| {
+        start[v] < (i64::from(stages[v]) + 1) * ii
+            && start[v] + i64::from(p.ops[v].cycles) <= i64::from(top) * ii
+    });
+    fits.then(|| JointSchedule {
+        schedule: crate::problem::Schedule::tight(
+            p,
+            js.schedule.ii,
+            start.iter().map(|&m| m as u32).collect(),
+        ),
+        group: js.group.clone(),
+    })
 }
