@@ -225,9 +225,18 @@ impl Problem {
     /// over the edges `weight` keeps (Bellman-Ford). `None` when a cycle of
     /// positive weight makes them unbounded.
     pub fn longest_paths(&self, weight: impl Fn(&ProblemEdge) -> Option<i64>) -> Option<Vec<i64>> {
-        let n = self.ops.len();
-        let mut dist = vec![0i64; n];
-        for _ in 0..=n {
+        self.longest_paths_from(vec![0i64; self.ops.len()], weight)
+    }
+
+    /// The least values >= `dist` (one per op) closed under every edge
+    /// `weight` keeps: dist[to] >= dist[from] + weight (Bellman-Ford).
+    /// `None` when a cycle of positive weight makes them unbounded.
+    pub fn longest_paths_from(
+        &self,
+        mut dist: Vec<i64>,
+        weight: impl Fn(&ProblemEdge) -> Option<i64>,
+    ) -> Option<Vec<i64>> {
+        for _ in 0..=self.ops.len() {
             let mut changed = false;
             for e in &self.edges {
                 if let Some(w) = weight(e) {

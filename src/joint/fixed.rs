@@ -62,15 +62,6 @@ pub fn smallest_ii(
         };
     }
     let top = stages.iter().copied().max().unwrap_or(0) + 1;
-    let restaged_hint = hint
-        .and_then(|h| restaged(&view, h, stages, top))
-        .filter(|js| {
-            let broken = checker::check_joint(&view, js, &warps);
-            if let Some(first) = broken.first() {
-                debug!(ii = js.schedule.ii, %first, "the hint, restaged, breaks a rule");
-            }
-            broken.is_empty()
-        });
     let cap = cap.min(from.max(1).saturating_add(MAX_TRIES - 1));
     let mut spent = 0u64;
     for ii in from.max(1)..=cap {
@@ -79,9 +70,12 @@ pub fn smallest_ii(
         } else {
             budget.saturating_sub(spent)
         };
-        if let Some(js) = restaged_hint.as_ref().filter(|js| js.schedule.ii == ii) {
+        if let Some(js) = hint
+            .filter(|h| h.schedule.ii == ii)
+            .and_then(|h| witness(&view, h, stages, top, &warps))
+        {
             debug!(ii, "another scheduler's stages at I: the hint, restaged");
-            return StagesAnswer::At(ii, Box::new(js.clone()));
+            return StagesAnswer::At(ii, Box::new(js));
         }
         if budget > 0 && left == 0 {
             return StagesAnswer::Unknown(ii);
@@ -114,6 +108,23 @@ pub fn smallest_ii(
     }
 }
 
+/// `hint` in the stages ([`restaged`]) where the checker accepts it.
+fn witness(
+    view: &Problem,
+    hint: &JointSchedule,
+    stages: &[u32],
+    top: u32,
+    warps: &WarpConfig,
+) -> Option<JointSchedule> {
+    let js = restaged(view, hint, stages, top)?;
+    let broken = checker::check_joint(view, &js, warps);
+    if let Some(first) = broken.first() {
+        debug!(ii = js.schedule.ii, %first, "the hint, restaged, breaks a rule");
+        return None;
+    }
+    Some(js)
+}
+
 /// `js` with every op moved to its stage in `stages` by whole Is (its
 /// cycle within the stage, hence its residue, kept: the warp groups, the
 /// modulo resource use and the concurrency mostly stay as they were), then
@@ -133,33 +144,22 @@ pub fn restaged(
     {
         return None;
     }
-    let mut start: Vec<i64> = js
+    let moved: Vec<i64> = js
         .schedule
         .start
         .iter()
         .zip(stages)
         .map(|(&m, &s)| i64::from(s) * ii + i64::from(m) % ii)
         .collect();
-    // Longest paths from the restaged starts, each op within its stage.
-    for _ in 0..=p.ops.len() {
-        let mut moved = false;
-        for e in &p.edges {
-            // Across warp groups the value is handed over (its spill).
-            let handover = if js.group[e.from] != js.group[e.to] {
-                i64::from(p.ops[e.from].spill_cost)
-            } else {
-                0
-            };
-            let need = start[e.from] + i64::from(e.delay) + handover - ii * i64::from(e.distance);
-            if need > start[e.to] {
-                start[e.to] = need;
-                moved = true;
-            }
-        }
-        if !moved {
-            break;
-        }
-    }
+    // Across warp groups the value is handed over (its spill).
+    let start = p.longest_paths_from(moved, |e| {
+        let handover = if js.group[e.from] != js.group[e.to] {
+            i64::from(p.ops[e.from].spill_cost)
+        } else {
+            0
+        };
+        Some(i64::from(e.delay) + handover - ii * i64::from(e.distance))
+    })?;
     let fits = (0..p.ops.len()).all(|v| {
         start[v] < (i64::from(stages[v]) + 1) * ii
             && start[v] + i64::from(p.ops[v].cycles) <= i64::from(top) * ii

@@ -107,21 +107,10 @@ pub fn schedule(p: &Problem, ii: u32) -> Option<Schedule> {
 
 /// The least bounds >= `lower` closed under every edge (M(v) >= M(u) + d -
 /// I*delta); None when a positive cycle makes them unbounded.
-fn close(p: &Problem, iv: i64, mut lower: Vec<i64>) -> Option<Vec<i64>> {
-    for _ in 0..=p.ops.len() {
-        let mut changed = false;
-        for e in p.edges.iter().filter(|e| e.from != e.to) {
-            let need = lower[e.from] + e.delay as i64 - iv * e.distance as i64;
-            if need > lower[e.to] {
-                lower[e.to] = need;
-                changed = true;
-            }
-        }
-        if !changed {
-            return Some(lower);
-        }
-    }
-    None
+fn close(p: &Problem, iv: i64, lower: Vec<i64>) -> Option<Vec<i64>> {
+    p.longest_paths_from(lower, |e| {
+        (e.from != e.to).then(|| e.delay as i64 - iv * e.distance as i64)
+    })
 }
 
 /// Kahn's order of the distance-0 edges (ties by op index); None on a cycle.
