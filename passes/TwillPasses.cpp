@@ -96,6 +96,11 @@ struct TwillSchedulePass
       llvm::cl::desc("Deterministic solver work per kernel, millions of z3 "
                      "resource units (0: none, the timeout alone)"),
       llvm::cl::init(16.0)};
+  Option<unsigned> jobs{
+      *this, "jobs",
+      llvm::cl::desc("A kernel's loops solved at once (0: by the cores); "
+                     "the answer does not depend on it"),
+      llvm::cl::init(0)};
   Option<unsigned> u{*this, "u",
                      llvm::cl::desc("Cost-normalization bound U (section 5.2)"),
                      llvm::cl::init(30)};
@@ -226,6 +231,7 @@ struct TwillSchedulePass
     render(o, "scope", scope);
     render(o, "timeout", std::to_string(timeout));
     render(o, "budget", std::to_string(budget));
+    render(o, "jobs", std::to_string(jobs));
     render(o, "u", std::to_string(u));
     render(o, "encoding", encoding);
     render(o, "groups", std::to_string(groups));

@@ -226,6 +226,9 @@ pub struct LoopJob<'a> {
     pub loop_num_stages: Option<u32>,
     /// This loop's share of the kernel's work budget (0: none).
     pub budget: u64,
+    /// Threads of its search (0: one per core, at most
+    /// [`joint::DEFAULT_THREADS_MAX`]); the answer does not depend on it.
+    pub threads: u32,
 }
 
 impl<'a> LoopJob<'a> {
@@ -241,6 +244,7 @@ impl<'a> LoopJob<'a> {
             mixed: None,
             loop_num_stages: None,
             budget: o.budget,
+            threads: 0,
         }
     }
 }
@@ -463,6 +467,10 @@ pub struct Solved {
     /// The answer came from the schedule cache (and the checker accepted
     /// it again).
     pub cached: bool,
+    /// The attempt under the colocation sets stopped at its part of the
+    /// budget (or its time) without a schedule: a larger budget may find
+    /// one.
+    pub colocation_cut: bool,
 }
 
 /// The partitions a scheduled loop gets.
@@ -474,6 +482,64 @@ struct Partitioning {
     note: Option<(PartitionsCode, String)>,
 }
 
+/// A loop solved, before anything is written: the steps of
+/// [`schedule_loop`] that read no MLIR, so that the pass can solve a
+/// kernel's loops at once (each on threads of its own) and write them in
+/// order.
+pub struct Solving<'a> {
+    machine: Cow<'a, Machine>,
+    lowered: Lowered,
+    plan: Plan,
+    problem: Problem,
+    solved: Solved,
+    partitioning: Partitioning,
+    iteration: f64,
+    decided: Decided,
+    tie: Option<String>,
+    triton: Option<TritonSchedule>,
+}
+
+impl Solving<'_> {
+    /// The same answer under another share of the budget (one that
+    /// [`ShareUse::same_answer_with`] accepts): the report gives that share.
+    pub fn with_share(mut self, share: u64) -> Self {
+        self.solved.budget = share;
+        self
+    }
+}
+
+/// Whether a loop solved with one share of the kernel's budget gives the
+/// same answer with another: [`Solving`]'s (or its skip's) account of
+/// where a budget decided something.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareUse {
+    /// The share it was solved with.
+    pub share: u64,
+    /// A search (or its first attempt) stopped at its part of the share, or
+    /// found no schedule: a larger share may answer otherwise.
+    pub search_cut: bool,
+    /// The evaluation of Triton's schedule stopped undecided with this
+    /// much work (whatever stopped it: the same work decides the same).
+    pub evaluation_cut: Option<u64>,
+    /// twill's I is proven (what the evaluation's work depends on).
+    pub ii_proven: bool,
+}
+
+impl ShareUse {
+    /// Whether solving with `share` instead gives the same answer: the same
+    /// share, or a larger one where no budget decided anything (each work
+    /// limit only grows with the share, [`triton_budget`]).
+    pub fn same_answer_with(&self, share: u64) -> bool {
+        share == self.share
+            || (self.share > 0
+                && share > self.share
+                && !self.search_cut
+                && self
+                    .evaluation_cut
+                    .is_none_or(|work| triton_budget(share, self.ii_proven) == work))
+    }
+}
+
 /// Schedules one extracted loop; `write` writes the attributes when every
 /// step holds, unless `lower=force` and `lower` replaced the loop by the
 /// warp-specialized form of its plan.
@@ -482,10 +548,32 @@ pub fn schedule_loop(
     write: impl FnOnce(&LoopDecision) -> Result<(), String>,
     lower: impl FnOnce(&WsPlan) -> Result<(), LowerSkip>,
 ) -> Result<Scheduled, Skip> {
+    finish(job, solve_loop(job).0?, write, lower)
+}
+
+/// The loop through its solve and the evaluation of Triton's schedule (no
+/// MLIR is read or written), with how its answer used the job's share.
+pub fn solve_loop<'a>(job: &LoopJob<'a>) -> (Result<Solving<'a>, Skip>, ShareUse) {
+    let mut share = ShareUse {
+        share: job.budget,
+        search_cut: false,
+        evaluation_cut: None,
+        ii_proven: false,
+    };
+    let solving = solving(job, &mut share);
+    if solving
+        .as_ref()
+        .is_err_and(|s| s.reason == SkipReason::NoSchedule)
+    {
+        share.search_cut = true;
+    }
+    (solving, share)
+}
+
+fn solving<'a>(job: &LoopJob<'a>, share: &mut ShareUse) -> Result<Solving<'a>, Skip> {
     let started = Instant::now();
     let o = job.o;
     let (machine, lowered) = extract(job)?;
-    let machine = machine.as_ref();
     if o.skip_unverifiable && !job.verifiable() {
         return Err(Skip::new(
             SkipReason::Unverifiable,
@@ -498,15 +586,15 @@ pub fn schedule_loop(
             "num_stages=1: Triton does not pipeline this loop, and within one stage no load is issued ahead (stages=free lifts the bound)",
         ));
     }
-    let plan = Plan::new(job, machine, &lowered);
+    let plan = Plan::new(job, &machine, &lowered);
     // Priced and normalized once; the colocated attempt only adds its sets.
-    let problem = price(&plan.graph, machine, o.u, o.timeout)?.0;
+    let problem = price(&plan.graph, &machine, o.u, o.timeout)?.0;
     let request = SolveRequest {
         encoding: o.encoding,
         warps: plan.warps,
         objective: o.objective,
         seed: 0,
-        threads: 0,
+        threads: job.threads,
         timeout: o.timeout,
         stage_bound: job.stage_bound().map(|stages| joint::StageBound {
             stages,
@@ -523,18 +611,19 @@ pub fn schedule_loop(
             || o.lower != Lower::Off
             || o.objective == joint::Objective::Slack,
     };
-    let mut solved = solve_through_cache(job, machine, &plan, &problem, &request, started)
+    let mut solved = solve_through_cache(job, &machine, &plan, &problem, &request, started)
         .or_else(|s| match job.tritons_bound() {
             // None within num_stages: within Triton's own stages.
             Some(stages) if s.reason == SkipReason::NoSchedule => {
                 tracing::debug!(target: "twill", stages, "no schedule within num_stages; within Triton's stages");
+                share.search_cut = true;
                 let raise = |b: Option<joint::StageBound>| b.map(|b| joint::StageBound { stages, ..b });
                 let raised = SolveRequest {
                     stage_bound: raise(request.stage_bound),
                     stage_bound_alone: raise(request.stage_bound_alone),
                     ..request
                 };
-                solve_through_cache(job, machine, &plan, &problem, &raised, started)
+                solve_through_cache(job, &machine, &plan, &problem, &raised, started)
             }
             _ => Err(s),
         })
@@ -544,6 +633,8 @@ pub fn schedule_loop(
             skip
         })?;
     tracing::debug!(target: "twill", seconds = started.elapsed().as_secs_f64(), "solved");
+    share.search_cut |= solved.result.budget_spent || solved.colocation_cut;
+    share.ii_proven = solved.result.ii_proven;
     let partitioning = plan.partitioning(job, &solved);
     let iteration = redepth(&mut solved.result, o.ctas, problem.cycle_scale);
     let solved_problem = solved.colocated_problem.as_ref().unwrap_or(&problem);
@@ -552,6 +643,46 @@ pub fn schedule_loop(
     let decided = decide(job, &lowered, &solved.result, partitioning.written);
     let tie = tie_to_triton(job, &decided, partitioning.written);
     let triton = triton_schedule(job, &lowered, (solved_problem, &solved, &plan.warps));
+    if triton.as_ref().is_some_and(|t| t.ii.is_none()) {
+        share.evaluation_cut = Some(triton_budget(job.budget, solved.result.ii_proven));
+    }
+    Ok(Solving {
+        machine,
+        lowered,
+        plan,
+        problem,
+        solved,
+        partitioning,
+        iteration,
+        decided,
+        tie,
+        triton,
+    })
+}
+
+/// The loop after its solve: Triton's schedule where it is as good, the
+/// checks of the decision, then the attributes written (or the loop
+/// lowered).
+pub fn finish(
+    job: &LoopJob,
+    solving: Solving,
+    write: impl FnOnce(&LoopDecision) -> Result<(), String>,
+    lower: impl FnOnce(&WsPlan) -> Result<(), LowerSkip>,
+) -> Result<Scheduled, Skip> {
+    let o = job.o;
+    let Solving {
+        machine,
+        lowered,
+        plan,
+        problem,
+        solved,
+        partitioning,
+        iteration,
+        decided,
+        tie,
+        triton,
+    } = solving;
+    let machine = machine.as_ref();
     if let Some(t) = &triton {
         prefer_triton(
             t,
@@ -745,6 +876,7 @@ pub fn solve(
     let left = || (request.timeout - started.elapsed().as_secs_f64()).max(0.01);
     let mut colocated_problem = None;
     let mut without_colocation = None;
+    let mut colocation_cut = false;
     let mut work = 0;
     let answer = if colocated.is_empty() {
         run(problem, left(), request.budget, false)
@@ -763,6 +895,7 @@ pub fn solve(
                 tracing::debug!(target: "twill", "under the colocation rules: {e}");
                 // The attempt spent its whole share only when it ran out.
                 work = budget;
+                colocation_cut = !matches!(e, JointError::Exhausted { .. });
                 // One line: remarks are read line by line.
                 let why = format!("no schedule: {e}").replace('\n', " ");
                 without_colocation = Some(match e {
@@ -796,6 +929,7 @@ pub fn solve(
         work,
         budget: request.budget,
         cached: false,
+        colocation_cut,
     })
 }
 
@@ -888,15 +1022,18 @@ fn reuse(
         tracing::warn!(target: "twill", "ignoring the cache entry {}: {why}; solving again", entry.key);
         return None;
     }
+    let without_colocation = entry.without_colocation;
     Some(Solved {
         result: entry.result,
         colocated_problem,
-        without_colocation: entry.without_colocation,
         // The work the search spent, as the kernel's budget accounts it
         // (a hit leaves the next loop the same share as a solve).
         work: entry.work,
         budget,
         cached: true,
+        // The entry does not say why no schedule met the sets: as if cut.
+        colocation_cut: without_colocation.is_some(),
+        without_colocation,
     })
 }
 
@@ -946,11 +1083,7 @@ fn triton_schedule(
     let from = solved.result.refuted_below;
     let cap = crate::modulo::search_cap(problem);
     let timeout_ms = (job.o.timeout * 1000.0 / 4.0).max(1.0) as u32;
-    let budget = match (job.budget, solved.result.ii_proven) {
-        (0, _) => 0,
-        (b, false) => (b / 4).max(TRITON_BUDGET_FLOOR),
-        (b, true) => (b / 4).clamp(1, TRITON_PROVEN_BUDGET),
-    };
+    let budget = triton_budget(job.budget, solved.result.ii_proven);
     let answer = joint::fixed::smallest_ii(
         problem,
         *warps,
@@ -974,6 +1107,17 @@ fn triton_schedule(
         ii_cycles: ii.map(|ii| cycles(f64::from(ii) * scale)),
         at_least,
     })
+}
+
+/// The work the evaluation of Triton's schedule gets from the loop's
+/// `share` (0: none), as [`triton_schedule`] describes; it never shrinks
+/// as the share grows.
+fn triton_budget(share: u64, ii_proven: bool) -> u64 {
+    match (share, ii_proven) {
+        (0, _) => 0,
+        (b, false) => (b / 4).max(TRITON_BUDGET_FLOOR),
+        (b, true) => (b / 4).clamp(1, TRITON_PROVEN_BUDGET),
+    }
 }
 
 /// Whether a tie in the model goes to Triton's schedule, and why (the end
@@ -1690,6 +1834,66 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_loop_solved_ahead_keeps_its_answer_only_where_no_budget_decided() {
+        let ahead = ShareUse {
+            share: 4_000_000,
+            search_cut: false,
+            evaluation_cut: None,
+            ii_proven: true,
+        };
+        // The same share, or more where nothing was cut: the same answer.
+        assert!(ahead.same_answer_with(4_000_000));
+        assert!(ahead.same_answer_with(9_000_000));
+        // Less: a limit the search stayed under may now cut it.
+        assert!(!ahead.same_answer_with(3_999_999));
+        // A search cut short (or no schedule) may answer otherwise with more.
+        let cut = ShareUse {
+            search_cut: true,
+            ..ahead
+        };
+        assert!(cut.same_answer_with(4_000_000));
+        assert!(!cut.same_answer_with(9_000_000));
+        // An undecided evaluation of Triton's schedule: the same only where
+        // the larger share gives it the same work (proven: capped).
+        let undecided = ShareUse {
+            evaluation_cut: Some(triton_budget(4_000_000, true)),
+            ..ahead
+        };
+        assert!(undecided.same_answer_with(9_000_000));
+        let unproven = ShareUse {
+            evaluation_cut: Some(triton_budget(4_000_000, false)),
+            ii_proven: false,
+            ..ahead
+        };
+        assert!(unproven.same_answer_with(4_000_000));
+        assert!(!unproven.same_answer_with(9_000_000));
+        // Without a budget every share is none.
+        let none = ShareUse { share: 0, ..ahead };
+        assert!(none.same_answer_with(0));
+        assert!(!none.same_answer_with(1));
+    }
+
+    #[test]
+    fn the_evaluations_work_never_shrinks_as_the_share_grows() {
+        for proven in [false, true] {
+            let mut last = 0;
+            for share in [
+                1,
+                1000,
+                999_999,
+                4_000_000,
+                4_000_001,
+                16_000_000,
+                u64::MAX / 2,
+            ] {
+                let work = triton_budget(share, proven);
+                assert!(work >= last, "{share} {proven}");
+                last = work;
+            }
+        }
+    }
+
+    #[test]
     fn an_undecided_tie_keeps_tritons_where_a_tie_would() {
         let why = "ties=deeper keeps the deeper pipeline";
         let deeper = Some(why);
@@ -1745,6 +1949,7 @@ pub(crate) mod tests {
             mixed: None,
             loop_num_stages,
             budget: DEFAULT_BUDGET,
+            threads: 0,
         };
         // The loop asks for one stage: Triton does not pipeline it.
         let skip = schedule_loop(&job(Some(1)), |_| Ok(()), |_| unreachable!()).unwrap_err();

@@ -12,6 +12,8 @@ use std::collections::HashMap;
 use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use mlir_sys::{mlirOperationGetLocation, MlirLocation, MlirOperation};
@@ -46,6 +48,9 @@ pub struct ScheduleOptions {
     /// Deterministic work budget per kernel, z3 resource units (`budget`,
     /// given in millions; 0: none, the wall-clock `timeout` alone).
     pub budget: u64,
+    /// A kernel's loops solved at once (`jobs`; 0: by the cores, see
+    /// [`Parallel::new`]). The answer does not depend on it.
+    pub jobs: u32,
     pub u: u64,
     pub encoding: Encoding,
     pub groups: u32,
@@ -147,6 +152,7 @@ impl ScheduleOptions {
             scope: Scope::WarpSpecialized,
             timeout: 30.0,
             budget: driver::DEFAULT_BUDGET,
+            jobs: 0,
             u: 30,
             encoding: Encoding::Default,
             groups: 0,
@@ -217,6 +223,13 @@ impl ScheduleOptions {
                             joint::work::MAX_BUDGET / 1_000_000
                         )
                         })?
+                }
+                "jobs" => {
+                    o.jobs = v
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|j| *j <= 256)
+                        .ok_or_else(|| format!("jobs: expected 0 to 256, got `{v}`"))?
                 }
                 "u" => {
                     o.u = v
@@ -566,8 +579,31 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
     let mut tag = 0;
     let loop_options = o.loop_options();
     let mut shares = BudgetShares::new(&loops, o.budget);
+    let parallel = Parallel::new(o.jobs, loops.iter().filter(|l| l.ir.is_ok()).count());
+    // Each loop's job, with the share it gets if the loops before it leave
+    // their whole shares (its least: see `BudgetShares::first`).
+    let mut jobs: Vec<Option<LoopJob>> = loops
+        .iter()
+        .zip(&rotated_by)
+        .map(|(found, mixed)| match &found.ir {
+            Ok(ir) if !(o.ctas > 1 && (ir.warp_specialize || found.warp_specialize.is_some())) => {
+                Some(LoopJob {
+                    ir,
+                    machine,
+                    o: &loop_options,
+                    stages_only,
+                    mixed: mixed.as_deref(),
+                    loop_num_stages: loop_num_stages(found.op),
+                    budget: shares.first(found.op),
+                    threads: parallel.threads,
+                })
+            }
+            _ => None,
+        })
+        .collect();
+    let mut presolved = parallel.presolve(&jobs);
     let mut records = Vec::with_capacity(loops.len());
-    for (index, (found, mixed)) in loops.into_iter().zip(rotated_by).enumerate() {
+    for (index, found) in loops.iter().enumerate() {
         let started = Instant::now();
         // Read before scheduling: `lower=force` may replace the loop.
         // SAFETY: `find_loops` returns live operations of the module.
@@ -576,24 +612,14 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
             function: enclosing_function(found.op).map(symbol_name),
             location: location_text(found.op),
         };
-        let outcome = match &found.ir {
-            Err(why) if found.lowered_by_twill => {
+        let mut seconds = 0.0;
+        let outcome = match (&found.ir, jobs[index].take()) {
+            (Err(why), _) if found.lowered_by_twill => {
                 Err(Skip::new(SkipReason::LoweredByTwill, why.clone()))
             }
-            Err(why) => Err(Skip::new(SkipReason::NotExtracted, why.clone())),
-            Ok(ir) if o.ctas > 1 && (ir.warp_specialize || found.warp_specialize.is_some()) => Err(
-                Skip::new(SkipReason::CtasWarpSpecialized, sharing_refused(o.ctas)),
-            ),
-            Ok(ir) => {
-                let job = LoopJob {
-                    ir,
-                    machine,
-                    o: &loop_options,
-                    stages_only,
-                    mixed: mixed.as_deref(),
-                    loop_num_stages: loop_num_stages(found.op),
-                    budget: shares.next(found.op),
-                };
+            (Err(why), _) => Err(Skip::new(SkipReason::NotExtracted, why.clone())),
+            (Ok(ir), Some(mut job)) => {
+                job.budget = shares.next(found.op);
                 let (op, arch, this_tag) = (found.op, o.target.arch, tag);
                 tag += 1;
                 let write = move |d: &backend::LoopDecision| {
@@ -602,18 +628,36 @@ fn schedule_module(module: MlirOperation, o: &ScheduleOptions, machine: &Machine
                 let n = ir.ops.len();
                 let gated = o.lower.verified();
                 let lower = move |p: &WsPlan| super::lower::lower(op, p, n, gated);
-                catch_unwind(AssertUnwindSafe(|| schedule_loop(&job, write, lower))).unwrap_or_else(
-                    |_| {
-                        Err(Skip::new(
-                            SkipReason::InternalError,
-                            "internal error (a panic); see stderr",
-                        ))
-                    },
-                )
+                // Solved ahead with its least share: the same answer where
+                // no budget decided anything (or the share is the same).
+                let ahead = presolved[index]
+                    .take()
+                    .filter(|p| p.share.same_answer_with(job.budget));
+                tracing::debug!(target: "twill", loop_name = %ir.name, share = job.budget, ahead = ahead.is_some(), "loop");
+                catch_unwind(AssertUnwindSafe(|| match ahead {
+                    Some(p) => {
+                        seconds = p.seconds;
+                        let share = job.budget;
+                        p.solving
+                            .and_then(|s| driver::finish(&job, s.with_share(share), write, lower))
+                    }
+                    None => schedule_loop(&job, write, lower),
+                }))
+                .unwrap_or_else(|_| {
+                    Err(Skip::new(
+                        SkipReason::InternalError,
+                        "internal error (a panic); see stderr",
+                    ))
+                })
             }
+            (Ok(_), None) => Err(Skip::new(
+                SkipReason::CtasWarpSpecialized,
+                sharing_refused(o.ctas),
+            )),
         };
         shares.spent(&outcome);
-        let record = loop_record(index as u32, &found, place, outcome, started);
+        seconds += started.elapsed().as_secs_f64();
+        let record = loop_record(index as u32, found, place, outcome, seconds);
         records.push((loc, record));
     }
     if o.lower != Lower::Off {
@@ -684,6 +728,15 @@ impl BudgetShares {
         enclosing_function(op).map_or(0, |f| f.ptr as usize)
     }
 
+    /// The share of the loop `op` if every loop before it spends its whole
+    /// share: the least it can get (0 without a budget).
+    fn first(&self, op: MlirOperation) -> u64 {
+        match self.left.get(&Self::key(op)) {
+            Some(&(_, loops)) if self.budget > 0 => (self.budget / loops.max(1)).max(1),
+            _ => 0,
+        }
+    }
+
     /// The share of the loop `op` (0 without a budget). Called before the
     /// loop is scheduled: `lower=force` may replace the loop's op.
     fn next(&mut self, op: MlirOperation) -> u64 {
@@ -715,6 +768,83 @@ impl BudgetShares {
     }
 }
 
+/// How a module's loops are solved: several at once (each search on
+/// threads of its own), then finished and written one by one in order.
+struct Parallel {
+    /// Loops solved at once (1: one by one, none ahead).
+    jobs: usize,
+    /// Threads of each loop's search (0: the search's own default).
+    threads: u32,
+}
+
+/// A loop solved ahead of its turn, with the share it was solved with.
+struct Presolved<'a> {
+    solving: Result<driver::Solving<'a>, Skip>,
+    share: driver::ShareUse,
+    seconds: f64,
+}
+
+impl Parallel {
+    /// `jobs` loops at once (0: as many as the search's threads allow, one
+    /// per core and at most [`joint::DEFAULT_THREADS_MAX`] in all; never
+    /// more than the loops), those threads shared among them (at least one
+    /// each). Neither changes an answer: each search is accounted as the
+    /// sequential one, and a loop solved ahead with less than its share is
+    /// solved again where the budget decided something.
+    fn new(jobs: u32, loops: usize) -> Parallel {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let most = cores.min(joint::DEFAULT_THREADS_MAX as usize).max(1);
+        let jobs = match jobs {
+            0 => most,
+            j => j as usize,
+        }
+        .min(loops)
+        .max(1);
+        let threads = match jobs {
+            1 => 0,
+            j => (most / j).max(1) as u32,
+        };
+        Parallel { jobs, threads }
+    }
+
+    /// Every job solved ahead, `self.jobs` at once; none when one at a
+    /// time (and for a loop whose solve panicked: it is solved again in
+    /// its turn, where the panic is reported).
+    fn presolve<'a>(&self, jobs: &[Option<LoopJob<'a>>]) -> Vec<Option<Presolved<'a>>> {
+        let todo: Vec<usize> = (0..jobs.len()).filter(|&i| jobs[i].is_some()).collect();
+        let out: Mutex<Vec<Option<Presolved<'a>>>> =
+            Mutex::new((0..jobs.len()).map(|_| None).collect());
+        if self.jobs <= 1 || todo.len() <= 1 {
+            return out.into_inner().unwrap_or_default();
+        }
+        let next = AtomicUsize::new(0);
+        let workers = self.jobs.min(todo.len());
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|| {
+                    while let Some(&i) = todo.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let Some(job) = &jobs[i] else { continue };
+                        let started = Instant::now();
+                        let solved = catch_unwind(AssertUnwindSafe(|| driver::solve_loop(job)));
+                        if let (Ok((solving, share)), Ok(mut out)) = (solved, out.lock()) {
+                            out[i] = Some(Presolved {
+                                solving,
+                                share,
+                                seconds: started.elapsed().as_secs_f64(),
+                            });
+                        }
+                    }
+                    // No loop left to start: this worker's threads go to
+                    // the searches still under way.
+                    joint::lend_threads(self.threads.max(1));
+                });
+            }
+        });
+        joint::reclaim_threads(workers as u32 * self.threads.max(1));
+        out.into_inner().unwrap_or_default()
+    }
+}
+
 /// Where a loop is, read before it is scheduled.
 struct Place {
     function: Option<String>,
@@ -727,7 +857,7 @@ fn loop_record(
     found: &FoundLoop,
     place: Place,
     outcome: Result<Scheduled, Skip>,
-    started: Instant,
+    seconds: f64,
 ) -> LoopRecord {
     let mut record = LoopRecord {
         index,
@@ -742,7 +872,7 @@ fn loop_record(
         units: Vec::new(),
         schedule: None,
         compared: None,
-        solve_seconds: started.elapsed().as_secs_f64(),
+        solve_seconds: seconds,
     };
     match outcome {
         Ok(s) => {
@@ -878,6 +1008,7 @@ pub unsafe extern "C" fn export_graph_body(
                         mixed: None,
                         loop_num_stages: loop_num_stages(found.op),
                         budget: loop_options.budget,
+                        threads: 0,
                     };
                     match export_loop(&job, &o) {
                         Ok(msg) => msg,

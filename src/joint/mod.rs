@@ -857,32 +857,54 @@ struct SlackSearch {
     at_shortest: i64,
 }
 
-/// Searches Is from `first` on `threads` threads (one: the sequential
-/// search), each I in a z3 context of its own. Threads take Is in
-/// increasing order; once a schedule is certain at some I, or the Is from
-/// `first` up to some I have spent the work budget between them, no larger
-/// I is started and the searches of larger Is under way are interrupted.
-/// Every I up to that one is searched in full, each under the whole budget,
-/// so the outcomes the walk reads are those of the sequential search.
-fn search_is(
-    p: &Problem,
+/// Threads lent to searches under way: a search takes one when it has Is
+/// left to start, and gives it back when its thread runs out of Is. The
+/// pass lends the threads of loops solved to the loops still searching
+/// (decisions.md D37). No answer depends on it: the Is are accounted as the
+/// sequential search spends them, whatever thread searched them.
+static SPARE_THREADS: AtomicU32 = AtomicU32::new(0);
+
+/// The most threads a search adds to its own from [`SPARE_THREADS`].
+const SPARE_MAX: usize = DEFAULT_THREADS_MAX as usize;
+
+/// Lends `n` threads to the searches under way (and to those to come, until
+/// [`reclaim_threads`]).
+pub fn lend_threads(n: u32) {
+    SPARE_THREADS.fetch_add(n, Ordering::SeqCst);
+}
+
+/// Takes back `n` lent threads, as many as are not in use (those in use
+/// are not given back to the pool when their search ends past `n`).
+pub fn reclaim_threads(n: u32) {
+    let _ = SPARE_THREADS.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+        Some(v.saturating_sub(n))
+    });
+}
+
+/// One search over Is, shared by its threads.
+struct IiPool<'a> {
+    p: &'a Problem,
+    opts: &'a JointOptions,
     first: u32,
     cap: u32,
-    threads: u32,
-    opts: &JointOptions,
     deadline: Instant,
-) -> BTreeMap<u32, IiOutcome> {
-    let next = AtomicU32::new(first);
-    let found_at = AtomicU32::new(u32::MAX);
-    let outcomes: Mutex<BTreeMap<u32, IiOutcome>> = Mutex::new(BTreeMap::new());
-    // Per thread: the I it works on and its z3 context (as an address), for
-    // interruption; cleared under the lock before the context is freed.
-    let running: Vec<Mutex<Option<(u32, usize)>>> =
-        (0..threads).map(|_| Mutex::new(None)).collect();
-    // No I above `at` matters: stop starting them, interrupt those running.
-    let cut = |me: usize, at: u32| {
-        found_at.fetch_min(at, Ordering::SeqCst);
-        for (k, slot) in running.iter().enumerate() {
+    next: AtomicU32,
+    found_at: AtomicU32,
+    outcomes: Mutex<BTreeMap<u32, IiOutcome>>,
+    /// Per thread: the I it works on and its z3 context (as an address),
+    /// for interruption; cleared under the lock before the context is
+    /// freed. The first `threads` slots are the search's own threads, the
+    /// rest those it borrows.
+    running: Vec<Mutex<Option<(u32, usize)>>>,
+    /// The next slot for a borrowed thread.
+    borrowed: std::sync::atomic::AtomicUsize,
+}
+
+impl<'a> IiPool<'a> {
+    /// No I above `at` matters: stop starting them, interrupt those running.
+    fn cut(&self, me: usize, at: u32) {
+        self.found_at.fetch_min(at, Ordering::SeqCst);
+        for (k, slot) in self.running.iter().enumerate() {
             if k == me {
                 continue;
             }
@@ -898,39 +920,119 @@ fn search_is(
                 }
             }
         }
+    }
+
+    /// Whether Is are left to start.
+    fn open(&self) -> bool {
+        let ii = self.next.load(Ordering::SeqCst);
+        ii <= self.cap
+            && ii <= self.found_at.load(Ordering::SeqCst)
+            && Instant::now() < self.deadline
+    }
+
+    /// A thread of the search (slot `me`): takes Is in increasing order
+    /// until none is left, starting a borrowed thread beside it whenever one
+    /// is spare and Is are left.
+    fn work<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>, me: usize) {
+        loop {
+            self.borrow(scope);
+            let ii = self.next.fetch_add(1, Ordering::SeqCst);
+            if ii > self.cap
+                || ii > self.found_at.load(Ordering::SeqCst)
+                || Instant::now() >= self.deadline
+            {
+                break;
+            }
+            let o = z3::with_z3_config(&z3::Config::new(), || {
+                let ctx = z3::Context::thread_local().get_z3_context().as_ptr() as usize;
+                *lock(&self.running[me]) = Some((ii, ctx));
+                // Once I is known to be feasible, no larger I matters.
+                // A smaller I with a schedule makes this one moot.
+                let moot = || self.found_at.load(Ordering::SeqCst) < ii;
+                let o = search_at(
+                    self.p,
+                    ii,
+                    self.opts,
+                    self.deadline,
+                    (&|| self.cut(me, ii), &moot),
+                );
+                *lock(&self.running[me]) = None;
+                o
+            });
+            let found = matches!(o.at, AtIi::Found(_));
+            let mut all = lock(&self.outcomes);
+            all.insert(ii, o);
+            if found {
+                self.cut(me, ii);
+            }
+            if let Some(spent_at) = budget_spent_at(&all, self.first, self.opts.budget) {
+                self.cut(me, spent_at);
+            }
+        }
+        if me >= self.running.len() - SPARE_MAX {
+            lend_threads(1);
+        }
+    }
+
+    /// Starts a borrowed thread where one is spare, a slot is free and Is
+    /// are left.
+    fn borrow<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>) {
+        if !self.open() || self.borrowed.load(Ordering::SeqCst) >= self.running.len() {
+            return;
+        }
+        let took =
+            SPARE_THREADS.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1));
+        if took.is_err() {
+            return;
+        }
+        let slot = self.borrowed.fetch_add(1, Ordering::SeqCst);
+        if slot >= self.running.len() {
+            lend_threads(1);
+            return;
+        }
+        scope.spawn(move || self.work(scope, slot));
+    }
+}
+
+/// Searches Is from `first` on `threads` threads (one: the sequential
+/// search), and on threads lent to searches under way ([`lend_threads`]),
+/// each I in a z3 context of its own. Threads take Is in increasing order;
+/// once a schedule is certain at some I, or the Is from `first` up to some
+/// I have spent the work budget between them, no larger I is started and
+/// the searches of larger Is under way are interrupted. Every I up to that
+/// one is searched in full, each under the whole budget, so the outcomes
+/// the walk reads are those of the sequential search.
+fn search_is(
+    p: &Problem,
+    first: u32,
+    cap: u32,
+    threads: u32,
+    opts: &JointOptions,
+    deadline: Instant,
+) -> BTreeMap<u32, IiOutcome> {
+    let own = threads as usize;
+    let search = IiPool {
+        p,
+        opts,
+        first,
+        cap,
+        deadline,
+        next: AtomicU32::new(first),
+        found_at: AtomicU32::new(u32::MAX),
+        outcomes: Mutex::new(BTreeMap::new()),
+        running: (0..own + SPARE_MAX).map(|_| Mutex::new(None)).collect(),
+        borrowed: std::sync::atomic::AtomicUsize::new(own),
     };
     std::thread::scope(|scope| {
-        for me in 0..threads as usize {
-            let (next, found_at, outcomes, running, cut) =
-                (&next, &found_at, &outcomes, &running, &cut);
-            scope.spawn(move || loop {
-                let ii = next.fetch_add(1, Ordering::SeqCst);
-                if ii > cap || ii > found_at.load(Ordering::SeqCst) || Instant::now() >= deadline {
-                    break;
-                }
-                let o = z3::with_z3_config(&z3::Config::new(), || {
-                    let ctx = z3::Context::thread_local().get_z3_context().as_ptr() as usize;
-                    *lock(&running[me]) = Some((ii, ctx));
-                    // Once I is known to be feasible, no larger I matters.
-                    // A smaller I with a schedule makes this one moot.
-                    let moot = || found_at.load(Ordering::SeqCst) < ii;
-                    let o = search_at(p, ii, opts, deadline, (&|| cut(me, ii), &moot));
-                    *lock(&running[me]) = None;
-                    o
-                });
-                let found = matches!(o.at, AtIi::Found(_));
-                let mut all = lock(outcomes);
-                all.insert(ii, o);
-                if found {
-                    cut(me, ii);
-                }
-                if let Some(spent_at) = budget_spent_at(&all, first, opts.budget) {
-                    cut(me, spent_at);
-                }
-            });
+        for me in 0..own {
+            let search = &search;
+            scope.spawn(move || search.work(scope, me));
         }
     });
-    outcomes.into_inner().unwrap_or_else(|e| e.into_inner())
+    search
+        .outcomes
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 /// The I at which the searches of the Is from `first` on, in order and

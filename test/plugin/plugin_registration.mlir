@@ -10,6 +10,6 @@
 // HELP-DAG: --scope=
 // HELP-DAG: --triton=
 // HELP-DAG: --report=
-// PIPE: twill-schedule{arch=sm100 budget=1.600000e+01 cache= ctas=1 encoding=default groups=0 loads=auto lower=off machine= num-stages=0 objective=length order=program partitions=true pointer-loads= pointer-prefetch=-1 prefetch=0 report= ring=schedule rotate=kernel scope=ws stages=bound ties=deeper timeout=5.000000e+00 triton=3.6 u=30 unverifiable=schedule ws=true}
+// PIPE: twill-schedule{arch=sm100 budget=1.600000e+01 cache= ctas=1 encoding=default groups=0 jobs=0 loads=auto lower=off machine= num-stages=0 objective=length order=program partitions=true pointer-loads= pointer-prefetch=-1 prefetch=0 report= ring=schedule rotate=kernel scope=ws stages=bound ties=deeper timeout=5.000000e+00 triton=3.6 u=30 unverifiable=schedule ws=true}
 module {
 }
