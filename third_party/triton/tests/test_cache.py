@@ -50,7 +50,8 @@ DRIVER = textwrap.dedent("""
     k = triton.compile(matmul.make_ast_source(**cfg), target=GPUTarget("cuda", 90, 32), options=opts)
     seconds = time.monotonic() - started
     d = twill_triton.decisions()[-1]
-    print(json.dumps(dict(scheduled=d.scheduled, reason=d.reason, cached=d.cached, verify_cached=d.verify_cached,
+    print(json.dumps(dict(scheduled=d.scheduled, reason=d.reason, cached=d.cached, cached_by=d.cached_by,
+                          verify_cached=d.verify_cached,
                           schedule_seconds=d.schedule_seconds, verify_seconds=d.verify_seconds,
                           compile_seconds=seconds, ttgir=k.asm["ttgir"])))
 """)
@@ -102,6 +103,8 @@ def test_a_second_process_takes_the_schedule_from_the_cache(tmp_path, wrapper):
     # Another Triton cache: Triton compiles again, twill answers from its own.
     warm = _result(_start(tmp_path, twill_opt, "triton-2", shared))
     assert warm["scheduled"] and warm["cached"] and warm["verify_cached"], warm["reason"]
+    # Found by Triton's key of the compile: the module was not printed.
+    assert warm["cached_by"] == "compile"
     assert _runs(log) == ran, "twill-opt ran on a warm cache"
     assert warm["ttgir"] == cold["ttgir"]
     for name, r in (("cold", cold), ("warm", warm)):
@@ -146,6 +149,36 @@ def test_the_same_kernel_at_another_path_is_not_given_the_first_ones_locations(t
     assert _runs(log) == ran
 
 
+def test_a_changed_source_file_is_looked_up_by_the_modules_print(tmp_path, wrapper):
+    """A warm compile takes its answer by Triton's key of the compile and
+    the kernel's file without printing the module, only while every source
+    file the module's locations name is unchanged: an edit that leaves
+    Triton's key alone (a line added below the kernel) has the module
+    printed and looked up by that print (the same locations: a hit); one
+    above the kernel moves its locations (and Triton's key): scheduled
+    again."""
+    twill_opt, log = wrapper
+    shared = tmp_path / "twill-cache"
+    copy = tmp_path / "copy"
+    shutil.copytree(TESTS / "kernels", copy / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    source = copy / "kernels" / "matmul.py"
+    cold = _result(_start(tmp_path, twill_opt, "triton-1", shared, tests=copy))
+    assert cold["scheduled"] and cold["cached_by"] is None, cold["reason"]
+    warm = _result(_start(tmp_path, twill_opt, "triton-2", shared, tests=copy))
+    assert warm["cached_by"] == "compile" and warm["ttgir"] == cold["ttgir"]
+    source.write_text(source.read_text() + "\n# a line below every kernel\n")
+    below = _result(_start(tmp_path, twill_opt, "triton-3", shared, tests=copy))
+    assert below["cached_by"] == "module" and below["ttgir"] == cold["ttgir"]
+    again = _result(_start(tmp_path, twill_opt, "triton-4", shared, tests=copy))
+    assert again["cached_by"] == "compile" and again["ttgir"] == cold["ttgir"]
+    ran = _runs(log)
+    source.write_text("# a line above every kernel\n" + source.read_text())
+    above = _result(_start(tmp_path, twill_opt, "triton-5", shared, tests=copy))
+    assert above["scheduled"] and not above["cached"], above["reason"]
+    assert _runs(log) > ran
+    assert str(source) in _files(above["ttgir"])
+
+
 def test_off_means_no_cache(tmp_path, wrapper, monkeypatch):
     twill_opt, log = wrapper
     monkeypatch.setenv("TWILL_CACHE_DIR", "off")
@@ -166,12 +199,13 @@ def test_two_processes_compiling_at_once_leave_one_entry(tmp_path, wrapper):
     assert all(r["scheduled"] for r in results), [r["reason"] for r in results]
     assert results[0]["ttgir"] == results[1]["ttgir"]
     entries = _entries(shared)
-    # One whole entry each: the kernel's schedule and its verification (the
-    # hook's; the verification under the pipelined module's key and under
-    # the key of the inputs it is made from), and its loop's solve
-    # (twill-opt's, in the directory the hook gave it); no temporary file
-    # left.
-    assert sorted(p.parent.name for p in entries) == ["loops", cache.SCHEDULES, cache.VERIFY, cache.VERIFY], entries
+    # One whole entry each: the kernel's schedule, its index by Triton's key
+    # of the compile and its verification (the hook's; the verification
+    # under the pipelined module's key and under the key of the inputs it
+    # is made from), and its loop's solve (twill-opt's, in the directory the
+    # hook gave it); no temporary file left.
+    assert sorted(p.parent.name for p in entries) == [cache.COMPILES, "loops", cache.SCHEDULES, cache.VERIFY,
+                                                      cache.VERIFY], entries
     for p in entries:
         entry = json.loads(p.read_text())
         assert entry["schema"] in (cache.SCHEMA, "twill.loop-cache/1"), entry["schema"]

@@ -14,7 +14,12 @@ prints the pipelined module. A schedule entry also keeps
 `located`, the digest of the module's print with its locations: the hook
 takes it only for the same locations (the entry's module, remarks and line
 info name the source it was made from), else schedules again (twill-opt's
-own per-loop cache then answers the solve).
+own per-loop cache then answers the solve). An index under `DIR/compiles/`,
+keyed by Triton's own key of the compile (its metadata's `hash`: the
+kernel's source, specialization, options, target and Triton's version) and
+twill's options, names a schedule entry with its `located` digest and the
+SHA-256 of every source file the module's locations name: where those files
+are unchanged, a warm compile takes the entry without printing the module.
 
 The directory is `$TWILL_CACHE_DIR`, else `.triton/twill` beside Triton's
 own cache (`$TRITON_HOME`, else the home directory, as Triton's knobs);
@@ -43,6 +48,7 @@ log = logging.getLogger("twill")
 SCHEMA = "twill.schedule-cache/1"
 SCHEDULES = "schedules"
 VERIFY = "verify"
+COMPILES = "compiles"
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,10 @@ class Decision:
     # route's calls and the lowering call) came from the schedule cache
     # (twill_triton.cache): twill-opt did not run for it.
     cached: bool = False
+    # How the attribute route's answer was found in the schedule cache:
+    # "compile" (by Triton's key of the compile and the source files, the
+    # module not printed), "module" (by the module's print); None: not.
+    cached_by: Optional[str] = None
     # The schedule cache's key of the attribute route's twill-opt call, the
     # digest of the module's print with its locations, and that of the
     # answer's module text (what Triton's passes turn into the pipeline).
@@ -449,6 +453,7 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
     from triton._C.libtriton import ir
 
     result = {}
+    compiled = _triton_compile(metadata)
 
     def on_run(fake_pm, mod, tag):
         calls = fake_pm.calls
@@ -465,7 +470,7 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
             base, lowered, resume, lowering_seconds = mod, None, i, 0.0
         else:
             base, lowered, resume, lowering_seconds = _lower_first(ir, mod, calls, h, i, capability, options, cfg,
-                                                                   tag)
+                                                                   tag, compiled)
         # Triton schedules every loop first (its `assign_latencies` and
         # `schedule_loops`); twill-opt then runs once on the kernel, and its
         # schedule replaces Triton's on the loops it schedules. A loop twill
@@ -477,7 +482,10 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
         rest = i + 2 if base is mod else resume
         try:
             try:
-                new, decision = _schedule(ir, base, capability, options, cfg)
+                # After a lowering the module here depends on what it
+                # lowered: found by its print alone.
+                new, decision = _schedule(ir, base, capability, options, cfg,
+                                          compile_id=compiled if lowered is None else None)
             except _Fallback as e:
                 if lowered is None:
                     raise
@@ -559,7 +567,7 @@ def _remember_unproved(cfg, decision, reason):
         cache.store(store, cache.SCHEDULES, decision.cache_key, _identity(cfg.twill_opt), value)
 
 
-def _lower_first(ir, mod, calls, h, i, capability, options, cfg, tag):
+def _lower_first(ir, mod, calls, h, i, capability, options, cfg, tag, compile_id=None):
     """Triton's passes up to its Hopper warp specialization (`calls[h]`),
     then twill-opt with `lower=only`: the loops twill lowers (each proved by
     the pipeline verifier before it is emitted) become its warp-specialized
@@ -571,7 +579,7 @@ def _lower_first(ir, mod, calls, h, i, capability, options, cfg, tag):
     _run(ir, mod, calls[:h], tag + "_before_lowering")
     started = time.monotonic()
     try:
-        low, lowered = _schedule(ir, mod, capability, options, cfg, lower="only")
+        low, lowered = _schedule(ir, mod, capability, options, cfg, lower="only", compile_id=compile_id)
     except _Fallback as e:
         log.info("twill: %s: nothing lowered: %s", mod.get_entry_func_name(), e)
         _run(ir, mod, calls[h:i], tag + "_before_twill")
@@ -888,13 +896,15 @@ def _triton_version():
     return f"{m.group(1)}.{m.group(2)}" if m else "3.6"
 
 
-def _schedule(ir, mod, capability, options, cfg, lower=None):
+def _schedule(ir, mod, capability, options, cfg, lower=None, compile_id=None):
     """Runs twill-opt on `mod` (with `lower=...` when given); returns (new
     module, Decision) or raises _Fallback. The Decision's schedule_seconds
-    is the call's wall time."""
+    is the call's wall time. `compile_id`: Triton's key of the compile and
+    the kernel's file (_triton_compile), by which a warm compile finds its
+    answer without printing the module (_indexed)."""
     started = time.monotonic()
     try:
-        new, decision = _schedule_once(ir, mod, capability, options, cfg, lower)
+        new, decision = _schedule_once(ir, mod, capability, options, cfg, lower, compile_id)
     except _Fallback as e:
         if getattr(e, "decision", None) is not None:
             e.decision.schedule_seconds += time.monotonic() - started
@@ -903,12 +913,32 @@ def _schedule(ir, mod, capability, options, cfg, lower=None):
     return new, decision
 
 
-def _schedule_once(ir, mod, capability, options, cfg, lower):
+def _schedule_once(ir, mod, capability, options, cfg, lower, compile_id):
     kernel = mod.get_entry_func_name()
     arch = _arch(capability)
+    # The options that change the schedule are part of the key: a
+    # schedule recorded with other options is never replayed.
+    lowering = f" lower={lower}" if lower else ""
+    # Triton's num_stages bounds the schedule's stages (a loop's own
+    # tt.num_stages, in the exported module, wins for that loop).
+    stages = f" num-stages={_num_stages(options)}"
+    budget = f" budget={cfg.budget:g}" if cfg.budget is not None else ""
+    opts = (f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering}{stages}{budget} ties={cfg.ties} "
+            f"unverifiable={cfg.unverifiable} {cfg.extra}").strip()
+    key_options = f"{opts} triton={_triton_version()} timeout={cfg.timeout:g}{_machine_file_digest(cfg.extra)}"
     with tempfile.TemporaryDirectory(prefix="twill-") as tmp:
         work = Path(tmp)
         store = cache.location()
+        identity = _identity(cfg.twill_opt)
+        compiled = _compile_key(store, cfg, compile_id, key_options)
+        hit = _indexed(store, compiled, identity)
+        if hit is not None:
+            ckey, located, found = hit
+            decision = Decision(kernel=kernel, capability=capability, scheduled=False, located=located,
+                                cache_key=ckey, cached=True, cached_by="compile")
+            log.info("twill: %s: schedule from the cache %s (key %s, by Triton's key of the compile)", kernel,
+                     store.root, ckey[:16])
+            return _answer(ir, mod, work, found, decision, cfg)
         # One print of the module, with its locations: its digest names the
         # source the answer, its remarks and the kernel's line info were made
         # from (the cache's entries and the dump's name); the cache key is
@@ -920,19 +950,9 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
             work.mkdir(parents=True, exist_ok=True)
         decision = Decision(kernel=kernel, capability=capability, scheduled=False,
                             dump=str(work) if cfg.dump_dir else None, located=located)
-        # The options that change the schedule are part of the key: a
-        # schedule recorded with other options is never replayed.
-        lowering = f" lower={lower}" if lower else ""
-        # Triton's num_stages bounds the schedule's stages (a loop's own
-        # tt.num_stages, in the exported module, wins for that loop).
-        stages = f" num-stages={_num_stages(options)}"
-        budget = f" budget={cfg.budget:g}" if cfg.budget is not None else ""
-        opts = (f"{arch} scope={cfg.scope} partitions={cfg.partitions}{lowering}{stages}{budget} ties={cfg.ties} "
-                f"unverifiable={cfg.unverifiable} {cfg.extra}").strip()
         # Keyed by Triton's own print of the module: a hit costs no export.
-        ckey = module_key(mod, f"{opts} triton={_triton_version()} timeout={cfg.timeout:g}"
-                                  f"{_machine_file_digest(cfg.extra)}", printed)
-        found = _located(cache.load(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt)), located, store, kernel)
+        ckey = module_key(mod, key_options, printed)
+        found = _located(cache.load(store, cache.SCHEDULES, ckey, identity), located, store, kernel)
         decision.cache_key = ckey
         exported = None
         if found is None or cfg.dump_dir:
@@ -943,7 +963,8 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
             if found is None and store is not None and store.read_only:
                 found = _replayed(key)
         if found is not None:
-            decision.cached = True
+            decision.cached, decision.cached_by = True, "module"
+            _index(store, compiled, ckey, located, printed, identity)
             log.info("twill: %s: schedule from the cache %s (key %s)", kernel, store.root, ckey[:16])
             return _answer(ir, mod, work, found, decision, cfg)
         if not cfg.twill_opt or not os.path.exists(cfg.twill_opt):
@@ -954,15 +975,109 @@ def _schedule_once(ir, mod, capability, options, cfg, lower):
         try:
             new, decision = _answer(ir, mod, work, found, decision, cfg)
         except _Fallback:
-            cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), dict(found, located=located))
+            cache.store(store, cache.SCHEDULES, ckey, identity, dict(found, located=located))
+            _index(store, compiled, ckey, located, printed, identity)
             raise
         # Stored as Triton prints the parsed module (its custom form, which
         # a warm compile parses faster than twill-opt's generic form); the
         # answer's digest is that text's, as a warm compile computes it.
         answer = new.str()
         decision.answer_digest = hashlib.sha256(answer.encode()).hexdigest()
-        cache.store(store, cache.SCHEDULES, ckey, _identity(cfg.twill_opt), dict(found, module=answer, located=located))
+        cache.store(store, cache.SCHEDULES, ckey, identity, dict(found, module=answer, located=located))
+        _index(store, compiled, ckey, located, printed, identity)
         return new, decision
+
+
+def _triton_compile(metadata):
+    """Triton's key of this compile (its metadata's `hash`: the kernel's
+    source and starting line, its specialization, the options, the target
+    and Triton's version) with the file of the kernel's source, which that
+    key leaves out; None where either is unknown."""
+    triton_hash = metadata.get("hash") if isinstance(metadata, dict) else None
+    kernel_file = _kernel_file()
+    return f"{triton_hash}:{kernel_file}" if triton_hash and kernel_file else None
+
+
+def _kernel_file():
+    """The source file of the kernel Triton's `compile` is compiling (its
+    `src.fn`, the JIT function), found on the stack; None where there is
+    none (a module compiled from IR)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "compile" and code.co_filename.endswith(os.path.join("compiler", "compiler.py")):
+            fn = getattr(frame.f_locals.get("src"), "fn", None)
+            for _ in range(8):
+                if hasattr(fn, "__code__"):
+                    return fn.__code__.co_filename
+                fn = getattr(fn, "fn", None)
+            return None
+        frame = frame.f_back
+    return None
+
+
+# A file location in a module's print: `"FILE":LINE:COL`.
+_FILE_LOCATION = re.compile(r'"([^"\\]*)":\d+:\d+')
+
+
+def _compile_key(store, cfg, compile_id, key_options):
+    """The key of this twill-opt call by `compile_id` (Triton's key of the
+    compile and the kernel's file: the module at this point but for the
+    locations of other files, which _indexed checks), every setting
+    of twill's (_cache_key) and the call's own options; None where there is
+    no writable cache, no Triton key, or a dump directory to fill."""
+    if store is None or store.read_only or not compile_id or cfg.dump_dir:
+        return None
+    return hashlib.sha256(f"{compile_id}\n{_cache_key(cfg)}\n{key_options}".encode()).hexdigest()
+
+
+def _source_files(printed):
+    """The files the module's locations name, each with the SHA-256 of its
+    contents; None where one cannot be read."""
+    files = {}
+    for path in set(_FILE_LOCATION.findall(printed)):
+        try:
+            files[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            return None
+    return files
+
+
+def _index(store, compiled, ckey, located, printed, identity):
+    """Records under Triton's key of the compile (`compiled`) the schedule
+    entry `ckey` of the module printed as `printed` (digest `located`), with
+    the source files its locations name: a warm compile of the same kernel
+    from the same files takes that entry without printing the module."""
+    if compiled is None:
+        return
+    files = _source_files(printed)
+    if files is not None:
+        cache.store(store, cache.COMPILES, compiled, identity,
+                    {"schedule_key": ckey, "located": located, "files": files})
+
+
+def _indexed(store, compiled, identity):
+    """(schedule key, located digest, entry) recorded under Triton's key of
+    the compile where every source file the module's locations named still
+    has the same contents (so the module would print the same, locations
+    included) and the entry was made from that print; None otherwise (the
+    compile then prints the module and looks it up by its own key)."""
+    if compiled is None:
+        return None
+    hit = cache.load(store, cache.COMPILES, compiled, identity)
+    if hit is None or not isinstance(hit.get("files"), dict):
+        return None
+    for path, digest in hit["files"].items():
+        try:
+            if hashlib.sha256(Path(path).read_bytes()).hexdigest() != digest:
+                return None
+        except OSError:
+            return None
+    ckey, located = hit.get("schedule_key"), hit.get("located")
+    found = cache.load(store, cache.SCHEDULES, ckey, identity) if isinstance(ckey, str) else None
+    if found is None or found.get("located") != located:
+        return None
+    return ckey, located, found
 
 
 def _located(found, located, store, kernel):
