@@ -10,8 +10,10 @@ Per kernel and target: what twill did with each loop under `scope=all`
 (scheduled, or the report's skip reason code; the report's loops in program
 order), whether the kernel kept twill's schedule or fell back (and why), and
 the compile time it added: one cold compile of stock Triton, one of Triton
-with twill and an empty twill schedule cache, one more with that cache warm
-(a fresh Triton cache for each), as the difference to stock and as twill's
+with twill and an empty twill schedule cache, then `--warm` more (3) with
+that cache warm, of which the median counts (a warm compile takes tens of
+milliseconds, where one stall of the machine shows; a fresh Triton cache for
+each compile), as the difference to stock and as twill's
 own seconds (the hook's clock around its twill-opt calls and the
 verification; the difference of two compiles is noisy by a few tenths of a
 second on a busy machine). The summary gives the median and maximum added
@@ -115,18 +117,21 @@ def loops_of(decision):
     return out
 
 
-def row(name, make, cap):
+def row(name, make, cap, warm_compiles=3):
     stock, _, error = compile_once(make, cap)
     if error:
         return dict(kernel=name, cap=cap, triton=triton.__version__, error=error)
     cache = tempfile.mkdtemp(prefix="twill-cache-")
     cold, d, error = compile_once(make, cap, cache)
-    warm, d2, _ = compile_once(make, cap, cache)
+    warms = [compile_once(make, cap, cache) for _ in range(max(1, warm_compiles))]
+    # The median warm compile by twill's own seconds.
+    warm, d2, _ = sorted(warms, key=lambda w: twill_seconds(w[1]))[len(warms) // 2]
     return dict(kernel=name, cap=cap, triton=triton.__version__, loops=loops_of(d), kept=bool(d and d.scheduled),
                 fallback=None if d is None or d.scheduled else (d.reason or ""), error=error,
                 stock=stock, cold=cold - stock, warm=warm - stock,
                 twill_cold=twill_seconds(d), twill_warm=twill_seconds(d2),
-                cached=bool(getattr(d2, "cached", False)))
+                twill_warms=[round(twill_seconds(w[1]), 4) for w in warms],
+                cached=all(getattr(w[1], "cached", False) for w in warms))
 
 
 def twill_seconds(d):
@@ -197,6 +202,7 @@ def main():
     ap.add_argument("--caps", default="90,100")
     ap.add_argument("--only", default="", help="comma-separated substrings of kernel names")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--warm", type=int, default=3, help="warm compiles per kernel (their median counts)")
     ap.add_argument("--merge", nargs="+", metavar="JSON", help="print the table of these --json runs and exit")
     a = ap.parse_args()
     if a.merge:
@@ -208,7 +214,7 @@ def main():
         for name, make in kernels():
             if a.only and not any(s in name for s in a.only.split(",")):
                 continue
-            rows.append(row(name, make, cap))
+            rows.append(row(name, make, cap, a.warm))
             print(json.dumps(rows[-1]), flush=True)
     table(rows)
     if a.json:
