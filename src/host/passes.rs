@@ -732,8 +732,16 @@ impl BudgetShares {
     /// share: the least it can get (0 without a budget).
     fn first(&self, op: MlirOperation) -> u64 {
         match self.left.get(&Self::key(op)) {
-            Some(&(_, loops)) if self.budget > 0 => (self.budget / loops.max(1)).max(1),
-            _ => 0,
+            Some(&(_, loops)) => self.share_of(self.budget, loops),
+            None => 0,
+        }
+    }
+
+    /// `work` divided among `loops` loops (0 without a budget).
+    fn share_of(&self, work: u64, loops: u64) -> u64 {
+        match self.budget {
+            0 => 0,
+            _ => (work / loops.max(1)).max(1),
         }
     }
 
@@ -743,8 +751,8 @@ impl BudgetShares {
         let kernel = Self::key(op);
         self.pending = Some(kernel);
         self.share = match self.left.get(&kernel) {
-            Some(&(work, loops)) if self.budget > 0 => (work / loops.max(1)).max(1),
-            _ => 0,
+            Some(&(work, loops)) => self.share_of(work, loops),
+            None => 0,
         };
         self.share
     }
@@ -811,7 +819,11 @@ impl Parallel {
     /// time (and for a loop whose solve panicked: it is solved again in
     /// its turn, where the panic is reported).
     fn presolve<'a>(&self, jobs: &[Option<LoopJob<'a>>]) -> Vec<Option<Presolved<'a>>> {
-        let todo: Vec<usize> = (0..jobs.len()).filter(|&i| jobs[i].is_some()).collect();
+        let todo: Vec<(usize, &LoopJob)> = jobs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, j)| j.as_ref().map(|j| (i, j)))
+            .collect();
         let out: Mutex<Vec<Option<Presolved<'a>>>> =
             Mutex::new((0..jobs.len()).map(|_| None).collect());
         if self.jobs <= 1 || todo.len() <= 1 {
@@ -822,8 +834,7 @@ impl Parallel {
         std::thread::scope(|s| {
             for _ in 0..workers {
                 s.spawn(|| {
-                    while let Some(&i) = todo.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        let Some(job) = &jobs[i] else { continue };
+                    while let Some(&(i, job)) = todo.get(next.fetch_add(1, Ordering::Relaxed)) {
                         let started = Instant::now();
                         let solved = catch_unwind(AssertUnwindSafe(|| driver::solve_loop(job)));
                         if let (Ok((solving, share)), Ok(mut out)) = (solved, out.lock()) {

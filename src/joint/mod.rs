@@ -24,7 +24,7 @@ pub mod symmetry;
 pub mod work;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -897,7 +897,7 @@ struct IiPool<'a> {
     /// rest those it borrows.
     running: Vec<Mutex<Option<(u32, usize)>>>,
     /// The next slot for a borrowed thread.
-    borrowed: std::sync::atomic::AtomicUsize,
+    borrowed: AtomicUsize,
 }
 
 impl<'a> IiPool<'a> {
@@ -922,12 +922,16 @@ impl<'a> IiPool<'a> {
         }
     }
 
-    /// Whether Is are left to start.
-    fn open(&self) -> bool {
-        let ii = self.next.load(Ordering::SeqCst);
+    /// Whether the I `ii` is still to be searched.
+    fn wanted(&self, ii: u32) -> bool {
         ii <= self.cap
             && ii <= self.found_at.load(Ordering::SeqCst)
             && Instant::now() < self.deadline
+    }
+
+    /// Whether Is are left to start.
+    fn open(&self) -> bool {
+        self.wanted(self.next.load(Ordering::SeqCst))
     }
 
     /// A thread of the search (slot `me`): takes Is in increasing order
@@ -937,10 +941,7 @@ impl<'a> IiPool<'a> {
         loop {
             self.borrow(scope);
             let ii = self.next.fetch_add(1, Ordering::SeqCst);
-            if ii > self.cap
-                || ii > self.found_at.load(Ordering::SeqCst)
-                || Instant::now() >= self.deadline
-            {
+            if !self.wanted(ii) {
                 break;
             }
             let o = z3::with_z3_config(&z3::Config::new(), || {
@@ -1021,7 +1022,7 @@ fn search_is(
         found_at: AtomicU32::new(u32::MAX),
         outcomes: Mutex::new(BTreeMap::new()),
         running: (0..own + SPARE_MAX).map(|_| Mutex::new(None)).collect(),
-        borrowed: std::sync::atomic::AtomicUsize::new(own),
+        borrowed: AtomicUsize::new(own),
     };
     std::thread::scope(|scope| {
         for me in 0..own {
