@@ -22,7 +22,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use crate::backend::ws::{self, LowerSkip, WsPlan};
+use crate::backend::ws::{self, Emitted, LowerSkip, WsPlan};
 use crate::backend::{self, LoopDecision, Placement as LoadSide, TritonTarget};
 use crate::cache::{self, LoopCache, LoopEntry};
 use crate::checker::{self, WarpConfig};
@@ -546,7 +546,7 @@ impl ShareUse {
 pub fn schedule_loop(
     job: &LoopJob,
     write: impl FnOnce(&LoopDecision) -> Result<(), String>,
-    lower: impl FnOnce(&WsPlan) -> Result<(), LowerSkip>,
+    lower: impl FnOnce(&WsPlan) -> Result<Emitted, LowerSkip>,
 ) -> Result<Scheduled, Skip> {
     finish(job, solve_loop(job).0?, write, lower)
 }
@@ -667,7 +667,7 @@ pub fn finish(
     job: &LoopJob,
     solving: Solving,
     write: impl FnOnce(&LoopDecision) -> Result<(), String>,
-    lower: impl FnOnce(&WsPlan) -> Result<(), LowerSkip>,
+    lower: impl FnOnce(&WsPlan) -> Result<Emitted, LowerSkip>,
 ) -> Result<Scheduled, Skip> {
     let o = job.o;
     let Solving {
@@ -761,24 +761,24 @@ fn lower_loop(
     machine: &Machine,
     lowered: &Lowered,
     result: &JointResult,
-    lower: impl FnOnce(&WsPlan) -> Result<(), LowerSkip>,
+    lower: impl FnOnce(&WsPlan) -> Result<Emitted, LowerSkip>,
 ) -> Lowering {
     let smem = machine.memory("smem").map_or(0, |m| m.capacity);
     let planned = ws::plan(job.ir, lowered, result, &job.o.target, smem, job.o.ring);
     let verified = job.o.lower.verified();
-    match planned.and_then(|p| lower(&p).map(|()| p)) {
-        Ok(p) => Lowering {
+    match planned.and_then(|p| lower(&p).map(|e| (p, e))) {
+        Ok((p, e)) => Lowering {
             lowered: true,
             verified,
             text: if verified {
-                format!("{}; proved by the pipeline verifier", p.summary())
+                format!("{}; proved by the pipeline verifier", p.summary(&e))
             } else {
-                format!("{}; not verified (lower=force)", p.summary())
+                format!("{}; not verified (lower=force)", p.summary(&e))
             },
             refused: None,
             depth: Some(p.depth),
             expect_bytes: Some(p.expect_bytes),
-            smem_bytes: Some(p.smem_bytes),
+            smem_bytes: Some(p.smem_bytes + e.init_bytes),
             compute_partitions: Some(p.parts.len() as u32),
         },
         Err(why) => Lowering {
@@ -1999,7 +1999,7 @@ pub(crate) mod tests {
             |_| panic!("a lowered loop gets no attributes"),
             |p| {
                 planned = Some(p.clone());
-                Ok(())
+                Ok(Emitted::default())
             },
         )
         .unwrap();

@@ -15,7 +15,7 @@ use mlir_sys::{
 
 use crate::backend::mlir::string_ref;
 use crate::backend::ws::emit::emit;
-use crate::backend::ws::{LowerSkip, WsPlan};
+use crate::backend::ws::{Emitted, LowerSkip, WsPlan};
 use crate::frontend::mlir::{enclosing_function, nested_ops, op_name};
 use crate::protocol::{self, Verdict};
 
@@ -26,11 +26,11 @@ pub fn lower(
     plan: &WsPlan,
     ops: usize,
     gated: bool,
-) -> Result<(), LowerSkip> {
+) -> Result<Emitted, LowerSkip> {
     if gated {
         verify_in_clone(for_op, plan, ops)?;
     }
-    emit(for_op, plan, ops).map(|_| ())
+    emit(for_op, plan, ops).map(|(_, e)| e)
 }
 
 /// Lowers the loop in a clone of its function and runs the verifier on the
@@ -146,14 +146,17 @@ mod tests {
             .count()
     }
 
-    fn gate(mutate: impl FnOnce(&mut WsPlan)) -> (Result<(), LowerSkip>, usize) {
+    fn gate(mutate: impl FnOnce(&mut WsPlan)) -> (Result<Emitted, LowerSkip>, usize) {
         gate_on("gemm_sm90", mutate)
     }
 
     /// Schedules the first loop of capture `name` under `lower=on`, handing
     /// the gate the plan as `mutate` leaves it: what the gate answered, and
     /// the ws ops the module holds afterwards.
-    fn gate_on(name: &str, mutate: impl FnOnce(&mut WsPlan)) -> (Result<(), LowerSkip>, usize) {
+    fn gate_on(
+        name: &str,
+        mutate: impl FnOnce(&mut WsPlan),
+    ) -> (Result<Emitted, LowerSkip>, usize) {
         let (ctx, m) = module(name);
         // SAFETY: the module is live until destroyed below.
         let body = unsafe { mlirModuleGetOperation(m) };
@@ -188,7 +191,7 @@ mod tests {
     #[test]
     fn a_proved_lowering_is_emitted() {
         let (answer, ws) = gate(|_| {});
-        assert_eq!(answer, Ok(()));
+        assert!(answer.is_ok(), "{answer:?}");
         assert_eq!(ws, 1);
     }
 
@@ -213,7 +216,7 @@ mod tests {
     #[test]
     fn two_warp_groups_release_after_their_barrier() {
         let (answer, ws) = gate_on("fa_fwd_sm90", |_| {});
-        assert_eq!((answer, ws), (Ok(()), 1));
+        assert_eq!((answer, ws), (Ok(Emitted::default()), 1));
         let (answer, ws) = gate_on("fa_fwd_sm90", |p| p.parts[0].warps = 4);
         assert!(
             matches!(&answer, Err(LowerSkip::NotVerified(why)) if why.contains("rule")),
@@ -236,7 +239,7 @@ mod tests {
             assert_eq!(p.parts[1].results.len(), 3);
             assert_eq!(p.parts[1].registers, Some(240));
         });
-        assert_eq!((answer, ws), (Ok(()), 1));
+        assert_eq!((answer, ws), (Ok(Emitted::default()), 1));
         for mutate in [
             (|p: &mut WsPlan| p.groups[0].empty_count = 1) as fn(&mut WsPlan),
             |p: &mut WsPlan| p.groups[1].empty_count = 3,

@@ -12,7 +12,7 @@ mod staged;
 use mlir_sys::*;
 
 use super::waits::{InFlight, WaitPoint};
-use super::{types, ComputePart, LowerSkip, WsPlan};
+use super::{types, ComputePart, Emitted, LowerSkip, WsPlan};
 use crate::backend::mlir::{body_ops, string_ref};
 use crate::frontend::mlir::{
     enclosing, enclosing_function, has_attr, nested_ops, op_name, remove_attr, type_text,
@@ -164,8 +164,12 @@ fn wait(at: &At, bar: MlirValue, phase: MlirValue, pred: MlirValue) -> Result<()
 }
 
 /// Lowers `for_op` as `plan` says: returns the `ttg.warp_specialize` op
-/// that replaced it.
-pub fn emit(for_op: MlirOperation, plan: &WsPlan, ops: usize) -> Result<MlirOperation, LowerSkip> {
+/// that replaced it and what the emitter added to the plan.
+pub fn emit(
+    for_op: MlirOperation,
+    plan: &WsPlan,
+    ops: usize,
+) -> Result<(MlirOperation, Emitted), LowerSkip> {
     let body = body_ops(for_op);
     if body.len() != ops {
         return Err(LowerSkip::Emit(format!(
@@ -194,7 +198,18 @@ pub fn emit(for_op: MlirOperation, plan: &WsPlan, ops: usize) -> Result<MlirOper
         let fence = ("bCluster", "false".to_string());
         prelude.push(b.op("ttng.fence_async_shared", &[], &[], &[fence], Vec::new())?);
     }
-    let (captures, remat) = captures(for_op, &body, plan, &shared)?;
+    let caps = captures(&b, for_op, &body, plan, &shared)?;
+    let emitted = caps.emitted()?;
+    // The buffers the loop reads from before it (FA's Q) stay live through
+    // the ws op, beside its rings and the initial values' buffers.
+    let total = plan.smem_bytes + emitted.init_bytes + outside_buffer_bytes(for_op, &body);
+    if total > plan.smem_capacity {
+        return Err(LowerSkip::SharedMemory {
+            bytes: total,
+            capacity: plan.smem_capacity,
+        });
+    }
+    prelude.extend(caps.init_allocs.iter().copied());
     let mut partitions = Vec::new();
     for j in 1..plan.parts.len() {
         partitions.push(compute_region(
@@ -204,14 +219,19 @@ pub fn emit(for_op: MlirOperation, plan: &WsPlan, ops: usize) -> Result<MlirOper
             plan,
             j,
             &shared,
-            (&captures, &remat),
+            Some(&caps),
         )?);
     }
     partitions.push(producer_region(
-        &b, for_op, &body, plan, &shared, &captures,
+        &b,
+        for_op,
+        &body,
+        plan,
+        &shared,
+        &caps.values,
     )?);
-    let default = compute_region(&b, for_op, &body, plan, 0, &shared, (&[], &[]))?;
-    let ws = ws_op(&b, for_op, plan, &captures, default, partitions)?;
+    let default = compute_region(&b, for_op, &body, plan, 0, &shared, None)?;
+    let ws = ws_op(&b, for_op, plan, &caps.values, default, partitions)?;
     // SAFETY: every op is detached and moves into the function's block;
     // the old loop's results are replaced before it is erased.
     unsafe {
@@ -228,7 +248,7 @@ pub fn emit(for_op: MlirOperation, plan: &WsPlan, ops: usize) -> Result<MlirOper
         mlirOperationDestroy(for_op);
     }
     invalidate(&b, block, ws, plan, &shared)?;
-    Ok(ws)
+    Ok((ws, emitted))
 }
 
 impl Builder {
@@ -407,6 +427,24 @@ fn reads_outside_buffer(for_op: MlirOperation, body: &[MlirOperation]) -> bool {
     })
 }
 
+/// Bytes of the distinct shared-memory buffers defined before `for_op`
+/// that its body reads.
+fn outside_buffer_bytes(for_op: MlirOperation, body: &[MlirOperation]) -> u64 {
+    let mut seen = Vec::new();
+    let mut bytes = 0;
+    for &op in body {
+        for v in outside_operands(op, for_op) {
+            if seen.contains(&v.ptr) {
+                continue;
+            }
+            seen.push(v.ptr);
+            let m = types::MemDesc::parse(&type_text(v));
+            bytes += m.and_then(|m| m.bytes()).unwrap_or(0);
+        }
+    }
+    bytes
+}
+
 /// Whether `v` is defined within `for_op`, at any depth.
 fn within(v: MlirValue, for_op: MlirOperation) -> bool {
     // SAFETY: `v` is live; parents are walked up to the top.
@@ -445,16 +483,6 @@ fn outside_operands(op: MlirOperation, for_op: MlirOperation) -> Vec<MlirValue> 
     out
 }
 
-/// Ops a worker partition may recompute from scalars rather than capture
-/// a tensor (partitions capture no tensors).
-fn rematerializable(name: &str) -> bool {
-    name.starts_with("arith.")
-        || matches!(
-            name,
-            "tt.splat" | "tt.make_range" | "tt.expand_dims" | "tt.broadcast" | "ttg.convert_layout"
-        )
-}
-
 /// Captures `v`, or (a tensor) the ops that recompute it from captured
 /// scalars, appended to `chain` in def-use order.
 fn capture_or_remat(
@@ -481,7 +509,7 @@ fn capture_or_remat(
     }
     // SAFETY: `def` is live.
     let regions = unsafe { mlirOperationGetNumRegions(def) };
-    if !rematerializable(&op_name(def)) || regions != 0 {
+    if !super::partition::recomputable(&op_name(def)) || regions != 0 {
         return Err(LowerSkip::TensorCapture(ty));
     }
     // SAFETY: as above.
@@ -492,17 +520,66 @@ fn capture_or_remat(
     Ok(())
 }
 
-/// The partitions' captures (one list, every partition region takes them
-/// all): the outside values the producer's and the worker compute parts'
-/// ops read, the loop bounds, the initial values of what they carry, the
-/// rings, the barrier arrays and the result buffers (in that order, no
-/// repeats); and the ops that recompute the tensors among them.
+/// What the partition regions take from outside the ws op.
+struct Captures {
+    /// One list, every partition region takes them all.
+    values: Vec<MlirValue>,
+    /// Ops a worker clones to recompute the outside tensors it reads.
+    remat: Vec<MlirOperation>,
+    /// Initial values of tensors a worker carries that it cannot
+    /// recompute (a result of the code before the loop, such as an
+    /// earlier loop's accumulator), each with the read-only buffer that
+    /// holds it: the worker loads it before its loop.
+    inits: Vec<(MlirValue, MlirValue)>,
+    /// The `local_alloc`s of those buffers, detached, for before the ws op.
+    init_allocs: Vec<MlirOperation>,
+}
+
+impl Captures {
+    fn emitted(&self) -> Result<Emitted, LowerSkip> {
+        let mut init_bytes = 0;
+        for &(v, _) in &self.inits {
+            let ty = type_text(v);
+            let buf = types::init_buffer(&ty).and_then(|t| types::MemDesc::parse(&t));
+            init_bytes += buf.and_then(|m| m.bytes()).ok_or(LowerSkip::Type(ty))?;
+        }
+        Ok(Emitted {
+            init_buffers: self.inits.len() as u32,
+            init_bytes,
+        })
+    }
+}
+
+/// Captures `v` or its recomputation, or nothing (`Ok(false)`) when it is
+/// a tensor that cannot be recomputed; a failed attempt adds nothing.
+fn try_capture(
+    v: MlirValue,
+    caps: &mut Vec<MlirValue>,
+    chain: &mut Vec<MlirOperation>,
+) -> Result<bool, LowerSkip> {
+    let (mut c, mut ch) = (caps.clone(), chain.clone());
+    match capture_or_remat(v, &mut c, &mut ch) {
+        Ok(()) => {
+            (*caps, *chain) = (c, ch);
+            Ok(true)
+        }
+        Err(LowerSkip::TensorCapture(_)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The partitions' captures: the outside values the producer's and the
+/// worker compute parts' ops read, the loop bounds, the initial values of
+/// what they carry (or the read-only buffers holding them), the rings, the
+/// barrier arrays and the result buffers (in that order, no repeats); and
+/// the ops that recompute the tensors among them.
 fn captures(
+    b: &Builder,
     for_op: MlirOperation,
     body: &[MlirOperation],
     plan: &WsPlan,
     sh: &Shared,
-) -> Result<(Vec<MlirValue>, Vec<MlirOperation>), LowerSkip> {
+) -> Result<Captures, LowerSkip> {
     let (mut out, mut chain) = (Vec::new(), Vec::new());
     let producer = plan
         .producer_ops
@@ -525,9 +602,26 @@ fn captures(
     for k in 0..3 {
         capture_or_remat(operand(k), &mut out, &mut chain)?;
     }
-    let carried = plan.parts.iter().skip(1).flat_map(|p| p.carried.iter());
-    for &k in plan.producer_carried.iter().chain(carried) {
+    for &k in &plan.producer_carried {
         capture_or_remat(operand(3 + k), &mut out, &mut chain)?;
+    }
+    let (mut inits, mut init_allocs): (Vec<(MlirValue, MlirValue)>, Vec<MlirOperation>) =
+        (Vec::new(), Vec::new());
+    for &k in plan.parts.iter().skip(1).flat_map(|p| p.carried.iter()) {
+        let v = operand(3 + k);
+        if try_capture(v, &mut out, &mut chain)? || inits.iter().any(|&(w, _)| w.ptr == v.ptr) {
+            continue;
+        }
+        let ty = type_text(v);
+        let Some(buf_ty) = types::init_buffer(&ty) else {
+            return Err(LowerSkip::TensorCapture(ty));
+        };
+        let alloc = b.op("ttg.local_alloc", &[v], &[b.ty(&buf_ty)?], &[], Vec::new())?;
+        // SAFETY: the op was built with one result.
+        let buf = unsafe { mlirOperationGetResult(alloc, 0) };
+        out.push(buf);
+        inits.push((v, buf));
+        init_allocs.push(alloc);
     }
     let mut shared: Vec<MlirValue> = sh.rings.clone();
     for (&f, &e) in sh.full.iter().zip(&sh.empty) {
@@ -538,7 +632,12 @@ fn captures(
     for v in shared {
         capture_or_remat(v, &mut out, &mut chain)?;
     }
-    Ok((out, chain))
+    Ok(Captures {
+        values: out,
+        remat: chain,
+        inits,
+        init_allocs,
+    })
 }
 
 /// Clones body op `op` into `at` with its operands remapped through `map`;
@@ -769,7 +868,8 @@ fn entry_block(b: &Builder, caps: &[MlirValue]) -> (MlirRegion, MlirBlock) {
 /// Compute part `j`'s region: its loop on the ring slots and its final
 /// wait; the default region (j = 0) then collects the workers' results and
 /// yields the loop's, a worker stores its results and arrives on `done`.
-/// `caps`: the captures and the ops recomputing tensors (workers only).
+/// `caps`: what a worker takes from outside (None: the default region,
+/// which reads outside values directly).
 fn compute_region(
     b: &Builder,
     for_op: MlirOperation,
@@ -777,18 +877,24 @@ fn compute_region(
     plan: &WsPlan,
     j: usize,
     sh: &Shared,
-    caps: (&[MlirValue], &[MlirOperation]),
+    caps: Option<&Captures>,
 ) -> Result<MlirRegion, LowerSkip> {
     let part = &plan.parts[j];
-    let (region, entry) = entry_block(b, if j == 0 { &[] } else { caps.0 });
+    let (region, entry) = entry_block(b, caps.map_or(&[], |c| &c.values));
     let at = At { b, block: entry };
     let mut map: HashMap<usize, MlirValue> = HashMap::new();
-    if j > 0 {
-        for (k, v) in caps.0.iter().enumerate() {
+    if let Some(caps) = caps {
+        for (k, v) in caps.values.iter().enumerate() {
             map.insert(v.ptr as usize, arg(entry, k as isize));
         }
-        for &op in caps.1 {
+        for &op in &caps.remat {
             clone_into(&at, op, &mut map)?;
+        }
+        for &(v, buf) in &caps.inits {
+            // SAFETY: `v` is live.
+            let ty = unsafe { mlirValueGetType(v) };
+            let loaded = at.val("ttg.local_load", &[remapped(buf, &map)], ty, &[])?;
+            map.insert(v.ptr as usize, loaded);
         }
     }
     // SAFETY: `for_op` is live; operands 0..3 are its bounds, 3 + k the

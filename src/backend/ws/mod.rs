@@ -160,6 +160,9 @@ pub struct ComputePart {
     pub ops: Vec<usize>,
     /// Iteration arguments it carries, ascending.
     pub carried: Vec<usize>,
+    /// Graph nodes of other compute groups it recomputes (index
+    /// arithmetic), ascending.
+    pub recomputed: Vec<usize>,
     /// Its wgmmas (all asynchronous) and its waits.
     pub dots: Vec<usize>,
     pub waits: waits::Waits,
@@ -224,24 +227,46 @@ pub struct WsPlan {
     pub captures_on_partitions: bool,
     /// Rings, result buffers and barriers.
     pub smem_bytes: u64,
+    /// The machine's shared memory, which the emitted code must fit
+    /// (with the read-only buffers of [`Emitted`]).
+    pub smem_capacity: u64,
+}
+
+/// What the emitter added to the plan: the initial values of tensors a
+/// worker carries that it cannot recompute from scalars (an earlier
+/// loop's accumulator) reach it through read-only buffers written before
+/// the ws op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Emitted {
+    pub init_buffers: u32,
+    pub init_bytes: u64,
 }
 
 impl WsPlan {
-    /// `rings 3x(2 tiles, 32768 B)` for the remark.
-    pub fn summary(&self) -> String {
+    /// `rings 3x(2 tiles, 32768 B)` for the remark, with what the emitter
+    /// added.
+    pub fn summary(&self, e: &Emitted) -> String {
         let results: usize = self.parts.iter().map(|p| p.results.len()).sum();
-        let buffers = if results == 0 {
+        let mut buffers = String::new();
+        if results > 0 {
+            buffers += &format!(", {results} result buffers");
+        }
+        if e.init_buffers > 0 {
+            buffers += &format!(", {} initial-value buffers", e.init_buffers);
+        }
+        let recomputed: usize = self.parts.iter().map(|p| p.recomputed.len()).sum();
+        let recomputed = if recomputed == 0 {
             String::new()
         } else {
-            format!(", {results} result buffers")
+            format!("; {recomputed} ops of other groups recomputed")
         };
         format!(
-            "lowered to 1+{} partitions (rings {}x{} tiles, {} B per slot{buffers}, {} B shared; producer {} warp, {} registers)",
+            "lowered to 1+{} partitions (rings {}x{} tiles, {} B per slot{buffers}, {} B shared; producer {} warp, {} registers{recomputed})",
             self.parts.len(),
             self.depth,
             self.loads.len(),
             self.expect_bytes,
-            self.smem_bytes,
+            self.smem_bytes + e.init_bytes,
             self.producer_warps,
             self.producer_registers
         )
@@ -386,6 +411,7 @@ pub fn plan(
         producer_registers: PRODUCER_REGISTERS,
         captures_on_partitions: target.version >= (3, 9),
         smem_bytes,
+        smem_capacity,
     })
 }
 
@@ -428,6 +454,7 @@ fn compute_part(
         group: g.group,
         ops: g.ops,
         carried: g.carried,
+        recomputed: g.recomputed,
         dots,
         waits,
         staging,

@@ -8,8 +8,12 @@
 //! belongs to exactly one group; a scalar carried through ops of no compute
 //! group (an offset the loop advances) is carried by every group that reads
 //! it and by the default region, which delivers the loop's results. A value
-//! made by one group's node and read by another's would need a channel
-//! between them, which is refused.
+//! made by one group's node and read by another's is recomputed by the
+//! reader when it is index arithmetic ([`recomputable`] ops over the
+//! induction variable, scalars and loop-invariant values: the causal
+//! mask's key columns that both halves of a sub-tiled tile compare
+//! against); anything else would need a channel between them, which is
+//! refused.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,6 +29,47 @@ pub struct GroupOps {
     pub ops: Vec<usize>,
     /// Iteration arguments the partition carries, ascending.
     pub carried: Vec<usize>,
+    /// Graph nodes of other groups among `ops`, recomputed here rather
+    /// than read through a channel, ascending.
+    pub recomputed: Vec<usize>,
+}
+
+/// Ops a partition may recompute rather than receive: pure elementwise
+/// arithmetic and the ops that make or reshape index tensors. (A worker
+/// partition also recomputes the loop-invariant tensors it reads from
+/// these, since partitions capture no tensors.)
+pub fn recomputable(name: &str) -> bool {
+    name.starts_with("arith.")
+        || matches!(
+            name,
+            "tt.splat" | "tt.make_range" | "tt.expand_dims" | "tt.broadcast" | "ttg.convert_layout"
+        )
+}
+
+/// Whether body op `op` and every body op it reads, transitively, are
+/// [`recomputable`] without regions, reading only the induction variable,
+/// loop-invariant values and scalar iteration arguments: values every
+/// partition has, so any partition can compute it again.
+fn index_arithmetic(ir: &LoopIr, rings: &BTreeSet<usize>, op: usize) -> bool {
+    let mut todo = vec![op];
+    let mut seen = BTreeSet::new();
+    while let Some(i) = todo.pop() {
+        if !seen.insert(i) {
+            continue;
+        }
+        let o = &ir.ops[i];
+        if rings.contains(&i) || !recomputable(&o.name) || !o.nested.is_empty() {
+            return false;
+        }
+        for v in o.operands.iter().chain(&o.region_uses) {
+            match v.src {
+                ValueSrc::Op { op, .. } => todo.push(op),
+                ValueSrc::IterArg(k) if ir.yields[k].ty.starts_with("tensor<") => return false,
+                _ => {}
+            }
+        }
+    }
+    true
 }
 
 /// Splits the body among the compute groups. `node_group[i]` is the compute
@@ -146,12 +191,16 @@ fn closure(
         .cloned()
         .collect();
     todo.extend(carried.iter().map(|&k| ir.yields[k].clone()));
+    let mut recomputed = BTreeSet::new();
     while let Some(v) = todo.pop() {
         match v.src {
             ValueSrc::Op { op, .. } if rings.contains(&op) || ops.contains(&op) => {}
             ValueSrc::Op { op, .. } => {
                 if let Some(h) = node_group[op] {
-                    return Err(crossing(ir, op, h, g));
+                    if !index_arithmetic(ir, rings, op) {
+                        return Err(crossing(ir, op, h, g));
+                    }
+                    recomputed.insert(op);
                 }
                 ops.insert(op);
                 let o = &ir.ops[op];
@@ -176,6 +225,7 @@ fn closure(
         group: g,
         ops: ops.into_iter().collect(),
         carried: carried.into_iter().collect(),
+        recomputed: recomputed.into_iter().collect(),
     })
 }
 
@@ -341,6 +391,67 @@ pub(crate) mod tests {
         let split = split(&ir, &node, &rings, &producer).unwrap();
         assert_eq!(split[0].group, 1);
         assert_eq!(split[0].carried, vec![1, 2]);
+    }
+
+    /// `halves` with a mask on half 1's scale whose index arithmetic is
+    /// on half 0's group: 8 a splat of the induction variable, 9 its
+    /// comparison with a loop-invariant tensor (both group 1), 10 half 1's
+    /// select on it (group 2), yielded as half 1's accumulator.
+    fn masked_halves(compared: ValueSrc) -> (LoopIr, Vec<Option<u32>>) {
+        const M: &str = "tensor<64x128xi1, #mma>";
+        let mut ir = halves();
+        ir.ops.push(op(
+            "tt.splat",
+            vec![v(ValueSrc::InductionVar, "i32")],
+            "tensor<64x128xi32, #mma>",
+        ));
+        ir.ops.push(op(
+            "arith.cmpi",
+            vec![
+                v(compared, "tensor<64x128xi32, #mma>"),
+                v(r(8), "tensor<64x128xi32, #mma>"),
+            ],
+            M,
+        ));
+        ir.ops.push(op(
+            "arith.select",
+            vec![v(r(9), M), v(r(7), ACC), v(ValueSrc::Outside(5), ACC)],
+            ACC,
+        ));
+        ir.yields[1] = v(r(10), ACC);
+        let mut node = groups(&[(4, 1), (5, 1), (6, 2), (7, 2)]);
+        node.extend([Some(1), Some(1), Some(2)]);
+        (ir, node)
+    }
+
+    #[test]
+    fn index_arithmetic_of_another_group_is_recomputed_by_its_reader() {
+        let (ir, node) = masked_halves(ValueSrc::Outside(4));
+        let (rings, producer) = (BTreeSet::from([1, 2]), BTreeSet::from([0]));
+        let split = split(&ir, &node, &rings, &producer).unwrap();
+        assert_eq!(split[0].group, 1);
+        assert_eq!(split[0].ops, vec![0, 3, 4, 5, 8, 9]);
+        assert!(split[0].recomputed.is_empty());
+        assert_eq!(split[1].group, 2);
+        assert_eq!(split[1].ops, vec![3, 6, 7, 8, 9, 10]);
+        assert_eq!(split[1].recomputed, vec![8, 9]);
+    }
+
+    #[test]
+    fn what_reads_another_groups_state_or_results_is_not_recomputed() {
+        let (rings, producer) = (BTreeSet::from([1, 2]), BTreeSet::from([0]));
+        // The comparison reads half 0's accumulator (a loop-carried tensor).
+        let (ir, node) = masked_halves(ValueSrc::IterArg(0));
+        let e = split(&ir, &node, &rings, &producer).unwrap_err();
+        assert!(
+            matches!(e, LowerSkip::Channel(ref w) if w.contains("`arith.cmpi` of group 1 is read by group 2")),
+            "{e:?}"
+        );
+        // ... or half 0's scaled wgmma result (through a reduction-free
+        // but wgmma-fed chain).
+        let (ir, node) = masked_halves(r(5));
+        let e = split(&ir, &node, &rings, &producer).unwrap_err();
+        assert!(matches!(e, LowerSkip::Channel(_)), "{e:?}");
     }
 
     #[test]

@@ -126,6 +126,13 @@ pub fn result_buffer(tensor: &str) -> Option<String> {
     ))
 }
 
+/// The read-only buffer that hands a worker partition the initial value of
+/// a tensor it carries (`local_alloc` with the value, before the ws op):
+/// the result buffer's layout, immutable.
+pub fn init_buffer(tensor: &str) -> Option<String> {
+    result_buffer(tensor).map(|t| t.replace(", mutable>", ">"))
+}
+
 /// Whether a value of this type may be a capture of a partition region
 /// (Triton's `getSharedMemorySize` accepts scalars, pointers, descriptors
 /// and memdescs; a tensor is refused).

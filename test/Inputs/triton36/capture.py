@@ -59,6 +59,8 @@ Further modules, "before" snapshot only (NAME.before.mlir + NAME.before.pretty.m
                        nvidia.passes.hopper.add_hopper_warpspec
     fa_fwd_subtile_sm90_w4  fa_fwd_subtile_sm90 at num_warps=4; TTGIR just before
                        nvidia.passes.hopper.add_hopper_warpspec
+    fa_fwd_causal_subtile_sm90_w4  fa_fwd_causal_subtile_sm90 at num_warps=4; TTGIR
+                       just before nvidia.passes.hopper.add_hopper_warpspec
     gemm_sm90_w4       matmul.matmul_tma_ws_kernel (the GEMM with its K loop as
                        `tl.range(..., warp_specialize=True)`), DEFAULT_CONFIG
                        (num_warps=4, num_stages=3); TTGIR just before
@@ -367,6 +369,14 @@ def modules():
     opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages", "maxnreg") if k in cfg}
     opts["num_warps"] = 4
     yield "fa_fwd_subtile_sm90_w4", fa_fwd.make_ast_source(**cfg), 90, opts, HOPPER_WARPSPEC, ("before", )
+    # The causal sub-tiled forward at 4 warps: two loops, each with the two
+    # halves; the diagonal loop's mask columns are computed once and read
+    # by both halves.
+    cfg = dict(fa_fwd.CONFIGS["causal_subtile"][90])
+    opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages", "maxnreg") if k in cfg}
+    opts["num_warps"] = 4
+    yield ("fa_fwd_causal_subtile_sm90_w4", fa_fwd.make_ast_source(**cfg), 90, opts, HOPPER_WARPSPEC,
+           ("before", ))
     assert mm_opts["num_warps"] == 4
     yield ("gemm_sm90_w4", matmul.make_ast_source(WARP_SPECIALIZE=True, **mm), 90, mm_opts, HOPPER_WARPSPEC,
            ("before", ))
