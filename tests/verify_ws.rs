@@ -805,3 +805,109 @@ fn a_folded_default_region_without_its_full_wait_reads_before_the_copy() {
         "{err}"
     );
 }
+
+/// The FA backward's dQ loop (hd64, 4 warps) as `lower=force` builds it:
+/// one compute group whose two wgmmas `QK^T` (through a transpose) and
+/// `dQ += dS K` both read each K tile of the ring.
+fn lowered_dq() -> String {
+    lower(
+        "triton36/fa_bwd_hd64_sm90.before.mlir",
+        "lower=force scope=all arch=sm90 triton=3.6",
+    )
+}
+
+/// The K slot the partition reads (its ring is the one the transpose of
+/// QK^T views) and the dQ wgmma's line, which reads that slot directly.
+fn dq_reads(m: &str) -> (String, String) {
+    let ws = m.find("\"ttg.warp_specialize\"(").expect("a ws op");
+    let body = &m[ws..];
+    let trans = body
+        .lines()
+        .find(|l| l.contains("\"ttg.memdesc_trans\"("))
+        .expect("QK^T's transpose");
+    let slot = trans
+        .split("\"ttg.memdesc_trans\"(")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .expect("the transposed slot")
+        .to_string();
+    let dq = body
+        .lines()
+        .find(|l| l.contains("\"ttng.warp_group_dot\"(") && l.contains(&format!(", {slot}, ")))
+        .expect("the wgmma reading the K slot directly")
+        .to_string();
+    (slot, dq)
+}
+
+#[test]
+fn two_wgmmas_reading_each_value_of_one_ring_are_proved() {
+    let m = lowered_dq();
+    let err = verify(&m);
+    assert!(
+        err.contains("twill: pipeline proved safe: 4 rings (2, 2, 2, 2)"),
+        "{err}"
+    );
+}
+
+/// The dQ wgmma reads K from the next trip's slot while QK^T reads this
+/// trip's: the k-th read of that reader is not of the k-th value (rule 4),
+/// however its reads are told apart from QK^T's.
+#[test]
+fn the_second_reader_of_a_ring_reading_the_next_slot_is_the_wrong_slot() {
+    let m = lowered_dq();
+    let (slot, dq) = dq_reads(&m);
+    let ws = m.find("\"ttg.warp_specialize\"(").expect("a ws op");
+    let index = m[ws..]
+        .lines()
+        .find(|l| l.contains(&format!("{slot} = \"ttg.memdesc_index\"(")))
+        .expect("the K slot's index")
+        .to_string();
+    let (ring, it) = {
+        let args = index
+            .split("\"ttg.memdesc_index\"(")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .expect("ring, slot");
+        let (a, b) = args.split_once(", ").expect("two operands");
+        (a.to_string(), b.to_string())
+    };
+    let ty = index.split(" : ").nth(1).expect("the index's type");
+    let next = format!(
+        "%one_k = arith.constant 1 : i32\n        %two_k = arith.constant 2 : i32\n        %nx_k = arith.addi {it}, %one_k : i32\n        %ns_k = arith.remui %nx_k, %two_k : i32\n        %next_k = \"ttg.memdesc_index\"({ring}, %ns_k) : {ty}\n"
+    );
+    let wrong = dq.replacen(&format!(", {slot}, "), ", %next_k, ", 1);
+    let m = m.replacen(&dq, &format!("{next}{wrong}"), 1);
+    assert_rejected(&m, "rule 4 (WrongSlot)");
+}
+
+/// K's slot released once QK^T retired but before the dQ wgmma read it:
+/// the producer's next copy into the slot may land under that read.
+#[test]
+fn releasing_a_slot_before_its_second_reader_is_a_race() {
+    let m = lowered_dq();
+    let (_, dq) = dq_reads(&m);
+    let ws = m.find("\"ttg.warp_specialize\"(").expect("a ws op");
+    let arrive_at = ws
+        + m[ws..]
+            .find("\"ttng.arrive_barrier\"(")
+            .expect("the release");
+    let start = m[..arrive_at].rfind('\n').expect("line start") + 1;
+    let end = arrive_at + m[arrive_at..].find('\n').expect("line end") + 1;
+    let release = m[start..end].to_string();
+    // The barrier the release arrives on is indexed on the line before it.
+    let bar_start = m[..start - 1].rfind('\n').expect("line start") + 1;
+    let index = m[bar_start..start].to_string();
+    assert!(index.contains("\"ttg.memdesc_index\"("), "{index}");
+    // Its predicate is defined after the dQ wgmma: a constant of its own.
+    let pred = release
+        .split(", ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .expect("the release's predicate")
+        .to_string();
+    let release = release.replacen(&pred, "%early_k", 1);
+    let without = format!("{}{}", &m[..bar_start], &m[end..]);
+    let moved = format!("        %early_k = arith.constant true\n{index}{release}{dq}");
+    let early = without.replacen(&dq, &moved, 1);
+    assert_rejected(&early, "WriteWhileRead");
+}

@@ -141,8 +141,13 @@ pub struct Sim {
     rings: HashMap<usize, RingOrder>,
     /// The allocations some thread writes with `ttg.local_store`.
     stored: BTreeSet<usize>,
-    /// Executions so far of each reader: (thread, op, operand, ring).
-    readers: HashMap<(usize, String, usize, usize), usize>,
+    /// Executions so far of each reader: (way of telling readers apart,
+    /// thread, op name or op, operand, ring).
+    readers: HashMap<(usize, usize, String, usize, usize), usize>,
+    /// Rule 4's violations per (thread, op name, operand, ring), readers
+    /// told apart by op name and by op name and location.
+    #[allow(clippy::type_complexity)]
+    order_found: HashMap<(usize, String, usize, usize), [Vec<Found>; 2]>,
     pub found: Vec<Found>,
 }
 
@@ -204,6 +209,7 @@ impl Sim {
             rings: HashMap::new(),
             stored,
             readers: HashMap::new(),
+            order_found: HashMap::new(),
             found: Vec::new(),
         }
     }
@@ -231,10 +237,12 @@ impl Sim {
             }
             if !progress {
                 self.deadlock();
+                self.order_violations();
                 return;
             }
         }
         self.drained();
+        self.order_violations();
     }
 
     fn deadlock(&mut self) {
@@ -568,12 +576,18 @@ impl Sim {
         }
     }
 
-    /// Rule 4, per kind of reader (op name and operand) and thread: the
-    /// k-th read reads the k-th value written to its ring (by the ring's one
-    /// writer thread), from the slot it went to, not overwritten since. A
-    /// reader's peeled copies (a staged partition's prologue and epilogue)
-    /// continue its count; two readers of one kind reading each value of a
-    /// ring are rejected, which is conservative.
+    /// Rule 4, per reader and thread: the k-th read of a reader reads the
+    /// k-th value written to its ring (by the ring's one writer thread),
+    /// from the slot it went to, not overwritten since. Which reads are one
+    /// reader is told two ways, and the rule holds where either way it
+    /// does ([`Sim::order_found`]): by op name and operand (a reader's
+    /// peeled copies, a staged partition's prologue and epilogue, continue
+    /// its count whatever their locations), and by op name, location and
+    /// operand (two readers of one name each reading every value of a ring,
+    /// as the FA backward's dQ wgmma and its QK^T both read K). The
+    /// location only splits what the name puts together: a reader whose
+    /// copies sit at different locations starts its count again at each
+    /// (stricter), and readers at one location count as one, as by name.
     fn ring_order(
         &mut self,
         t: usize,
@@ -581,19 +595,29 @@ impl Sim {
         op: String,
         latest: Option<usize>,
     ) {
-        let kind = op.split(" @ ").next().unwrap_or(&op).to_string();
-        let key = (t, kind, operand, src.0);
-        let k = *self.readers.get(&key).unwrap_or(&0);
-        self.readers.insert(key, k + 1);
-        let Some(ring) = self.rings.get(&src.0).filter(|r| !r.shared) else {
-            return;
-        };
+        let name = op.split(" @ ").next().unwrap_or(&op).to_string();
+        for (way, reader) in [name.clone(), op.clone()].into_iter().enumerate() {
+            let key = (way, t, reader, operand, src.0);
+            let k = *self.readers.get(&key).unwrap_or(&0);
+            self.readers.insert(key, k + 1);
+            if let Some(f) = self.wrong_slot(k, src, &op, latest) {
+                self.order_found
+                    .entry((t, name.clone(), operand, src.0))
+                    .or_default()[way]
+                    .push(f);
+            }
+        }
+    }
+
+    /// The rule-4 violation of read #`k` of a reader, if any.
+    fn wrong_slot(&self, k: usize, src: Place, op: &str, latest: Option<usize>) -> Option<Found> {
+        let ring = self.rings.get(&src.0).filter(|r| !r.shared)?;
         let why = match ring.writes.get(k).copied() {
             None if latest.is_some() => format!(
                 "read #{k} of the ring, which has only {} writes so far",
                 ring.writes.len()
             ),
-            None => return,
+            None => return None,
             Some(w) if self.writes[w].slot != src.1 => format!(
                 "read #{k} of the ring reads slot {}, the value #{k} was written to slot {}",
                 src.1, self.writes[w].slot
@@ -602,11 +626,28 @@ impl Sim {
                 "read #{k} of the ring reads slot {} after the value #{k} was overwritten",
                 src.1
             ),
-            Some(_) => return,
+            Some(_) => return None,
         };
         let other = ring.writes.get(k).map(|&w| self.writes[w].op.clone());
-        let text = format!("{op}: {why}");
-        self.found.push((Rule::WrongSlot, src, op, other, text));
+        Some((
+            Rule::WrongSlot,
+            src,
+            op.to_string(),
+            other,
+            format!("{op}: {why}"),
+        ))
+    }
+
+    /// Rule 4's findings where neither way of telling readers apart holds
+    /// (the first of each reader, told by name and location).
+    fn order_violations(&mut self) {
+        let mut classes: Vec<_> = std::mem::take(&mut self.order_found).into_iter().collect();
+        classes.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, [by_name, by_location]) in classes {
+            if !by_name.is_empty() && !by_location.is_empty() {
+                self.found.extend(by_location.into_iter().take(1));
+            }
+        }
     }
 
     fn dot_wait(&mut self, t: usize, pendings: i64) {
