@@ -11,10 +11,14 @@ pipeline verifier before it is emitted, and the module Triton finishes is
 verified again. Also the host-descriptor GEMM of kernels/matmul.py, a GEMM
 whose K offset the loop carries, the FA forward at 8 warps, the sub-tiled
 FA forward at 4 warps (two compute partitions, one per 64-row half), and
-kernels the lowering refuses, which keep today's route: the causal
-sub-tiled FA forward (its two loops are marked, and the diagonal loop's
-mask crosses between the halves' groups) and the sub-tiled FA forward at 8
-warps (two 8-warp compute partitions would leave too few registers).
+the causal sub-tiled FA forward at 4 warps (two loops, each a ws op with a
+partition per half: the diagonal loop's mask columns are recomputed by the
+half whose group does not compute them, and the second loop's worker
+starts from the first loop's results through read-only buffers), and
+kernels the lowering refuses, which keep today's route: the FA forward at
+4 warps (its schedule splits the softmax and the PV wgmma between groups:
+P would need a channel) and the sub-tiled FA forward at 8 warps (two
+8-warp compute partitions would leave too few registers).
 
 Needs twill-opt (TWILL_OPT, or target/release/twill-opt of this checkout).
 """
@@ -33,7 +37,7 @@ import triton.language as tl  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
 import twill_triton  # noqa: E402
-from kernels import fa_fwd, matmul  # noqa: E402
+from kernels import fa_bwd, fa_fwd, matmul  # noqa: E402
 
 TWILL_OPT = os.environ.get("TWILL_OPT") or str(REPO / "target" / "release" / "twill-opt")
 
@@ -92,9 +96,9 @@ def _fa_subtiled_w4(cap):
     return _fa_subtiled(cap, 4)
 
 
-def _fa_causal_subtiled(cap):
+def _fa_causal_subtiled_w4(cap):
     kwargs, opts = fa_fwd.split_config(fa_fwd.CONFIGS["causal_subtile"][cap])
-    return fa_fwd.make_ast_source(**kwargs), opts
+    return fa_fwd.make_ast_source(**kwargs), dict(opts, num_warps=4)
 
 
 def _fa_causal(cap):
@@ -136,6 +140,13 @@ def _lowered_dump(d):
 def _fa_forward(cap):
     kwargs, opts = fa_fwd.split_config(fa_fwd.CONFIGS["default"][cap])
     return fa_fwd.make_ast_source(**kwargs), opts
+
+
+def _fa_forward_w4(cap):
+    # Descriptors made in the kernel: the form Triton's Hopper warp
+    # specialization compiles at 4 warps.
+    kwargs, opts = fa_fwd.split_config(dict(fa_fwd.CONFIGS["default"][cap], DEVICE_DESC=True))
+    return fa_fwd.make_ast_source(**kwargs), dict(opts, num_warps=4)
 
 
 @pytest.mark.parametrize("make,partitions,waits", [(_bias_relu, 1, 2), (_host_descriptors, 1, 2),
@@ -193,6 +204,52 @@ def test_both_loops_of_the_causal_forward_are_lowered_each_to_its_ws_op(twill):
     assert "setmaxnreg" in k.asm["ptx"]
 
 
+def test_both_loops_of_the_causal_sub_tiled_forward_are_lowered_with_a_partition_per_half(twill):
+    """The causal sub-tiled FA forward at 4 warps: each loop a ws op with
+    the default region and a worker, one per 64-row half. The diagonal
+    loop's worker recomputes the mask's key columns, which the schedule put
+    in the other half's group, and starts from the first loop's results
+    (read-only buffers written before its ws op); both are proved before
+    emission and the module Triton finished again, down to a cubin."""
+    twill(strict=True, lower=True)
+    k = _compile(_fa_causal_subtiled_w4)
+    d = twill_triton.decisions()[-1]
+    assert d.scheduled, d.reason
+    assert len(d.lowered()) == 2, d.remarks
+    lows = [r["schedule"]["lowering"] for r in d.loop_records() if r["name"] in d.lowered()]
+    assert all(low["lowered"] and low["verified"] and low["compute_partitions"] == 2 for low in lows), lows
+    assert "initial-value buffers" not in lows[0]["text"] and "3 initial-value buffers" in lows[1]["text"], lows
+    assert "ops of other groups recomputed" in lows[1]["text"], lows
+    assert len(d.verification) == 2 and all(r["verdict"] == "proved" for r in d.verification), d.verification
+    ttgir = k.asm["ttgir"]
+    assert ttgir.count("twill.lowered = \"depth") == 2
+    assert k.metadata.num_warps == 12 and k.metadata.shared <= 232448
+    assert "setmaxnreg" in k.asm["ptx"]
+
+
+def _fa_backward(cap):
+    kwargs, opts = fa_bwd.split_config(fa_bwd.CONFIGS["hd64"][cap])
+    return fa_bwd.make_ast_source(**kwargs), opts
+
+
+def test_a_lowered_kernel_the_verifier_cannot_prove_takes_the_attribute_route(twill, caplog):
+    """The FA backward at 8 warps: its dQ loop is lowered (one compute
+    group; K read by two wgmmas, each reading every value of its ring),
+    its dK/dV loop is not (pointer loads of M and Delta in the
+    variable-latency group) and Triton pipelines it beside the ws op, which
+    the verifier does not prove. The kernel is compiled again without the
+    lowering: twill's schedule on both loops, proved, not Triton's own."""
+    twill(lower=True)
+    with caplog.at_level("WARNING", logger="twill"):
+        k = _compile(_fa_backward)
+    d = twill_triton.decisions()[-1]
+    assert d.scheduled and not d.lowered(), d.reason
+    assert d.lowering_abandoned and "beside a ttg.warp_specialize" in d.lowering_abandoned, d.lowering_abandoned
+    assert d.verification and all(r["verdict"] == "proved" for r in d.verification), d.verification
+    assert any("falls back to the attribute route" in m for m in caplog.messages), caplog.messages
+    assert "twill.lowered" not in k.asm["ttgir"] and "ttg.warp_specialize" not in k.asm["ttgir"]
+
+
 def test_without_the_lowering_tritons_hopper_ws_splits_the_loop(twill):
     twill(strict=False, lower=False)
     k = _compile(_bias_relu)
@@ -214,10 +271,13 @@ def test_the_dump_keeps_the_lowered_module_and_twill_opt_reproduces_it(twill):
     assert out.read_text() == (work / "output.mlir").read_text()
 
 
-@pytest.mark.parametrize("make", [_fa_causal_subtiled, _fa_subtiled], ids=["causal_channel", "two_8_warp_groups"])
-def test_a_loop_the_lowering_refuses_keeps_the_attribute_route(twill, make):
+@pytest.mark.parametrize("make,why", [(_fa_forward_w4, "channels between partitions are not supported"),
+                                      (_fa_subtiled, "2 compute groups")], ids=["channel", "two_8_warp_groups"])
+def test_a_loop_the_lowering_refuses_keeps_the_attribute_route(twill, make, why, caplog):
     twill(lower=True)
-    _compile(make)
+    with caplog.at_level("INFO", logger="twill"):
+        _compile(make)
     d = twill_triton.decisions()[-1]
     assert not d.lowered()
     assert d.lowering is None or all(r["reason"] == "lowering_refused" for r in d.lowering["loops"]), d.lowering
+    assert any("nothing lowered" in m and why in m for m in caplog.messages), caplog.messages

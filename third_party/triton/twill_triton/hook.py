@@ -110,6 +110,11 @@ class Decision:
     answer_digest: Optional[str] = None
     # The pipeline verifier's records came from the cache.
     verify_cached: bool = False
+    # Why the kernel twill lowered was given up for the attribute route
+    # (Triton rejected it, or the verifier did not prove the pipeline
+    # Triton built around it: a loop left to the attribute route beside a
+    # lowered one); None: not.
+    lowering_abandoned: Optional[str] = None
 
     def loop_records(self) -> List[dict]:
         """The loop records: the loops twill lowered (from the lowering
@@ -471,56 +476,23 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
         else:
             base, lowered, resume, lowering_seconds = _lower_first(ir, mod, calls, h, i, capability, options, cfg,
                                                                    tag, compiled)
-        # Triton schedules every loop first (its `assign_latencies` and
-        # `schedule_loops`); twill-opt then runs once on the kernel, and its
-        # schedule replaces Triton's on the loops it schedules. A loop twill
-        # skips keeps Triton's schedule (without one it would reach the
-        # pipeliner unpipelined).
-        _run(ir, base, calls[i:i + 2], tag + "_triton_schedule")
         # `rest`: where Triton's own pass list resumes on `mod` if twill falls
         # back (`mod` is untouched from Hopper WS on when twill lowered).
         rest = i + 2 if base is mod else resume
         try:
             try:
-                # After a lowering the module here depends on what it
-                # lowered: found by its print alone.
-                new, decision = _schedule(ir, base, capability, options, cfg,
-                                          compile_id=compiled if lowered is None else None)
+                result["mod"] = attribute_route(calls, i, tag, base, lowered, lowering_seconds)
             except _Fallback as e:
                 if lowered is None:
                     raise
-                # Every loop was lowered, or is left to Triton's schedule.
-                log.info("twill: %s: no loop for the attribute route: %s", lowered.kernel, e)
-                failed = getattr(e, "decision", None) or lowered
-                new, decision = base, Decision(kernel=lowered.kernel, capability=capability, scheduled=True,
-                                               dump=lowered.dump, report=failed.report,
-                                               schedule_seconds=failed.schedule_seconds if failed is not lowered else 0,
-                                               cached=failed.cached)
-            if lowered is not None:
-                decision.lowering = lowered.report
-                decision.cached = decision.cached and lowered.cached
-                decision.remarks = lowered.remarks + decision.remarks
-
-            try:
-                _run(ir, new, calls[i + 2:], tag + "_after_twill")
-            except Exception as e:  # Triton rejected the schedule
-                raise _Fallback(f"Triton rejected twill's schedule: {e}") from e
-            # No pipeline built from twill's schedule reaches make_llir
-            # without the verifier's proof.
-            decision.lowering_seconds = lowering_seconds
-            started = time.monotonic()
-            decision.verification = _verify(ir, new, cfg, decision, "verify",
-                                            _pipeline_key(decision, calls[i + 2:], capability))
-            decision.verify_seconds = time.monotonic() - started
-            unproved = [r for r in decision.verification if r.get("verdict") != "proved"]
-            if unproved:
-                e = _Fallback("the pipeline verifier did not prove the pipeline Triton built from twill's "
-                              "schedule: " + "; ".join(_verdict_text(r) for r in unproved))
-                e.decision = decision
-                _remember_unproved(cfg, decision, str(e))
-                raise e
-            _add_decision(decision)
-            result["mod"] = new
+                # The lowered kernel did not make it (Triton rejected it, or
+                # the verifier did not prove the pipeline Triton built around
+                # it): the kernel again without the lowering, from Triton's
+                # Hopper warp specialization on.
+                log.warning("twill: %s: the lowered kernel falls back to the attribute route: %s", lowered.kernel, e)
+                _run(ir, mod, calls[h:i], tag + "_before_twill")
+                rest = i + 2
+                result["mod"] = attribute_route(calls, i, tag, mod, None, lowering_seconds, abandoned=str(e))
         except _Fallback as e:
             d = getattr(e, "decision", None) or Decision(kernel=mod.get_entry_func_name(), capability=capability,
                                                          scheduled=False)
@@ -532,6 +504,57 @@ def _ttgir_stage(orig, backend, options, capability, cfg, src, metadata):
                     if r.get("verdict") != "proved":
                         log.warning("twill: Triton's own pipeline of %s: %s", d.kernel, _verdict_text(r))
             _record(cfg, mod, capability, d, str(e))
+
+    def attribute_route(calls, i, tag, base, lowered, lowering_seconds, abandoned=None):
+        """Triton's scheduling passes and twill's schedule on `base` (after
+        a lowering: the loops it left), the rest of Triton's passes and the
+        verifier's proof: the module, or _Fallback."""
+        # Triton schedules every loop first (its `assign_latencies` and
+        # `schedule_loops`); twill-opt then runs once on the kernel, and its
+        # schedule replaces Triton's on the loops it schedules. A loop twill
+        # skips keeps Triton's schedule (without one it would reach the
+        # pipeliner unpipelined).
+        _run(ir, base, calls[i:i + 2], tag + "_triton_schedule")
+        try:
+            # After a lowering the module here depends on what it lowered:
+            # found by its print alone.
+            new, decision = _schedule(ir, base, capability, options, cfg,
+                                      compile_id=compiled if lowered is None else None)
+        except _Fallback as e:
+            if lowered is None:
+                raise
+            # Every loop was lowered, or is left to Triton's schedule.
+            log.info("twill: %s: no loop for the attribute route: %s", lowered.kernel, e)
+            failed = getattr(e, "decision", None) or lowered
+            new, decision = base, Decision(kernel=lowered.kernel, capability=capability, scheduled=True,
+                                           dump=lowered.dump, report=failed.report,
+                                           schedule_seconds=failed.schedule_seconds if failed is not lowered else 0,
+                                           cached=failed.cached)
+        if lowered is not None:
+            decision.lowering = lowered.report
+            decision.cached = decision.cached and lowered.cached
+            decision.remarks = lowered.remarks + decision.remarks
+        decision.lowering_abandoned = abandoned
+        try:
+            _run(ir, new, calls[i + 2:], tag + "_after_twill")
+        except Exception as e:  # Triton rejected the schedule
+            raise _Fallback(f"Triton rejected twill's schedule: {e}") from e
+        # No pipeline built from twill's schedule reaches make_llir without
+        # the verifier's proof.
+        decision.lowering_seconds = lowering_seconds
+        started = time.monotonic()
+        decision.verification = _verify(ir, new, cfg, decision, "verify",
+                                        _pipeline_key(decision, calls[i + 2:], capability))
+        decision.verify_seconds = time.monotonic() - started
+        unproved = [r for r in decision.verification if r.get("verdict") != "proved"]
+        if unproved:
+            e = _Fallback("the pipeline verifier did not prove the pipeline Triton built from twill's "
+                          "schedule: " + "; ".join(_verdict_text(r) for r in unproved))
+            e.decision = decision
+            _remember_unproved(cfg, decision, str(e))
+            raise e
+        _add_decision(decision)
+        return new
 
     def recorders(real):
         return {"ir": _IRProxy(real["ir"], on_run), "passes": _PassRecorder(real["passes"], "passes"),
