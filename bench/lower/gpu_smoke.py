@@ -1,9 +1,10 @@
-"""GPU smoke test of twill's lowered GEMM and FA forward (TWILL_LOWER):
-correctness over trip counts and tile edges, and time against stock
-configurations (and cuBLAS for the GEMM), in one process. On the GPU machine, with the wheel installed
-(bench/gpu/install_wheel.sh):
+"""GPU smoke test of twill's lowered GEMM, FA forward and FA backward
+(TWILL_LOWER): correctness over trip counts and tile edges, and time against
+stock configurations (and cuBLAS for the GEMM, the hand-written Gluon kernel
+for the FA forward), in one process. On the GPU machine, with the wheel
+installed (bench/gpu/install_wheel.sh):
 
-    PYTHONPATH=. python3 bench/lower/gpu_smoke.py [--quick]
+    PYTHONPATH=. python3 bench/lower/gpu_smoke.py [--quick] [--fa-only] [--fa WORD] [--bwd]
 
 Every lowered compile must report its loop lowered and its module proved
 by the pipeline verifier, else the row says so. Outputs are poisoned with
@@ -132,8 +133,12 @@ FA_CONFIGS = {
     # Causal: two loops (left of the diagonal, then the diagonal block),
     # each lowered to a ws op of its own.
     "twill lowered causal w8": (dict(CAUSAL=True, SUBTILE=False, num_warps=8, num_stages=3), True),
+    # Sub-tiled at 4 warps: a partition per half in each loop's ws op.
+    "twill lowered causal subtile w4": (dict(CAUSAL=True, SUBTILE=True, num_warps=4, num_stages=3), True),
     "stock causal w8 s2": (dict(CAUSAL=True, SUBTILE=False, num_warps=8, num_stages=2), False),
     "stock causal w8 s3": (dict(CAUSAL=True, SUBTILE=False, num_warps=8, num_stages=3), False),
+    "stock causal subtile w8 s2": (dict(CAUSAL=True, SUBTILE=True, num_warps=8, num_stages=2), False),
+    "stock causal subtile w8 s3": (dict(CAUSAL=True, SUBTILE=True, num_warps=8, num_stages=3), False),
 }
 
 
@@ -274,6 +279,91 @@ def fa_bench(fa, shapes, rounds):
         torch.cuda.empty_cache()
 
 
+def _compile_bwd(cfg_name, lower):
+    """fa_bwd's main kernel at its bench configuration, stock or with the
+    hook's lowering (not strict: a loop the lowering refuses takes the
+    attribute route): (kernel, constexprs, note)."""
+    from third_party.triton.tests.kernels import fa_bwd
+
+    kwargs, opts = fa_bwd.split_config(fa_bwd.CONFIGS[cfg_name][90])
+    src = fa_bwd.make_ast_source(**kwargs)
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="smoke-cache-")
+    if not lower:
+        return triton.compile(src, target=TARGET, options=opts), kwargs, f"stock {opts}"
+    twill_triton.enable(scope="ws", lower=True, strict=False)
+    try:
+        k = triton.compile(src, target=TARGET, options=opts)
+    finally:
+        twill_triton.disable()
+    d = twill_triton.decisions()[-1]
+    proved = bool(d.verification) and all(r.get("verdict") == "proved" for r in d.verification)
+    return k, kwargs, (f"lowered={d.lowered()} scheduled={d.scheduled} proved={proved} "
+                       f"warps={k.metadata.num_warps} smem={k.metadata.shared}")
+
+
+def bwd_check(rounds):
+    """fa_bwd (hd128, hd64 at the bench's configurations), stock and through
+    the lowering: dQ, dK, dV against torch autograd in float32 at 2, 3, 4, 8
+    and 16 K/V blocks (the outputs NaN-poisoned), then paired timing at
+    Z=4 H=32 N=4096."""
+    from bench.gpu.run import bwd_inputs
+    from bench.kernels import check
+    from third_party.triton.tests.kernels import fa_bwd
+
+    fails = 0
+    for cfg_name in ("hd128", "hd64"):
+        ks = {}
+        for name, lower in ((f"stock bwd {cfg_name}", False), (f"twill lowered bwd {cfg_name}", True)):
+            try:
+                ks[name] = _compile_bwd(cfg_name, lower)
+            except Exception as e:
+                print(f"compile {name}: failed {type(e).__name__}: {str(e)[:300]}", flush=True)
+                fails += lower
+                continue
+            print(f"compile {name}: {ks[name][2]}", flush=True)
+
+        def launcher(entry, q, k, v, do, lse, delta, sm_scale, out):
+            kern, kwargs, _ = entry
+            sig, cst, _ = fa_bwd.ast_source_args(**kwargs)
+            N = q.shape[2]
+            vals = check.bwd_values(kwargs, sm_scale, lse, delta, q, k, v, do, *out)
+            return lambda: check._launch(kern, (N // kwargs["BLOCK_N1"], q.shape[0] * q.shape[1], 1), sig, cst, vals)
+
+        for blocks in (2, 3, 4, 8, 16):
+            N = 128 * blocks
+            q, k, v, do, o, lse, delta, sm_scale = bwd_inputs(cfg_name, 1, 2, N)
+            qr, kr, vr = (t.detach().float().requires_grad_() for t in (q, k, v))
+            ref = torch.softmax((qr @ kr.transpose(-1, -2)) * sm_scale, dim=-1) @ vr
+            ref.backward(do.float())
+            for name, entry in ks.items():
+                out = [torch.full_like(q, float("nan")) for _ in range(3)]
+                launcher(entry, q, k, v, do, lse, delta, sm_scale, out)()
+                torch.cuda.synchronize()
+                errs = [(g.float() - w.grad).abs().max().item() / w.grad.abs().max().item()
+                        for g, w in zip(out, (qr, kr, vr))]
+                ok = all(e < 1e-2 for e in errs)  # NaN compares False
+                fails += not ok
+                print(f"bwd sweep {cfg_name} N={N:5d} {name:28s} correct={ok} err dq/dk/dv "
+                      + "/".join(f"{e:.1e}" for e in errs), flush=True)
+        if len(ks) < 2:
+            continue
+        Z, H, N = 4, 32, 4096
+        q, k, v, do, o, lse, delta, sm_scale = bwd_inputs(cfg_name, Z, H, N)
+        fns = {}
+        for name, entry in ks.items():
+            fns[name] = launcher(entry, q, k, v, do, lse, delta, sm_scale, [torch.empty_like(q) for _ in range(3)])
+            t = do_bench(fns[name], warmup=25, rep=100, return_mode="median")
+            flops = 2.5 * 4 * Z * H * N * N * q.shape[3]
+            print(f"bwd bench {cfg_name} Z={Z} H={H} N={N} {name:28s} {t:.4f} ms {flops / t / 1e9:7.1f} TFLOPS",
+                  flush=True)
+        ours, other = [n for n in ks if n.startswith("twill")][0], [n for n in ks if n.startswith("stock")][0]
+        x, a, b = paired(fns, ours, other, rounds)
+        print(f"bwd paired {cfg_name} N={N}: {ours} vs {other}: {x:.3f}x ({a:.4f} vs {b:.4f} ms)", flush=True)
+        del q, k, v, do
+        torch.cuda.empty_cache()
+    return fails
+
+
 def bench(kernels, sizes, rounds):
     for S in sizes:
         a = torch.randn(S, S, device="cuda", dtype=torch.float16)
@@ -319,11 +409,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--fa-only", action="store_true", help="skip the GEMM timings")
+    ap.add_argument("--fa", action="append", default=[], metavar="WORD",
+                    help="only the FA configurations whose name holds WORD (repeatable: any of them)")
+    ap.add_argument("--head-dim", type=int, help="only the FA configurations of this head dim")
+    ap.add_argument("--bwd", action="store_true", help="also the FA backward, stock and lowered")
+    ap.add_argument("--no-gemm", action="store_true", help="no GEMM at all (not even its sweep)")
     args = ap.parse_args()
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     print(torch.cuda.get_device_name(), "triton", triton.__version__, time.strftime("%Y-%m-%d %H:%M:%S"), flush=True)
     kernels = {}
-    for name, make, bn, ws, dev in [
+    gemms = [] if args.no_gemm else [
         ("twill lowered BN128 w4", lambda: compile_gemm(128, 4, 3, True, True), 128, True, False),
         ("twill lowered BN128 w4 ring=max", lambda: compile_gemm(128, 4, 3, True, True, "max"), 128, True, False),
         ("twill lowered BN256 w8", lambda: compile_gemm(256, 8, 3, True, True), 256, True, False),
@@ -333,7 +428,8 @@ def main():
         ("stock bias+relu BN128 w4", lambda: compile_bias_relu(128, 4, False), 128, True, True),
     ] + [(f"stock BN{bn} w{nw} s{ns}", (lambda bn=bn, nw=nw, ns=ns: compile_gemm(bn, nw, ns, False, False)),
           bn, False, False) for bn, nw, ns in [(128, 4, 3), (128, 4, 4), (128, 8, 3), (128, 8, 4), (256, 8, 3),
-                                               (256, 8, 4)]]:
+                                               (256, 8, 4)]]
+    for name, make, bn, ws, dev in gemms:
         try:
             k, note = make()
         except Exception as e:
@@ -342,7 +438,9 @@ def main():
         print(f"compile {name}: {note}", flush=True)
         kernels[name] = (k, bn, ws, dev, note)
     fa = {}
-    for name in FA_CONFIGS:
+    wanted = [n for n, (extra, _) in FA_CONFIGS.items() if (not args.fa or any(w in n for w in args.fa))
+              and args.head_dim in (None, extra.get("HEAD_DIM", 128))]
+    for name in wanted:
         try:
             fa[name] = compile_fa(name)
         except Exception as e:
@@ -351,7 +449,9 @@ def main():
         print(f"compile fa {name}: {fa[name][4]}", flush=True)
     fails = sweep(kernels) + fa_sweep(fa)
     fa_bench(fa, [(4, 32, 4096)] if args.quick else [(4, 32, 4096), (1, 32, 16384)], 3 if args.quick else 5)
-    if not args.fa_only:
+    if args.bwd:
+        fails += bwd_check(3 if args.quick else 5)
+    if not args.fa_only and not args.no_gemm:
         bench(kernels, [4096] if args.quick else [4096, 8192], 3 if args.quick else 5)
     print(f"sweep failures: {fails}", flush=True)
     sys.exit(1 if fails else 0)
