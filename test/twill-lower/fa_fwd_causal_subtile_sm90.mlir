@@ -55,3 +55,17 @@
 // CHECK: "ttg.warp_return"
 // CHECK-NOT: "ttg.warp_specialize"(
 // CHECK-NOT: tt.warp_specialize
+
+// Emission counts what the plan does not see against shared memory: the
+// initial-value buffers and the buffers the loop reads from before it (the
+// halves' Q tiles). On an H100 with 220000 B per CTA the first loop still
+// fits (rings, result buffers and Q: 197192 B) and the second does not
+// (230472 B with its initial-value buffers): refused at emission, its
+// attributes written, nothing of it emitted.
+// RUN: sed 's/^capacity = 232448/capacity = 220000/' %inputs/../../machines/h100.toml > %t.h100.toml
+// RUN: %twill-opt %inputs/triton36/fa_fwd_causal_subtile_sm90_w4.before.mlir --twill-schedule="lower=on arch=sm90 triton=3.6 cache=off machine=%t.h100.toml" 2>&1 | FileCheck %s --check-prefix=SMALL
+// SMALL: remark: twill: lowered to 1+2 partitions {{.*}}; proved by the pipeline verifier
+// SMALL: remark: twill: lowering refused: rings and buffers need 230472 B of shared memory, 220000 B available; the schedule is written as attributes
+// SMALL-COUNT-1: "ttg.warp_specialize"(
+// SMALL-NOT: "ttg.warp_specialize"(
+// SMALL: loop.stage

@@ -204,6 +204,14 @@ pub fn emit(
     // the ws op, beside its rings and the initial values' buffers.
     let total = plan.smem_bytes + emitted.init_bytes + outside_buffer_bytes(for_op, &body);
     if total > plan.smem_capacity {
+        // SAFETY: the ops are detached; users go before the ops they use
+        // (each list is in def-use order, the initial values' allocs use
+        // only the function's values).
+        unsafe {
+            for op in caps.init_allocs.into_iter().chain(prelude).rev() {
+                mlirOperationDestroy(op);
+            }
+        }
         return Err(LowerSkip::SharedMemory {
             bytes: total,
             capacity: plan.smem_capacity,

@@ -87,7 +87,9 @@ pub enum LowerSkip {
     TensorCapture(String),
     /// A type the lowering cannot read.
     Type(String),
-    /// The rings and barriers exceed shared memory.
+    /// The rings, barriers and buffers (with, at emission, the workers'
+    /// initial-value buffers and the buffers the loop reads from before
+    /// it) exceed shared memory.
     SharedMemory { bytes: u64, capacity: u64 },
     /// Building the IR failed.
     Emit(String),
@@ -127,7 +129,7 @@ impl fmt::Display for LowerSkip {
             LowerSkip::Type(ty) => write!(f, "cannot read type {ty}"),
             LowerSkip::SharedMemory { bytes, capacity } => write!(
                 f,
-                "rings need {bytes} B of shared memory, {capacity} B available"
+                "rings and buffers need {bytes} B of shared memory, {capacity} B available"
             ),
             LowerSkip::Emit(e) => write!(f, "cannot build the IR: {e}"),
             LowerSkip::NotVerified(why) => write!(f, "not verified: {why}"),
