@@ -47,18 +47,21 @@ def compile_bias_relu(bn, nw, lower, ring="schedule"):
     return _compile(src, dict(num_warps=nw, num_stages=3), lower, ring)
 
 
-def _compile(src, opts, lower, ring, scope="all"):
+def _compile(src, opts, lower, ring, scope="all", strict=True):
+    """Stock, or with the hook's lowering (`strict`: a loop the lowering
+    refuses raises; else it takes the attribute route): (kernel, note)."""
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="smoke-cache-")
     if not lower:
         return triton.compile(src, target=TARGET, options=opts), "stock"
-    twill_triton.enable(scope=scope, lower=True, strict=True, extra_options=f"ring={ring}")
+    twill_triton.enable(scope=scope, lower=True, strict=strict, extra_options=f"ring={ring}")
     try:
         k = triton.compile(src, target=TARGET, options=opts)
     finally:
         twill_triton.disable()
     d = twill_triton.decisions()[-1]
     proved = bool(d.verification) and all(r.get("verdict") == "proved" for r in d.verification)
-    note = f"lowered={d.lowered()} proved={proved} warps={k.metadata.num_warps} smem={k.metadata.shared}"
+    note = (f"lowered={d.lowered()} scheduled={d.scheduled} proved={proved} warps={k.metadata.num_warps} "
+            f"smem={k.metadata.shared}")
     return k, note
 
 
@@ -286,19 +289,8 @@ def _compile_bwd(cfg_name, lower):
     from third_party.triton.tests.kernels import fa_bwd
 
     kwargs, opts = fa_bwd.split_config(fa_bwd.CONFIGS[cfg_name][90])
-    src = fa_bwd.make_ast_source(**kwargs)
-    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="smoke-cache-")
-    if not lower:
-        return triton.compile(src, target=TARGET, options=opts), kwargs, f"stock {opts}"
-    twill_triton.enable(scope="ws", lower=True, strict=False)
-    try:
-        k = triton.compile(src, target=TARGET, options=opts)
-    finally:
-        twill_triton.disable()
-    d = twill_triton.decisions()[-1]
-    proved = bool(d.verification) and all(r.get("verdict") == "proved" for r in d.verification)
-    return k, kwargs, (f"lowered={d.lowered()} scheduled={d.scheduled} proved={proved} "
-                       f"warps={k.metadata.num_warps} smem={k.metadata.shared}")
+    k, note = _compile(fa_bwd.make_ast_source(**kwargs), opts, lower, "schedule", scope="ws", strict=False)
+    return k, kwargs, note
 
 
 def bwd_check(rounds):
